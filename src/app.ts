@@ -1,0 +1,83 @@
+import cors from '@fastify/cors';
+import formbody from '@fastify/formbody';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { authRoutes } from './auth/routes.ts';
+import { DEV_FRONTEND_ORIGIN } from './config.ts';
+import { datasetRoutes } from './datasets/routes.ts';
+import { endpointRoutes } from './endpoints/routes.ts';
+import { healthRoutes } from './health/routes.ts';
+import { registerErrorHandler } from './http/error-handler.ts';
+import './http/fastify-types.ts';
+import { validatorCompiler } from './http/validation.ts';
+import { marketplaceRoutes } from './marketplaces/routes.ts';
+import { modelRoutes } from './models/routes.ts';
+import { policyRoutes, rootPolicyRoutes } from './policies/routes.ts';
+import type { Services } from './services.ts';
+import { settingsRoutes } from './settings/routes.ts';
+import { tenantRoutes } from './tenants/routes.ts';
+import { VERSION } from './version.ts';
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** Builds the whole HTTP application on the given services; nothing listens here (see server.ts). */
+export async function buildApp(services: Services): Promise<FastifyInstance> {
+  const { config } = services;
+  const app = Fastify({
+    logger: config.logLevel === 'silent' ? false : { level: config.logLevel },
+    routerOptions: { ignoreTrailingSlash: true },
+    bodyLimit: 1024 * 1024,
+    // Log lines carry a request id: the caller's X-Request-Id when it is sane, else a fresh one.
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : crypto.randomUUID();
+    },
+    trustProxy: false,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  registerErrorHandler(app);
+  app.decorateRequest('principal', null);
+
+  await app.register(formbody);
+  await app.register(cors, {
+    origin: [DEV_FRONTEND_ORIGIN, ...config.corsOrigins],
+    methods: ['GET', 'POST', 'PATCH', 'DELETE', 'OPTIONS'],
+    allowedHeaders: ['Content-Type', 'Authorization', 'X-Tenant-Name'],
+    credentials: true,
+  });
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'knode: Knowledge Endpoint Service', version: VERSION },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    const config = request.routeOptions.config;
+    request.principal = await services.guard.authenticate(request, config.auth ?? 'public');
+    if (config.counted !== false) await services.limiter.check(request, request.principal);
+  });
+
+  await app.register(
+    async (api) => {
+      await api.register(healthRoutes);
+      await api.register(authRoutes(services.auth));
+      await api.register(tenantRoutes(services.tenants));
+      await api.register(datasetRoutes(services.datasets));
+      await api.register(modelRoutes(services.models));
+      await api.register(endpointRoutes(services.endpoints));
+      await api.register(policyRoutes(services.policies));
+      await api.register(marketplaceRoutes(services.marketplaces));
+      await api.register(settingsRoutes(services.settings));
+    },
+    { prefix: '/api/v1' },
+  );
+  await app.register(rootPolicyRoutes(services.policies));
+  return app;
+}

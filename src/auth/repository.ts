@@ -1,0 +1,27 @@
+import type { DbOrTransaction } from '../db/database.ts';
+import { now } from '../db/database.ts';
+
+export interface User {
+  id: string;
+  email: string;
+  password_hash: string;
+  created_at: string;
+}
+
+export class UserRepository {
+  constructor(private readonly db: DbOrTransaction) {}
+
+  async create(email: string, passwordHash: string, db: DbOrTransaction = this.db): Promise<User> {
+    const user = { id: crypto.randomUUID(), email, password_hash: passwordHash, created_at: now() };
+    await db.insertInto('users').values(user).execute();
+    return user;
+  }
+
+  async findByEmail(email: string): Promise<User | undefined> {
+    return this.db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
+  }
+
+  async findById(id: string): Promise<User | undefined> {
+    return this.db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+}

@@ -1,0 +1,36 @@
+import { Type } from 'typebox';
+import { Timestamp, Uuid } from '../http/schemas.ts';
+
+const Email = Type.String({ format: 'email', maxLength: 254 });
+
+export const RegisterBody = Type.Object({
+  email: Email,
+  password: Type.String({ minLength: 8, maxLength: 128 }),
+  tenant_name: Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$' }),
+});
+
+export const RegisteredUser = Type.Object({
+  id: Uuid,
+  email: Type.String(),
+  tenant_name: Type.String(),
+  created_at: Timestamp,
+});
+
+/** JSON `{email, password}`, or the OAuth2 password form's `username`/`password`. */
+export const LoginBody = Type.Object({
+  email: Type.Optional(Type.String({ maxLength: 254 })),
+  username: Type.Optional(Type.String({ maxLength: 254 })),
+  password: Type.String({ minLength: 1, maxLength: 128 }),
+});
+
+export const AccessToken = Type.Object({
+  access_token: Type.String(),
+  token_type: Type.Literal('bearer'),
+  expires_in: Type.Integer(),
+});
+
+export const Me = Type.Object({
+  email: Type.String(),
+  tenant_name: Type.String(),
+  created_at: Timestamp,
+});

@@ -1,0 +1,139 @@
+import { homedir } from 'node:os';
+import { resolve } from 'node:path';
+import { isHttpUrl } from './util/url.ts';
+
+/** Everything knode reads from its environment, validated once at start-up (API-CONTRACT section 2). */
+export interface Config {
+  readonly host: string;
+  readonly port: number;
+  readonly dataDir: string;
+  /** Empty string means development mode: admin authentication is disabled. */
+  readonly adminApiKey: string;
+  readonly jwtSecret: string | undefined;
+  /** undefined: keep the stored URL; '': detect the public IP; otherwise the URL itself. */
+  readonly publicUrl: string | undefined;
+  readonly publicIpUrl: string;
+  readonly multiTenancy: boolean;
+  readonly openRegistration: boolean;
+  readonly ingestionRoots: readonly string[];
+  readonly rateLimitPerHour: number;
+  readonly rateLimitPerMinute: number;
+  readonly corsOrigins: readonly string[];
+  readonly tunnelDomain: string;
+  readonly embedder: string;
+  readonly allowModelDownload: boolean;
+  readonly logLevel: string;
+}
+
+export class ConfigError extends Error {}
+
+/** The origin of the development frontend, which the specification always allows. */
+export const DEV_FRONTEND_ORIGIN = 'http://localhost:5173';
+
+export const EMBEDDER_PATTERN = /^(use-lite|transformers:.+|openai:.+)$/;
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+type Env = Record<string, string | undefined>;
+
+/** Builds the frozen configuration; throws ConfigError with one line naming the bad variable. */
+export function loadConfig(env: Env = process.env): Config {
+  const adminApiKey = env.SVC_ADMIN_API_KEY ?? '';
+  const developmentMode = adminApiKey === '';
+  const config: Config = {
+    host: nonEmpty(env, 'SVC_HOST', '127.0.0.1'),
+    port: integer(env, 'SVC_PORT', 8080, 0, 65535),
+    dataDir: resolve(nonEmpty(env, 'SVC_DATA_DIR', './data')),
+    adminApiKey,
+    jwtSecret: optionalSecret(env, 'SVC_JWT_SECRET'),
+    publicUrl: publicUrl(env),
+    publicIpUrl: httpUrl(env, 'SVC_PUBLIC_IP_URL', 'https://api.ipify.org'),
+    multiTenancy: boolean(env, 'SVC_MULTI_TENANCY', false),
+    openRegistration: boolean(env, 'SVC_OPEN_REGISTRATION', developmentMode),
+    ingestionRoots: list(env, 'SVC_INGESTION_ROOTS', [homedir()]).map((root) => resolve(root)),
+    rateLimitPerHour: integer(env, 'SVC_RATE_LIMIT_PER_HOUR', 1000, 0, 1_000_000_000),
+    rateLimitPerMinute: integer(env, 'SVC_RATE_LIMIT_PER_MINUTE', 100, 0, 1_000_000_000),
+    corsOrigins: list(env, 'SVC_CORS_ORIGINS', []).map((origin) => checkOrigin('SVC_CORS_ORIGINS', origin)),
+    tunnelDomain: nonEmpty(env, 'SVC_TUNNEL_DOMAIN', 'syfthub.ngrok.app'),
+    embedder: matching(env, 'SVC_EMBEDDER', 'use-lite', EMBEDDER_PATTERN, 'use-lite, transformers:<model> or openai:<model>'),
+    allowModelDownload: boolean(env, 'SVC_ALLOW_MODEL_DOWNLOAD', false),
+    logLevel: oneOf(env, 'SVC_LOG_LEVEL', 'info', LOG_LEVELS),
+  };
+  return Object.freeze(config);
+}
+
+function fail(name: string, problem: string, value: string): never {
+  throw new ConfigError(`${name}: ${problem} (got ${JSON.stringify(value)})`);
+}
+
+function nonEmpty(env: Env, name: string, fallback: string): string {
+  const value = env[name];
+  if (value === undefined) return fallback;
+  if (value.trim() === '') fail(name, 'must not be empty', value);
+  return value.trim();
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const value = env[name];
+  if (value === undefined || value.trim() === '') return fallback;
+  const parsed = Number(value.trim());
+  if (!/^\d+$/.test(value.trim()) || parsed < min || parsed > max) {
+    fail(name, `must be an integer from ${min} to ${max}`, value);
+  }
+  return parsed;
+}
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const value = env[name];
+  if (value === undefined || value.trim() === '') return fallback;
+  const normalized = value.trim().toLowerCase();
+  if (['true', '1', 'yes', 'on'].includes(normalized)) return true;
+  if (['false', '0', 'no', 'off'].includes(normalized)) return false;
+  return fail(name, 'must be true or false', value);
+}
+
+function list(env: Env, name: string, fallback: string[]): string[] {
+  const value = env[name];
+  if (value === undefined || value.trim() === '') return fallback;
+  return value.split(',').map((item) => item.trim()).filter((item) => item !== '');
+}
+
+function optionalSecret(env: Env, name: string): string | undefined {
+  const value = env[name];
+  if (value === undefined || value === '') return undefined;
+  if (value.length < 32) throw new ConfigError(`${name}: must be at least 32 characters long`);
+  return value;
+}
+
+function httpUrl(env: Env, name: string, fallback: string): string {
+  const value = env[name];
+  if (value === undefined || value.trim() === '') return fallback;
+  if (!isHttpUrl(value.trim())) fail(name, 'must be an http or https URL', value);
+  return value.trim();
+}
+
+function publicUrl(env: Env): string | undefined {
+  const value = env.SVC_PUBLIC_URL;
+  if (value === undefined) return undefined;
+  if (value.trim() === '') return '';
+  if (!isHttpUrl(value.trim())) fail('SVC_PUBLIC_URL', 'must be empty or an http or https URL', value);
+  return value.trim().replace(/\/+$/, '');
+}
+
+function checkOrigin(name: string, origin: string): string {
+  if (!isHttpUrl(origin)) fail(name, 'each origin must be an http or https URL', origin);
+  return new URL(origin).origin;
+}
+
+function matching(env: Env, name: string, fallback: string, pattern: RegExp, expected: string): string {
+  const value = env[name];
+  if (value === undefined || value.trim() === '') return fallback;
+  if (!pattern.test(value.trim())) fail(name, `must be ${expected}`, value);
+  return value.trim();
+}
+
+function oneOf(env: Env, name: string, fallback: string, allowed: string[]): string {
+  const value = env[name];
+  if (value === undefined || value.trim() === '') return fallback;
+  if (!allowed.includes(value.trim())) fail(name, `must be one of ${allowed.join(', ')}`, value);
+  return value.trim();
+}

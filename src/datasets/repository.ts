@@ -1,0 +1,80 @@
+import { sql } from 'kysely';
+import type { DbOrTransaction } from '../db/database.ts';
+import type { DatasetTable } from '../db/schema.ts';
+
+export type DatasetRow = DatasetTable;
+
+export interface IngestionCounts {
+  files_total: number;
+  files_indexed: number;
+  files_pending: number;
+  files_failed: number;
+  chunks: number;
+}
+
+export const NO_FILES: IngestionCounts = { files_total: 0, files_indexed: 0, files_pending: 0, files_failed: 0, chunks: 0 };
+
+export class DatasetRepository {
+  constructor(private readonly db: DbOrTransaction) {}
+
+  async insert(row: DatasetRow): Promise<void> {
+    await this.db.insertInto('datasets').values(row).execute();
+  }
+
+  async list(tenantId: string): Promise<DatasetRow[]> {
+    return this.db.selectFrom('datasets').selectAll().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy('id').execute();
+  }
+
+  async get(tenantId: string, id: string): Promise<DatasetRow | undefined> {
+    return this.db.selectFrom('datasets').selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+  }
+
+  async update(tenantId: string, id: string, changes: Partial<Pick<DatasetRow, 'name' | 'summary' | 'status' | 'updated_at'>>): Promise<void> {
+    await this.db.updateTable('datasets').set(changes).where('tenant_id', '=', tenantId).where('id', '=', id).execute();
+  }
+
+  async delete(tenantId: string, id: string): Promise<void> {
+    await this.db.deleteFrom('datasets').where('tenant_id', '=', tenantId).where('id', '=', id).execute();
+  }
+
+  /** Slugs of the endpoints that link the dataset: while there are any it cannot be deleted. */
+  async linkedEndpointSlugs(tenantId: string, id: string): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('endpoints')
+      .select('slug')
+      .where('tenant_id', '=', tenantId)
+      .where('dataset_id', '=', id)
+      .orderBy('slug')
+      .execute();
+    return rows.map((row) => row.slug);
+  }
+
+  /** The `ingestion` counters of each dataset, from its files' states (API-CONTRACT 4). */
+  async ingestionCounts(datasetIds: string[]): Promise<Map<string, IngestionCounts>> {
+    const counts = new Map<string, IngestionCounts>();
+    if (datasetIds.length === 0) return counts;
+    const rows = await this.db
+      .selectFrom('dataset_files')
+      .select([
+        'dataset_id',
+        sql<number>`sum(status != 'removed')`.as('files_total'),
+        sql<number>`sum(status = 'indexed')`.as('files_indexed'),
+        sql<number>`sum(status IN ('queued', 'indexing'))`.as('files_pending'),
+        sql<number>`sum(status = 'failed')`.as('files_failed'),
+        sql<number>`sum(CASE WHEN status = 'indexed' THEN chunks ELSE 0 END)`.as('chunks'),
+      ])
+      .where('dataset_id', 'in', datasetIds)
+      .groupBy('dataset_id')
+      .execute();
+    for (const row of rows) {
+      counts.set(row.dataset_id, {
+        files_total: Number(row.files_total),
+        files_indexed: Number(row.files_indexed),
+        files_pending: Number(row.files_pending),
+        files_failed: Number(row.files_failed),
+        chunks: Number(row.chunks),
+      });
+    }
+    return counts;
+  }
+}

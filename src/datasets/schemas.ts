@@ -1,0 +1,46 @@
+import { Type } from 'typebox';
+import { Configuration, Name, ShortText, Timestamp, Uuid } from '../http/schemas.ts';
+import { DATASET_DTYPES } from './configuration.ts';
+
+export const DatasetStatus = Type.Enum(['starting', 'running', 'stopped', 'error']);
+
+export const CreateDatasetBody = Type.Object({
+  name: Name,
+  dtype: Type.Enum([...DATASET_DTYPES]),
+  configuration: Configuration,
+  summary: Type.Optional(ShortText),
+});
+
+export const UpdateDatasetBody = Type.Object({
+  name: Type.Optional(Name),
+  summary: Type.Optional(ShortText),
+});
+
+export const IngestionCounters = Type.Object({
+  files_total: Type.Integer(),
+  files_indexed: Type.Integer(),
+  files_pending: Type.Integer(),
+  files_failed: Type.Integer(),
+  chunks: Type.Integer(),
+});
+
+export const DatasetView = Type.Object({
+  id: Uuid,
+  name: Type.String(),
+  summary: Type.String(),
+  dtype: Type.String(),
+  configuration: Configuration,
+  status: DatasetStatus,
+  ingestion: IngestionCounters,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+/** The dataset as embedded in endpoint views (specification, Embedded views). */
+export const EmbeddedDatasetView = Type.Object({
+  id: Uuid,
+  name: Type.String(),
+  summary: Type.String(),
+  dtype: Type.String(),
+  configuration: Configuration,
+});

@@ -1,0 +1,103 @@
+import { Database as SqliteDatabase } from 'bun:sqlite';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { Kysely, Migrator, SqliteDialect, type Transaction } from 'kysely';
+import { migrations } from './migrations/index.ts';
+import type { Database } from './schema.ts';
+
+export type Db = Kysely<Database>;
+export type DbOrTransaction = Kysely<Database> | Transaction<Database>;
+
+export interface OpenedDatabase {
+  readonly db: Db;
+  /**
+   * Runs synchronous bun:sqlite work (atomic counters, sqlite-vec) on the one connection while holding
+   * Kysely's connection lock, so it can never land inside a Kysely transaction that is awaiting something.
+   */
+  exclusive<T>(work: (sqlite: SqliteDatabase) => T): Promise<T>;
+  close(): Promise<void>;
+}
+
+/**
+ * Kysely's SqliteDialect expects better-sqlite3's interface, which does not load in Bun; bun:sqlite
+ * differs only in spreading parameters and in how a statement says it returns rows.
+ */
+function kyselyAdapter(sqlite: SqliteDatabase) {
+  return {
+    close: () => sqlite.close(),
+    prepare(sqlText: string) {
+      const statement = sqlite.query(sqlText); // cached per SQL text by bun:sqlite
+      return {
+        reader: statement.columnNames.length > 0,
+        all: (parameters: ReadonlyArray<unknown>) => statement.all(...(parameters as never[])) as unknown[],
+        run: (parameters: ReadonlyArray<unknown>) => statement.run(...(parameters as never[])),
+        iterate: (parameters: ReadonlyArray<unknown>) =>
+          statement.iterate(...(parameters as never[])) as IterableIterator<unknown>,
+      };
+    },
+  };
+}
+
+/** Opens (creating if needed) `<dataDir>/knode.db`, applies the pragmas and runs pending migrations. */
+export async function openDatabase(dataDir: string): Promise<OpenedDatabase> {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const sqlite = new SqliteDatabase(join(dataDir, 'knode.db'), { create: true });
+  sqlite.run('PRAGMA journal_mode = WAL');
+  sqlite.run('PRAGMA synchronous = NORMAL');
+  sqlite.run('PRAGMA busy_timeout = 5000');
+  sqlite.run('PRAGMA foreign_keys = ON');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: kyselyAdapter(sqlite) }) });
+  await migrate(db);
+  return {
+    db,
+    exclusive: (work) => db.connection().execute(async () => work(sqlite)),
+    close: async () => {
+      await db.destroy(); // closes the bun:sqlite handle too
+    },
+  };
+}
+
+async function migrate(db: Db): Promise<void> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((result) => result.status === 'Error');
+  if (error || failed) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${reason}`);
+  }
+}
+
+const BUSY_RETRIES = 5;
+
+/**
+ * Runs `work` in one transaction: all of it is written, or none. Another process holding the write lock
+ * (SQLITE_BUSY) is waited for by busy_timeout; if it still wins, the whole transaction is retried.
+ */
+export async function inTransaction<T>(db: Db, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await db.transaction().execute(work);
+    } catch (error) {
+      if (!isBusy(error) || attempt >= BUSY_RETRIES) throw error;
+      await Bun.sleep(20 * attempt);
+    }
+  }
+}
+
+function sqliteCode(error: unknown): string | undefined {
+  return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
+}
+
+export function isBusy(error: unknown): boolean {
+  return sqliteCode(error)?.startsWith('SQLITE_BUSY') ?? false;
+}
+
+export function isUniqueViolation(error: unknown): boolean {
+  const code = sqliteCode(error);
+  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}
+
+/** The current time as stored: ISO 8601 UTC with a trailing Z. */
+export function now(): string {
+  return new Date().toISOString();
+}

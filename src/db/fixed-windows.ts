@@ -1,0 +1,66 @@
+import type { Database } from 'bun:sqlite';
+import type { OpenedDatabase } from './database.ts';
+
+/** One quota: at most `limit` hits per fixed window of `periodSeconds`, aligned to the epoch (so to UTC). */
+export interface WindowQuota {
+  key: string;
+  limit: number;
+  periodSeconds: number;
+}
+
+export type WindowVerdict =
+  | { allowed: true }
+  | { allowed: false; quota: WindowQuota; retryAfterSeconds: number };
+
+const KEEP_SECONDS = 2 * 86_400; // longer than the longest period (a day)
+
+/**
+ * Counters in SQLite, so a restart does not reset a window. All quotas of one request are checked and
+ * counted in one synchronous transaction: either every counter moves or none does, and since bun:sqlite
+ * runs it without yielding, concurrent requests can never overshoot a quota.
+ */
+export class FixedWindows {
+  private lastPrune = 0;
+
+  constructor(private readonly database: OpenedDatabase) {}
+
+  /** Counts one hit against every quota, unless one of them is already used up. */
+  consume(quotas: readonly WindowQuota[], nowMs = Date.now()): Promise<WindowVerdict> {
+    if (quotas.length === 0) return Promise.resolve({ allowed: true });
+    return this.database.exclusive((sqlite) => this.consumeNow(sqlite, quotas, nowMs));
+  }
+
+  private consumeNow(sqlite: Database, quotas: readonly WindowQuota[], nowMs: number): WindowVerdict {
+    const read = sqlite.query<{ count: number }, [string, number]>(
+      'SELECT count FROM rate_windows WHERE key = ? AND window_start = ?',
+    );
+    const bump = sqlite.query<unknown, [string, number]>(
+      'INSERT INTO rate_windows (key, window_start, count) VALUES (?, ?, 1) ' +
+        'ON CONFLICT (key, window_start) DO UPDATE SET count = count + 1',
+    );
+    const nowSeconds = Math.floor(nowMs / 1000);
+    const verdict = sqlite.transaction((): WindowVerdict => {
+      let refusal: WindowVerdict = { allowed: true };
+      for (const quota of quotas) {
+        const start = nowSeconds - (nowSeconds % quota.periodSeconds);
+        const used = read.get(quota.key, start)?.count ?? 0;
+        if (used >= quota.limit) {
+          const retryAfterSeconds = start + quota.periodSeconds - nowMs / 1000;
+          if (refusal.allowed || retryAfterSeconds > refusal.retryAfterSeconds) {
+            refusal = { allowed: false, quota, retryAfterSeconds };
+          }
+        }
+      }
+      if (!refusal.allowed) return refusal;
+      for (const quota of quotas) {
+        bump.run(quota.key, nowSeconds - (nowSeconds % quota.periodSeconds));
+      }
+      return refusal;
+    }).immediate();
+    if (nowSeconds - this.lastPrune >= 60) {
+      this.lastPrune = nowSeconds;
+      sqlite.query('DELETE FROM rate_windows WHERE window_start < ?').run(nowSeconds - KEEP_SECONDS);
+    }
+    return verdict;
+  }
+}

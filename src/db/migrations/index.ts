@@ -1,0 +1,10 @@
+import type { Migration } from 'kysely';
+import * as initial from './0001-initial.ts';
+
+/**
+ * Every migration, in order. They are imported (not read from disk) so the compiled binary carries them.
+ * Names sort in the order they must run.
+ */
+export const migrations: Record<string, Migration> = {
+  '0001-initial': initial,
+};

@@ -1,0 +1,140 @@
+import type { Generated } from 'kysely';
+
+/**
+ * Table row types as stored. Timestamps are ISO 8601 UTC strings, booleans are 0/1 integers,
+ * and `configuration` columns hold JSON text whose secret values are encrypted (see secrets.ts).
+ */
+export interface Database {
+  tenants: TenantTable;
+  users: UserTable;
+  tenant_members: TenantMemberTable;
+  datasets: DatasetTable;
+  dataset_files: DatasetFileTable;
+  models: ModelTable;
+  endpoints: EndpointTable;
+  endpoint_marketplaces: EndpointMarketplaceTable;
+  policies: PolicyTable;
+  marketplaces: MarketplaceTable;
+  tenant_settings: TenantSettingsTable;
+  rate_windows: RateWindowTable;
+}
+
+export interface TenantTable {
+  id: string;
+  name: string;
+  created_at: string;
+}
+
+export interface UserTable {
+  id: string;
+  email: string;
+  password_hash: string;
+  created_at: string;
+}
+
+export interface TenantMemberTable {
+  tenant_id: string;
+  user_id: string;
+  role: 'owner' | 'member';
+  created_at: string;
+}
+
+export interface DatasetTable {
+  id: string;
+  tenant_id: string;
+  name: string;
+  summary: string;
+  dtype: string;
+  configuration: string;
+  status: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export type FileStatus = 'queued' | 'indexing' | 'indexed' | 'failed' | 'removed';
+
+export interface DatasetFileTable {
+  dataset_id: string;
+  /** Relative to the dataset's ingestionPath, with forward slashes. */
+  path: string;
+  content_hash: string | null;
+  size: number;
+  mtime_ms: number;
+  status: FileStatus;
+  chunks: number;
+  error: string | null;
+  updated_at: string;
+}
+
+export interface ModelTable {
+  id: string;
+  tenant_id: string;
+  name: string;
+  dtype: string;
+  configuration: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface EndpointTable {
+  id: string;
+  tenant_id: string;
+  name: string;
+  slug: string;
+  description: string;
+  summary: string;
+  dataset_id: string | null;
+  model_id: string | null;
+  response_type: 'raw' | 'summary' | 'both';
+  published: number;
+  tags: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface EndpointMarketplaceTable {
+  endpoint_id: string;
+  marketplace_id: string;
+  published_at: string;
+}
+
+export interface PolicyTable {
+  id: string;
+  tenant_id: string;
+  endpoint_id: string;
+  name: string;
+  policy_type: 'access' | 'rate_limit' | 'accounting';
+  configuration: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface MarketplaceTable {
+  id: string;
+  tenant_id: string;
+  name: string;
+  url: string;
+  username: string;
+  email: string | null;
+  password: string;
+  is_default: number;
+  is_active: number;
+  accounting_url: string | null;
+  accounting_email: string | null;
+  accounting_password: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TenantSettingsTable {
+  tenant_id: string;
+  public_url: string | null;
+  updated_at: string;
+}
+
+/** One fixed window of a counter (general API limits, rate_limit policies). */
+export interface RateWindowTable {
+  key: string;
+  window_start: number;
+  count: Generated<number>;
+}

@@ -1,0 +1,164 @@
+import type { Static } from 'typebox';
+import type { DatasetRepository, DatasetRow } from '../datasets/repository.ts';
+import { now } from '../db/database.ts';
+import { conflictAs } from '../http/conflicts.ts';
+import { NotFoundError, ValidationError } from '../http/errors.ts';
+import { Issues } from '../http/issues.ts';
+import type { ModelRepository, ModelRow } from '../models/repository.ts';
+import type { PolicyRepository } from '../policies/repository.ts';
+import { maskSecrets } from '../security/secret-config.ts';
+import type { Tenant } from '../tenants/repository.ts';
+import type { EndpointRepository, EndpointRow } from './repository.ts';
+import type { CreatedEndpointView, CreateEndpointBody, EndpointDetail, EndpointListItem, UpdateEndpointBody } from './schemas.ts';
+
+type Created = Static<typeof CreatedEndpointView>;
+type ListItem = Static<typeof EndpointListItem>;
+type Detail = Static<typeof EndpointDetail>;
+
+export class EndpointService {
+  constructor(
+    private readonly endpoints: EndpointRepository,
+    private readonly datasets: DatasetRepository,
+    private readonly models: ModelRepository,
+    private readonly policies: PolicyRepository,
+  ) {}
+
+  async create(tenant: Tenant, body: Static<typeof CreateEndpointBody>): Promise<Created> {
+    const datasetId = body.dataset_id ?? null;
+    const modelId = body.model_id ?? null;
+    const responseType = body.response_type ?? 'both';
+    checkLinks(datasetId, modelId, responseType);
+    if (datasetId && !(await this.datasets.get(tenant.id, datasetId))) throw new NotFoundError(`Dataset '${datasetId}' not found`);
+    if (modelId && !(await this.models.get(tenant.id, modelId))) throw new NotFoundError(`Model '${modelId}' not found`);
+    const slug = body.slug.toLowerCase();
+    const timestamp = now();
+    const row: EndpointRow = {
+      id: crypto.randomUUID(),
+      tenant_id: tenant.id,
+      name: body.name,
+      slug,
+      description: body.description ?? '',
+      summary: body.summary ?? '',
+      dataset_id: datasetId,
+      model_id: modelId,
+      response_type: responseType,
+      published: body.published ? 1 : 0,
+      tags: normalizeTags(body.tags ?? ''),
+      created_at: timestamp,
+      updated_at: timestamp,
+    };
+    await conflictAs(`Endpoint with slug '${slug}' already exists`, () => this.endpoints.insert(row));
+    return { ...baseView(row), description: row.description, model_id: modelId, dataset_id: datasetId, published_to: [], updated_at: row.updated_at };
+  }
+
+  async list(tenant: Tenant): Promise<ListItem[]> {
+    const [rows, datasets, models] = await Promise.all([
+      this.endpoints.list(tenant.id),
+      this.datasets.list(tenant.id),
+      this.models.list(tenant.id),
+    ]);
+    const datasetById = new Map(datasets.map((row) => [row.id, row]));
+    const modelById = new Map(models.map((row) => [row.id, row]));
+    const publishedTo = await this.endpoints.publishedTo(rows.map((row) => row.id));
+    return rows.map((row) => ({
+      ...baseView(row),
+      published_to: publishedTo.get(row.id) ?? [],
+      model: embeddedModel(row.model_id ? modelById.get(row.model_id) : undefined),
+      dataset: embeddedDataset(row.dataset_id ? datasetById.get(row.dataset_id) : undefined),
+    }));
+  }
+
+  async get(tenant: Tenant, slug: string): Promise<Detail> {
+    const row = await this.require(tenant, slug);
+    const [dataset, model, policies, publishedTo] = await Promise.all([
+      row.dataset_id ? this.datasets.get(tenant.id, row.dataset_id) : undefined,
+      row.model_id ? this.models.get(tenant.id, row.model_id) : undefined,
+      this.policies.list(tenant.id, row.id),
+      this.endpoints.publishedTo([row.id]),
+    ]);
+    return {
+      ...baseView(row),
+      description: row.description,
+      updated_at: row.updated_at,
+      published_to: publishedTo.get(row.id) ?? [],
+      model: embeddedModel(model),
+      dataset: embeddedDataset(dataset),
+      policies: policies.map((policy) => ({
+        id: policy.id,
+        name: policy.name,
+        policy_type: policy.policy_type,
+        configuration: JSON.parse(policy.configuration),
+      })),
+    };
+  }
+
+  /** Only name, summary and description can change (specification, Endpoint management rule 2). */
+  async update(tenant: Tenant, slug: string, body: Static<typeof UpdateEndpointBody>): Promise<Detail> {
+    const row = await this.require(tenant, slug);
+    if (body.name === undefined && body.summary === undefined && body.description === undefined) {
+      throw ValidationError.body([], 'At least one of name, summary, description is required', 'missing');
+    }
+    await this.endpoints.update(tenant.id, row.id, {
+      name: body.name,
+      summary: body.summary,
+      description: body.description,
+      updated_at: now(),
+    });
+    return this.get(tenant, slug);
+  }
+
+  /** Deletes the endpoint and its policies; the linked dataset and model stay. */
+  async delete(tenant: Tenant, slug: string): Promise<EndpointRow> {
+    const row = await this.require(tenant, slug);
+    await this.endpoints.delete(tenant.id, row.id);
+    return row;
+  }
+
+  private async require(tenant: Tenant, slug: string): Promise<EndpointRow> {
+    const row = await this.endpoints.getBySlug(tenant.id, slug.toLowerCase());
+    if (!row) throw new NotFoundError(`Endpoint '${slug}' not found`);
+    return row;
+  }
+}
+
+/** An endpoint must link something, and its response type must have something to answer with. */
+function checkLinks(datasetId: string | null, modelId: string | null, responseType: string): void {
+  if (!datasetId && !modelId) {
+    throw ValidationError.body([], 'At least one of dataset_id and model_id must be set', 'missing');
+  }
+  const issues = new Issues();
+  if (responseType === 'raw' && !datasetId) issues.add('response_type', "'raw' searches a dataset: dataset_id is required", 'value_error');
+  if (responseType === 'summary' && !modelId) issues.add('response_type', "'summary' generates with a model: model_id is required", 'value_error');
+  issues.throwIfAny();
+}
+
+function normalizeTags(tags: string): string {
+  return tags
+    .split(',')
+    .map((tag) => tag.trim())
+    .filter((tag) => tag !== '')
+    .join(',');
+}
+
+function baseView(row: EndpointRow) {
+  return {
+    id: row.id,
+    name: row.name,
+    slug: row.slug,
+    summary: row.summary,
+    response_type: row.response_type,
+    published: row.published === 1,
+    tags: row.tags,
+    created_at: row.created_at,
+  };
+}
+
+function embeddedModel(row: ModelRow | undefined) {
+  return row ? { id: row.id, name: row.name, dtype: row.dtype, configuration: maskSecrets(JSON.parse(row.configuration)) } : null;
+}
+
+function embeddedDataset(row: DatasetRow | undefined) {
+  return row
+    ? { id: row.id, name: row.name, summary: row.summary, dtype: row.dtype, configuration: maskSecrets(JSON.parse(row.configuration)) }
+    : null;
+}

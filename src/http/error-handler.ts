@@ -1,0 +1,126 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isUniqueViolation } from '../db/database.ts';
+import { HttpError, type ValidationIssue } from './errors.ts';
+
+interface AjvIssue {
+  keyword: string;
+  instancePath: string;
+  params: Record<string, unknown>;
+  message?: string;
+}
+
+const LOCATION: Record<string, string> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' };
+
+const TYPE_NAMES: Record<string, string> = {
+  string: 'string_type',
+  integer: 'int_type',
+  number: 'float_type',
+  boolean: 'bool_type',
+  object: 'dict_type',
+  array: 'list_type',
+  null: 'none_type',
+};
+
+/** Maps one schema-validation failure to the specification's `{loc, msg, type}`. */
+function toIssue(context: string, issue: AjvIssue): ValidationIssue {
+  const loc: (string | number)[] = [LOCATION[context] ?? context];
+  for (const segment of issue.instancePath.split('/').slice(1)) {
+    const key = segment.replace(/~1/g, '/').replace(/~0/g, '~');
+    loc.push(/^\d+$/.test(key) ? Number(key) : key);
+  }
+  const params = issue.params;
+  switch (issue.keyword) {
+    case 'required':
+      return { loc: [...loc, String(params.missingProperty)], msg: 'Field required', type: 'missing' };
+    case 'type': {
+      const expected = String(params.type).split(',')[0] ?? 'value';
+      return { loc, msg: `Input should be of type ${params.type}`, type: TYPE_NAMES[expected] ?? 'type_error' };
+    }
+    case 'minLength':
+      return { loc, msg: `String should have at least ${params.limit} characters`, type: 'string_too_short' };
+    case 'maxLength':
+      return { loc, msg: `String should have at most ${params.limit} characters`, type: 'string_too_long' };
+    case 'pattern':
+      return { loc, msg: `String should match pattern '${params.pattern}'`, type: 'string_pattern_mismatch' };
+    case 'format':
+      return { loc, msg: `Input should be a valid ${params.format}`, type: `${params.format}_parsing` };
+    case 'minimum':
+    case 'exclusiveMinimum':
+      return { loc, msg: `Input should be ${params.comparison} ${params.limit}`, type: 'greater_than_equal' };
+    case 'maximum':
+    case 'exclusiveMaximum':
+      return { loc, msg: `Input should be ${params.comparison} ${params.limit}`, type: 'less_than_equal' };
+    case 'enum':
+      return {
+        loc,
+        msg: `Input should be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`,
+        type: 'enum',
+      };
+    case 'minItems':
+      return { loc, msg: `List should have at least ${params.limit} items`, type: 'too_short' };
+    case 'maxItems':
+      return { loc, msg: `List should have at most ${params.limit} items`, type: 'too_long' };
+    case 'additionalProperties':
+      return { loc: [...loc, String(params.additionalProperty)], msg: 'Extra inputs are not permitted', type: 'extra_forbidden' };
+    case 'minProperties':
+      return { loc, msg: `At least ${params.limit} field(s) must be given`, type: 'missing' };
+    default:
+      return { loc, msg: issue.message ?? 'Invalid value', type: 'value_error' };
+  }
+}
+
+/**
+ * anyOf failures report every branch plus a summary line; the summary alone, with the branch errors
+ * that went deepest, says what the client needs to know without a wall of noise.
+ */
+function validationIssues(context: string, issues: AjvIssue[]): ValidationIssue[] {
+  const seen = new Set<string>();
+  const result: ValidationIssue[] = [];
+  for (const issue of issues.filter((i) => i.keyword !== 'anyOf' && i.keyword !== 'if')) {
+    const mapped = toIssue(context, issue);
+    const key = JSON.stringify(mapped.loc) + mapped.type;
+    if (!seen.has(key)) {
+      seen.add(key);
+      result.push(mapped);
+    }
+  }
+  return result.length > 0 ? result : [{ loc: [LOCATION[context] ?? context], msg: 'Invalid value', type: 'value_error' }];
+}
+
+// Fastify's own parser errors: a body that is not JSON (or not a supported type) is a 422 on `body`.
+const BODY_PARSE_ERRORS = new Set([
+  'FST_ERR_CTP_INVALID_JSON_BODY',
+  'FST_ERR_CTP_EMPTY_JSON_BODY',
+  'FST_ERR_CTP_INVALID_MEDIA_TYPE',
+  'FST_ERR_CTP_INVALID_CONTENT_LENGTH',
+  'FST_ERR_CTP_INVALID_TYPE',
+]);
+
+export function registerErrorHandler(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    if (error instanceof HttpError) {
+      return reply.code(error.statusCode).headers(error.headers).send(error.body());
+    }
+    if (error.validation) {
+      const context = error.validationContext ?? 'body';
+      return reply.code(422).send({ detail: validationIssues(context, error.validation as AjvIssue[]) });
+    }
+    if (error.code && BODY_PARSE_ERRORS.has(error.code)) {
+      const msg = error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 'Body must be JSON' : 'Body is not valid JSON';
+      return reply.code(422).send({ detail: [{ loc: ['body'], msg, type: 'json_invalid' }] });
+    }
+    if (isUniqueViolation(error)) {
+      return reply.code(409).send({ detail: 'Resource already exists' });
+    }
+    const status = error.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      return reply.code(status).send({ detail: error.message });
+    }
+    request.log.error({ err: error }, 'request failed');
+    return reply.code(500).send({ detail: 'Internal server error' });
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    reply.code(404).send({ detail: `No route ${request.method} ${request.url.split('?')[0]}` });
+  });
+}

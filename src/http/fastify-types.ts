@@ -1,0 +1,14 @@
+import type { Principal } from '../auth/principal.ts';
+import type { AuthMode } from './auth.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Who may call the route (see AuthMode); routes without it are public. */
+    auth?: AuthMode;
+    /** false for routes the general API limits do not count (health). */
+    counted?: boolean;
+  }
+  interface FastifyRequest {
+    principal: Principal | null;
+  }
+}

@@ -1,0 +1,42 @@
+import { Type } from 'typebox';
+
+/** `?skip=&limit=` of list routes (API-CONTRACT 1): both optional; either one asks for the envelope. */
+export const PageQuery = Type.Object({
+  skip: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000 })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+});
+
+export interface PageRequest {
+  skip?: number;
+  limit?: number;
+}
+
+export interface Page<T> {
+  items: T[];
+  total: number;
+  skip: number;
+  limit: number;
+}
+
+export const DEFAULT_PAGE_LIMIT = 100;
+
+/** Whether the caller asked for the `{items, total, skip, limit}` envelope instead of a plain array. */
+export function wantsPage(query: PageRequest): boolean {
+  return query.skip !== undefined || query.limit !== undefined;
+}
+
+/** A plain array, or the envelope when asked for, from an in-memory list. */
+export function pageOf<T>(items: T[], query: PageRequest): T[] | Page<T> {
+  if (!wantsPage(query)) return items;
+  const skip = query.skip ?? 0;
+  const limit = query.limit ?? DEFAULT_PAGE_LIMIT;
+  return { items: items.slice(skip, skip + limit), total: items.length, skip, limit };
+}
+
+/** The response schema of a list route: either shape. */
+export function listOf<T extends Parameters<typeof Type.Array>[0]>(item: T) {
+  return Type.Union([
+    Type.Array(item),
+    Type.Object({ items: Type.Array(item), total: Type.Integer(), skip: Type.Integer(), limit: Type.Integer() }),
+  ]);
+}

@@ -1,0 +1,15 @@
+import { Type } from 'typebox';
+
+/** Building blocks shared by the route schemas. */
+export const Uuid = Type.String({ format: 'uuid' });
+export const Timestamp = Type.String({ format: 'date-time' });
+export const ErrorBody = Type.Object({ detail: Type.String() });
+export const MessageBody = Type.Object({ message: Type.String() });
+export const IdParams = Type.Object({ id: Uuid });
+
+/** Free-form configuration objects: bounded so a client cannot send megabytes of keys. */
+export const Configuration = Type.Record(Type.String({ maxLength: 100 }), Type.Unknown(), { maxProperties: 100 });
+
+export const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' });
+export const ShortText = Type.String({ maxLength: 2000 });
+export const LongText = Type.String({ maxLength: 50_000 });

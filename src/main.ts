@@ -1,0 +1,69 @@
+#!/usr/bin/env bun
+import { ConfigError, loadConfig } from './config.ts';
+import { startServer } from './server.ts';
+import { VERSION } from './version.ts';
+
+const HELP = `knode ${VERSION}: a self-hosted Knowledge Endpoint Service
+
+Usage:
+  knode [serve]      start the server (the default)
+  knode --version    print the version
+  knode --help       print this help
+
+Configuration (environment variables):
+  SVC_HOST                  listen address (default 127.0.0.1)
+  SVC_PORT                  listen port (default 8080)
+  SVC_DATA_DIR              database, keys and model cache (default ./data)
+  SVC_ADMIN_API_KEY         admin bearer key; empty = development mode (default empty)
+  SVC_JWT_SECRET            HS256 key of local JWTs, 32+ characters (default: generated in the data dir)
+  SVC_PUBLIC_URL            public URL of the default tenant; empty = detect the public IP
+  SVC_PUBLIC_IP_URL         where the public IP is detected (default https://api.ipify.org)
+  SVC_MULTI_TENANCY         admin-key requests must name a tenant with X-Tenant-Name (default false)
+  SVC_OPEN_REGISTRATION     anyone may register (default: true in development mode, else false)
+  SVC_INGESTION_ROOTS       comma-separated folders datasets may read from (default: your home folder)
+  SVC_RATE_LIMIT_PER_HOUR   general API limit per tenant per hour, 0 = off (default 1000)
+  SVC_RATE_LIMIT_PER_MINUTE general API limit per tenant per minute, 0 = off (default 100)
+  SVC_CORS_ORIGINS          extra allowed browser origins, comma-separated
+  SVC_TUNNEL_DOMAIN         tunnel host suffix (default syfthub.ngrok.app)
+  SVC_EMBEDDER              default embedder of new datasets (default use-lite)
+  SVC_ALLOW_MODEL_DOWNLOAD  let transformers.js download embedding models (default false)
+  SVC_LOG_LEVEL             fatal, error, warn, info, debug, trace or silent (default info)
+`;
+
+async function main(argv: string[]): Promise<number> {
+  const command = argv[0] ?? 'serve';
+  if (command === '--version' || command === '-v' || command === 'version') {
+    console.log(VERSION);
+    return 0;
+  }
+  if (command === '--help' || command === '-h' || command === 'help') {
+    console.log(HELP);
+    return 0;
+  }
+  if (command !== 'serve') {
+    console.error(`knode: unknown command '${command}'\n\n${HELP}`);
+    return 2;
+  }
+  let config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(`knode: invalid configuration: ${error.message}`);
+      return 2;
+    }
+    throw error;
+  }
+  const server = await startServer(config);
+  const shutdown = async (signal: string) => {
+    server.app.log.info({ signal }, 'shutting down');
+    await server.stop();
+    process.exit(0);
+  };
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  return -1; // keep running
+}
+
+const code = await main(process.argv.slice(2));
+if (code >= 0) process.exit(code);

@@ -1,0 +1,50 @@
+import type { DbOrTransaction } from '../db/database.ts';
+import type { MarketplaceTable } from '../db/schema.ts';
+
+export type MarketplaceRow = MarketplaceTable;
+
+export class MarketplaceRepository {
+  constructor(private readonly db: DbOrTransaction) {}
+
+  async insert(row: MarketplaceRow, db: DbOrTransaction = this.db): Promise<void> {
+    await db.insertInto('marketplaces').values(row).execute();
+  }
+
+  async list(tenantId: string): Promise<MarketplaceRow[]> {
+    return this.db.selectFrom('marketplaces').selectAll().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy('id').execute();
+  }
+
+  async get(tenantId: string, id: string): Promise<MarketplaceRow | undefined> {
+    return this.db.selectFrom('marketplaces').selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+  }
+
+  async getDefault(tenantId: string): Promise<MarketplaceRow | undefined> {
+    return this.db.selectFrom('marketplaces').selectAll().where('tenant_id', '=', tenantId).where('is_default', '=', 1).executeTakeFirst();
+  }
+
+  async count(tenantId: string, db: DbOrTransaction = this.db): Promise<number> {
+    const row = await db
+      .selectFrom('marketplaces')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .where('tenant_id', '=', tenantId)
+      .executeTakeFirstOrThrow();
+    return Number(row.count);
+  }
+
+  async update(tenantId: string, id: string, changes: Partial<MarketplaceRow>, db: DbOrTransaction = this.db): Promise<void> {
+    await db.updateTable('marketplaces').set(changes).where('tenant_id', '=', tenantId).where('id', '=', id).execute();
+  }
+
+  async clearDefault(tenantId: string, db: DbOrTransaction = this.db): Promise<void> {
+    await db.updateTable('marketplaces').set({ is_default: 0 }).where('tenant_id', '=', tenantId).where('is_default', '=', 1).execute();
+  }
+
+  async delete(tenantId: string, id: string, db: DbOrTransaction = this.db): Promise<void> {
+    await db.deleteFrom('marketplaces').where('tenant_id', '=', tenantId).where('id', '=', id).execute();
+  }
+
+  /** The oldest remaining marketplace, which becomes the default when the default one is removed. */
+  async oldest(tenantId: string, db: DbOrTransaction = this.db): Promise<MarketplaceRow | undefined> {
+    return db.selectFrom('marketplaces').selectAll().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy('id').executeTakeFirst();
+  }
+}

@@ -1,0 +1,125 @@
+import type { Static } from 'typebox';
+import { type Db, inTransaction, now } from '../db/database.ts';
+import { conflictAs } from '../http/conflicts.ts';
+import { NotFoundError, ValidationError } from '../http/errors.ts';
+import type { SecretBox } from '../security/secret-box.ts';
+import type { Tenant } from '../tenants/repository.ts';
+import type { MarketplaceRepository, MarketplaceRow } from './repository.ts';
+import type { CreateMarketplaceBody, MarketplaceView, UpdateMarketplaceBody } from './schemas.ts';
+
+type View = Static<typeof MarketplaceView>;
+
+/** Marketplace records. The hub calls (credential check, publishing) come with the marketplace client. */
+export class MarketplaceService {
+  constructor(
+    private readonly db: Db,
+    private readonly marketplaces: MarketplaceRepository,
+    private readonly box: SecretBox,
+  ) {}
+
+  /** The first marketplace of a tenant becomes its default; `is_default: true` moves the default here. */
+  async create(tenant: Tenant, body: Static<typeof CreateMarketplaceBody>): Promise<View> {
+    const timestamp = now();
+    const row: MarketplaceRow = {
+      id: crypto.randomUUID(),
+      tenant_id: tenant.id,
+      name: body.name,
+      url: body.url.replace(/\/+$/, ''),
+      username: body.username,
+      email: body.email ?? null,
+      password: this.box.encrypt(body.password),
+      is_default: 0,
+      is_active: body.is_active === false ? 0 : 1,
+      accounting_url: body.accounting_url?.replace(/\/+$/, '') ?? null,
+      accounting_email: body.accounting_email ?? null,
+      accounting_password: body.accounting_password ? this.box.encrypt(body.accounting_password) : null,
+      created_at: timestamp,
+      updated_at: timestamp,
+    };
+    await conflictAs(`Marketplace named '${body.name}' already exists`, () =>
+      inTransaction(this.db, async (trx) => {
+        const first = (await this.marketplaces.count(tenant.id, trx)) === 0;
+        if (first || body.is_default) {
+          await this.marketplaces.clearDefault(tenant.id, trx);
+          row.is_default = 1;
+        }
+        await this.marketplaces.insert(row, trx);
+      }),
+    );
+    return toView(row);
+  }
+
+  async list(tenant: Tenant): Promise<View[]> {
+    return (await this.marketplaces.list(tenant.id)).map(toView);
+  }
+
+  async get(tenant: Tenant, id: string): Promise<View> {
+    return toView(await this.require(tenant, id));
+  }
+
+  async update(tenant: Tenant, id: string, body: Static<typeof UpdateMarketplaceBody>): Promise<View> {
+    const row = await this.require(tenant, id);
+    if (Object.values(body).every((value) => value === undefined)) {
+      throw ValidationError.body([], 'At least one field to change is required', 'missing');
+    }
+    if (body.is_default === false && row.is_default === 1) {
+      throw ValidationError.body('is_default', 'A tenant always has a default marketplace: make another one the default instead');
+    }
+    const changes: Partial<MarketplaceRow> = { updated_at: now() };
+    if (body.name !== undefined) changes.name = body.name;
+    if (body.url !== undefined) changes.url = body.url.replace(/\/+$/, '');
+    if (body.username !== undefined) changes.username = body.username;
+    if (body.email !== undefined) changes.email = body.email;
+    if (body.password !== undefined) changes.password = this.box.encrypt(body.password);
+    if (body.is_active !== undefined) changes.is_active = body.is_active ? 1 : 0;
+    if (body.accounting_url !== undefined) changes.accounting_url = body.accounting_url?.replace(/\/+$/, '') ?? null;
+    if (body.accounting_email !== undefined) changes.accounting_email = body.accounting_email;
+    if (body.accounting_password !== undefined) {
+      changes.accounting_password = body.accounting_password ? this.box.encrypt(body.accounting_password) : null;
+    }
+    await conflictAs(`Marketplace named '${body.name}' already exists`, () =>
+      inTransaction(this.db, async (trx) => {
+        if (body.is_default === true) {
+          await this.marketplaces.clearDefault(tenant.id, trx);
+          changes.is_default = 1;
+        }
+        await this.marketplaces.update(tenant.id, id, changes, trx);
+      }),
+    );
+    return this.get(tenant, id);
+  }
+
+  /** Removing the default marketplace makes the oldest remaining one the default. */
+  async delete(tenant: Tenant, id: string): Promise<void> {
+    const row = await this.require(tenant, id);
+    await inTransaction(this.db, async (trx) => {
+      await this.marketplaces.delete(tenant.id, id, trx);
+      if (row.is_default === 1) {
+        const next = await this.marketplaces.oldest(tenant.id, trx);
+        if (next) await this.marketplaces.update(tenant.id, next.id, { is_default: 1 }, trx);
+      }
+    });
+  }
+
+  private async require(tenant: Tenant, id: string): Promise<MarketplaceRow> {
+    const row = await this.marketplaces.get(tenant.id, id);
+    if (!row) throw new NotFoundError(`Marketplace '${id}' not found`);
+    return row;
+  }
+}
+
+function toView(row: MarketplaceRow): View {
+  return {
+    id: row.id,
+    name: row.name,
+    url: row.url,
+    username: row.username,
+    email: row.email,
+    is_default: row.is_default === 1,
+    is_active: row.is_active === 1,
+    accounting_url: row.accounting_url,
+    accounting_email: row.accounting_email,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}

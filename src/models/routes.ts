@@ -1,0 +1,51 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { rejectImmutableFields } from '../http/immutable-fields.ts';
+import { listOf, pageOf, PageQuery } from '../http/pagination.ts';
+import { requirePrincipal } from '../http/principal.ts';
+import { IdParams, MessageBody } from '../http/schemas.ts';
+import { CreateModelBody, ModelView, UpdateModelBody } from './schemas.ts';
+import type { ModelService } from './service.ts';
+
+export function modelRoutes(models: ModelService): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    const common = { config: { auth: 'tenant' as const } };
+    const tags = ['models'];
+
+    app.post('/models/', {
+      ...common,
+      schema: { tags, body: CreateModelBody, response: { 201: ModelView } },
+      handler: async (request, reply) => {
+        reply.code(201);
+        return models.create(requirePrincipal(request).tenant, request.body);
+      },
+    });
+
+    app.get('/models/', {
+      ...common,
+      schema: { tags, querystring: PageQuery, response: { 200: listOf(ModelView) } },
+      handler: async (request) => pageOf(await models.list(requirePrincipal(request).tenant), request.query),
+    });
+
+    app.get('/models/:id', {
+      ...common,
+      schema: { tags, params: IdParams, response: { 200: ModelView } },
+      handler: async (request) => models.get(requirePrincipal(request).tenant, request.params.id),
+    });
+
+    app.patch('/models/:id', {
+      ...common,
+      preValidation: rejectImmutableFields(['dtype']),
+      schema: { tags, params: IdParams, body: UpdateModelBody, response: { 200: ModelView } },
+      handler: async (request) => models.update(requirePrincipal(request).tenant, request.params.id, request.body),
+    });
+
+    app.delete('/models/:id', {
+      ...common,
+      schema: { tags, params: IdParams, response: { 200: MessageBody } },
+      handler: async (request) => {
+        await models.delete(requirePrincipal(request).tenant, request.params.id);
+        return { message: `Model '${request.params.id}' deleted` };
+      },
+    });
+  };
+}

@@ -1,0 +1,83 @@
+import type { Static } from 'typebox';
+import { now } from '../db/database.ts';
+import type { EndpointRepository } from '../endpoints/repository.ts';
+import { NotFoundError, ValidationError } from '../http/errors.ts';
+import type { Tenant } from '../tenants/repository.ts';
+import { normalizePolicyConfiguration, type PolicyType } from './configuration.ts';
+import type { PolicyRepository, PolicyRow } from './repository.ts';
+import type { CreatePolicyBody, PolicyView, UpdatePolicyBody } from './schemas.ts';
+
+export type PolicyViewData = Static<typeof PolicyView>;
+
+export class PolicyService {
+  constructor(
+    private readonly policies: PolicyRepository,
+    private readonly endpoints: EndpointRepository,
+  ) {}
+
+  async create(tenant: Tenant, body: Static<typeof CreatePolicyBody>): Promise<PolicyViewData> {
+    if (!(await this.endpoints.getById(tenant.id, body.endpoint_id))) {
+      throw new NotFoundError(`Endpoint '${body.endpoint_id}' not found`);
+    }
+    const configuration = normalizePolicyConfiguration(body.policy_type, body.configuration);
+    const timestamp = now();
+    const row: PolicyRow = {
+      id: crypto.randomUUID(),
+      tenant_id: tenant.id,
+      endpoint_id: body.endpoint_id,
+      name: body.name,
+      policy_type: body.policy_type,
+      configuration: JSON.stringify(configuration),
+      created_at: timestamp,
+      updated_at: timestamp,
+    };
+    await this.policies.insert(row);
+    return toPolicyView(row);
+  }
+
+  async list(tenant: Tenant, endpointId?: string): Promise<PolicyViewData[]> {
+    return (await this.policies.list(tenant.id, endpointId)).map(toPolicyView);
+  }
+
+  async get(tenant: Tenant, id: string): Promise<PolicyViewData> {
+    return toPolicyView(await this.require(tenant, id));
+  }
+
+  /** Renames and/or replaces the configuration (validated for the policy's type); effective for the next query. */
+  async update(tenant: Tenant, id: string, body: Static<typeof UpdatePolicyBody>): Promise<PolicyViewData> {
+    const row = await this.require(tenant, id);
+    if (body.name === undefined && body.configuration === undefined) {
+      throw ValidationError.body([], 'At least one of name, configuration is required', 'missing');
+    }
+    const changes: Partial<PolicyRow> = { updated_at: now() };
+    if (body.name !== undefined) changes.name = body.name;
+    if (body.configuration !== undefined) {
+      changes.configuration = JSON.stringify(normalizePolicyConfiguration(row.policy_type as PolicyType, body.configuration));
+    }
+    await this.policies.update(tenant.id, id, changes);
+    return this.get(tenant, id);
+  }
+
+  async delete(tenant: Tenant, id: string): Promise<void> {
+    await this.require(tenant, id);
+    await this.policies.delete(tenant.id, id);
+  }
+
+  private async require(tenant: Tenant, id: string): Promise<PolicyRow> {
+    const row = await this.policies.get(tenant.id, id);
+    if (!row) throw new NotFoundError(`Policy '${id}' not found`);
+    return row;
+  }
+}
+
+export function toPolicyView(row: PolicyRow): PolicyViewData {
+  return {
+    id: row.id,
+    name: row.name,
+    policy_type: row.policy_type,
+    configuration: JSON.parse(row.configuration),
+    endpoint_id: row.endpoint_id,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}

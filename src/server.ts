@@ -1,0 +1,32 @@
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from './app.ts';
+import type { Config } from './config.ts';
+import { createServices, type Services } from './services.ts';
+
+export interface RunningServer {
+  readonly app: FastifyInstance;
+  readonly services: Services;
+  readonly url: string;
+  stop(): Promise<void>;
+}
+
+/** Opens the data directory, builds the app and listens; `stop` drains requests, then closes the database. */
+export async function startServer(config: Config): Promise<RunningServer> {
+  const services = await createServices(config);
+  const app = await buildApp(services);
+  let url: string;
+  try {
+    url = await app.listen({ host: config.host, port: config.port });
+  } catch (error) {
+    await app.close();
+    await services.close();
+    throw error;
+  }
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      await app.close(); // stops accepting, waits for in-flight requests
+      await services.close();
+    })());
+  return { app, services, url, stop };
+}

@@ -1,0 +1,72 @@
+import type { DbOrTransaction } from '../db/database.ts';
+import { now } from '../db/database.ts';
+
+export interface Tenant {
+  id: string;
+  name: string;
+  created_at: string;
+}
+
+export interface Member {
+  user_id: string;
+  email: string;
+  role: 'owner' | 'member';
+  created_at: string;
+}
+
+/** The tenant that admin-key requests use when they name none (API-CONTRACT 3). */
+export const DEFAULT_TENANT = 'default';
+
+export class TenantRepository {
+  constructor(private readonly db: DbOrTransaction) {}
+
+  async create(name: string, db: DbOrTransaction = this.db): Promise<Tenant> {
+    const tenant = { id: crypto.randomUUID(), name, created_at: now() };
+    await db.insertInto('tenants').values(tenant).execute();
+    return tenant;
+  }
+
+  /** Tenant names compare case-insensitively (the column is COLLATE NOCASE). */
+  async findByName(name: string): Promise<Tenant | undefined> {
+    return this.db.selectFrom('tenants').selectAll().where('name', '=', name).executeTakeFirst();
+  }
+
+  async findById(id: string): Promise<Tenant | undefined> {
+    return this.db.selectFrom('tenants').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  async ensure(name: string): Promise<Tenant> {
+    await this.db
+      .insertInto('tenants')
+      .values({ id: crypto.randomUUID(), name, created_at: now() })
+      .onConflict((oc) => oc.doNothing())
+      .execute();
+    const tenant = await this.findByName(name);
+    if (!tenant) throw new Error(`tenant ${name} could not be created`);
+    return tenant;
+  }
+
+  async addMember(tenantId: string, userId: string, role: Member['role'], db: DbOrTransaction = this.db): Promise<void> {
+    await db.insertInto('tenant_members').values({ tenant_id: tenantId, user_id: userId, role, created_at: now() }).execute();
+  }
+
+  async isMember(tenantId: string, userId: string): Promise<boolean> {
+    const row = await this.db
+      .selectFrom('tenant_members')
+      .select('user_id')
+      .where('tenant_id', '=', tenantId)
+      .where('user_id', '=', userId)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  async listMembers(tenantId: string): Promise<Member[]> {
+    return this.db
+      .selectFrom('tenant_members')
+      .innerJoin('users', 'users.id', 'tenant_members.user_id')
+      .select(['tenant_members.user_id', 'users.email', 'tenant_members.role', 'tenant_members.created_at'])
+      .where('tenant_members.tenant_id', '=', tenantId)
+      .orderBy('tenant_members.created_at')
+      .execute();
+  }
+}
