@@ -70,21 +70,31 @@ function toIssue(context: string, issue: AjvIssue): ValidationIssue {
 }
 
 /**
- * anyOf failures report every branch plus a summary line; the summary alone, with the branch errors
- * that went deepest, says what the client needs to know without a wall of noise.
+ * An anyOf failure (e.g. "a UUID or null") reports every branch plus a summary line; of those, the
+ * branch that got furthest (not a bare type mismatch, when there is one) says what is wrong.
  */
 function validationIssues(context: string, issues: AjvIssue[]): ValidationIssue[] {
-  const seen = new Set<string>();
-  const result: ValidationIssue[] = [];
-  for (const issue of issues.filter((i) => i.keyword !== 'anyOf' && i.keyword !== 'if')) {
-    const mapped = toIssue(context, issue);
-    const key = JSON.stringify(mapped.loc) + mapped.type;
-    if (!seen.has(key)) {
-      seen.add(key);
-      result.push(mapped);
+  const unionPaths = new Set(issues.filter((i) => i.keyword === 'anyOf').map((i) => i.instancePath));
+  const chosen = new Map<string, AjvIssue>();
+  const result: AjvIssue[] = [];
+  for (const issue of issues) {
+    if (issue.keyword === 'anyOf' || issue.keyword === 'if') continue;
+    if (!unionPaths.has(issue.instancePath) || issue.keyword === 'required') {
+      result.push(issue);
+      continue;
     }
+    const previous = chosen.get(issue.instancePath);
+    if (!previous || (previous.keyword === 'type' && issue.keyword !== 'type')) chosen.set(issue.instancePath, issue);
   }
-  return result.length > 0 ? result : [{ loc: [LOCATION[context] ?? context], msg: 'Invalid value', type: 'value_error' }];
+  result.push(...chosen.values());
+  // One issue per location: the first rule broken says enough (an empty name is not also "no visible character").
+  const byLoc = new Map<string, ValidationIssue>();
+  for (const issue of result.map((i) => toIssue(context, i))) {
+    const key = JSON.stringify(issue.loc);
+    if (!byLoc.has(key)) byLoc.set(key, issue);
+  }
+  const mapped = [...byLoc.values()];
+  return mapped.length > 0 ? mapped : [{ loc: [LOCATION[context] ?? context], msg: 'Invalid value', type: 'value_error' }];
 }
 
 // Fastify's own parser errors: a body that is not JSON (or not a supported type) is a 422 on `body`.
