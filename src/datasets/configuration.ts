@@ -1,7 +1,7 @@
 import { realpathSync, statSync } from 'node:fs';
 import { isAbsolute, relative, sep } from 'node:path';
 import { EMBEDDER_PATTERN } from '../config.ts';
-import { Issues, optionalInteger, optionalNumber, optionalString } from '../http/issues.ts';
+import { Issues, rejectMaskedSecrets, optionalInteger, optionalNumber, optionalString } from '../http/issues.ts';
 import type { Configuration } from '../security/secret-config.ts';
 import { isHttpUrl } from '../util/url.ts';
 
@@ -16,7 +16,8 @@ export interface DatasetRules {
 /** Whether `path` (already resolved) is `root` itself or lies below it. */
 export function isInside(root: string, path: string): boolean {
   const rel = relative(root, path);
-  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel) && !rel.startsWith(`..${sep}`));
+  // `..notes` is a folder inside the root; only `..` itself or `../...` climb out of it.
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
 }
 
 function resolveRoot(root: string): string {
@@ -42,6 +43,7 @@ export function normalizeDatasetConfiguration(
   rules: DatasetRules,
 ): Configuration {
   const issues = new Issues(['body', 'configuration']);
+  rejectMaskedSecrets(issues, input);
   const ingestionPath = checkIngestionPath(issues, input.ingestionPath, rules.ingestionRoots);
   const chunkSize = optionalInteger(issues, input, 'chunkSize', { min: 100, max: 100_000, fallback: 1000 }) ?? 1000;
   const chunkOverlap = optionalInteger(issues, input, 'chunkOverlap', { min: 0, max: 50_000, fallback: 100 }) ?? 100;

@@ -1,3 +1,4 @@
+import { maskedSecretKeys } from '../security/secret-config.ts';
 import { ValidationError, type ValidationIssue } from './errors.ts';
 
 /** Collects every problem of a body before answering, so the client can fix them all in one go. */
@@ -86,4 +87,11 @@ export function optionalBoolean(
     return fallback;
   }
   return value;
+}
+
+/** A secret sent as the mask, where no stored value can stand behind it (e.g. on create). */
+export function rejectMaskedSecrets(issues: Issues, config: Record<string, unknown>): void {
+  for (const path of maskedSecretKeys(config)) {
+    issues.add(path, "'********' is how responses hide a secret, not a value: send the secret itself", 'value_error');
+  }
 }

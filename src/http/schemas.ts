@@ -13,3 +13,6 @@ export const Configuration = Type.Record(Type.String({ maxLength: 100 }), Type.U
 export const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' });
 export const ShortText = Type.String({ maxLength: 2000 });
 export const LongText = Type.String({ maxLength: 50_000 });
+
+/** An absolute http(s) URL with a host (`format: uri` alone lets `https://` and `http:///x` through). */
+export const HttpUrl = Type.String({ format: 'uri', pattern: '^https?://[^/?#\\s]', maxLength: 2000 });

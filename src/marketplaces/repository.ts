@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { DbOrTransaction } from '../db/database.ts';
 import type { MarketplaceTable } from '../db/schema.ts';
 
@@ -45,6 +46,7 @@ export class MarketplaceRepository {
 
   /** The oldest remaining marketplace, which becomes the default when the default one is removed. */
   async oldest(tenantId: string, db: DbOrTransaction = this.db): Promise<MarketplaceRow | undefined> {
-    return db.selectFrom('marketplaces').selectAll().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy('id').executeTakeFirst();
+    // rowid breaks ties between marketplaces created in the same millisecond, in insertion order.
+    return db.selectFrom('marketplaces').selectAll().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy(sql`rowid`).executeTakeFirst();
   }
 }

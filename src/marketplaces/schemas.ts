@@ -1,7 +1,6 @@
 import { Type } from 'typebox';
-import { Name, Timestamp, Uuid } from '../http/schemas.ts';
+import { HttpUrl, Name, Timestamp, Uuid } from '../http/schemas.ts';
 
-const HttpUrl = Type.String({ format: 'uri', maxLength: 2000, pattern: '^https?://' });
 const Username = Type.String({ minLength: 1, maxLength: 254 });
 const Email = Type.String({ format: 'email', maxLength: 254 });
 const Password = Type.String({ minLength: 1, maxLength: 1000 });

@@ -1,7 +1,7 @@
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { isAbsolute } from 'node:path';
-import { Issues, optionalInteger, optionalNumber, optionalString } from '../http/issues.ts';
+import { Issues, rejectMaskedSecrets, optionalInteger, optionalNumber, optionalString } from '../http/issues.ts';
 import type { Configuration } from '../security/secret-config.ts';
 import { isHttpUrl } from '../util/url.ts';
 
@@ -16,6 +16,7 @@ export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
  */
 export function normalizeModelConfiguration(dtype: ModelDtype, input: Configuration): Configuration {
   const issues = new Issues(['body', 'configuration']);
+  rejectMaskedSecrets(issues, input);
   const normalized: Configuration = { ...input };
   normalized.system_prompt = optionalString(issues, input, 'system_prompt', { maxLength: 20_000 });
   normalized.cost_per_1k_prompt_tokens = optionalNumber(issues, input, 'cost_per_1k_prompt_tokens', { min: 0, max: 1_000_000, fallback: 0 });

@@ -5,7 +5,7 @@ export const SECRET_MASK = '********';
 
 export type Configuration = Record<string, unknown>;
 
-const SECRET_WORDS = new Set(['key', 'apikey', 'secret', 'token', 'password', 'passwd', 'credential', 'credentials']);
+const SECRET_WORDS = new Set(['key', 'apikey', 'secret', 'token', 'password', 'passwd', 'credential', 'credentials', 'authorization']);
 
 /**
  * Whether a configuration key names a secret (API-CONTRACT 3: `api_key`, `*key*`, `*secret*`, `*token*`,
@@ -66,4 +66,14 @@ export function keepMaskedSecrets(incoming: Configuration, stored: Configuration
     }
   }
   return result;
+}
+
+/** The mask is what responses show, never a value: sending it where nothing is stored is a mistake. */
+export function maskedSecretKeys(config: Configuration, path: string[] = []): string[][] {
+  const found: string[][] = [];
+  for (const [key, value] of Object.entries(config)) {
+    if (isSecretKey(key) && value === SECRET_MASK) found.push([...path, key]);
+    else if (isPlainObject(value)) found.push(...maskedSecretKeys(value, [...path, key]));
+  }
+  return found;
 }

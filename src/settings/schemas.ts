@@ -1,7 +1,8 @@
 import { Type } from 'typebox';
+import { HttpUrl } from '../http/schemas.ts';
 
 export const PublicUrlBody = Type.Object({
-  public_url: Type.String({ format: 'uri', pattern: '^https?://', maxLength: 2000 }),
+  public_url: HttpUrl,
 });
 
 export const PublicUrlView = Type.Object({
