@@ -70,7 +70,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       await api.register(authRoutes(services.auth));
       await api.register(tenantRoutes(services.tenants));
       await api.register(datasetRoutes(services.datasets));
-      await api.register(modelRoutes(services.models));
+      await api.register(modelRoutes(services.models, services.modelRunner));
       await api.register(endpointRoutes(services.endpoints));
       await api.register(policyRoutes(services.policies));
       await api.register(marketplaceRoutes(services.marketplaces));

@@ -14,7 +14,9 @@ import { ApiLimiter } from './http/limits.ts';
 import { MarketplaceRepository } from './marketplaces/repository.ts';
 import { MarketplaceService } from './marketplaces/service.ts';
 import { ModelRepository } from './models/repository.ts';
+import { ModelRunnerService } from './models/runner.ts';
 import { ModelService } from './models/service.ts';
+import { LocalModelRegistry } from './llm/llama-cpp.ts';
 import { PolicyRepository } from './policies/repository.ts';
 import { PolicyService } from './policies/service.ts';
 import { loadOrCreateKey } from './security/key-file.ts';
@@ -34,6 +36,7 @@ export interface Services {
   readonly tenants: TenantService;
   readonly datasets: DatasetService;
   readonly models: ModelService;
+  readonly modelRunner: ModelRunnerService;
   readonly endpoints: EndpointService;
   readonly policies: PolicyService;
   readonly marketplaces: MarketplaceService;
@@ -54,6 +57,9 @@ export async function createServices(config: Config): Promise<Services> {
   const endpointRepository = new EndpointRepository(db);
   const policyRepository = new PolicyRepository(db);
   await tenantRepository.ensure(DEFAULT_TENANT);
+  const models = new ModelService(modelRepository, box);
+  // Loaded GGUF models are shared by every request and given back after 10 idle minutes.
+  const localModels = new LocalModelRegistry();
 
   return {
     config,
@@ -63,11 +69,15 @@ export async function createServices(config: Config): Promise<Services> {
     auth: new AuthService(db, userRepository, tenantRepository, tokens),
     tenants: new TenantService(tenantRepository, userRepository),
     datasets: new DatasetService(datasetRepository, box, { ingestionRoots: config.ingestionRoots, defaultEmbedder: config.embedder }),
-    models: new ModelService(modelRepository, box),
+    models,
+    modelRunner: new ModelRunnerService(models, localModels),
     endpoints: new EndpointService(endpointRepository, datasetRepository, modelRepository, policyRepository),
     policies: new PolicyService(policyRepository, endpointRepository),
     marketplaces: new MarketplaceService(db, new MarketplaceRepository(db), box),
     settings: new SettingsService(new SettingsRepository(db)),
-    close: () => database.close(),
+    close: async () => {
+      await localModels.dispose();
+      await database.close();
+    },
   };
 }

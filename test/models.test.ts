@@ -250,8 +250,14 @@ describe('models', () => {
     });
 
     test('refuses bad threads, context_size and gpu_layers', async () => {
-      const locs = issueLocs(await llama(alice, { model_path: gguf(), threads: 0, context_size: 'big', gpu_layers: -1 }));
+      const locs = issueLocs(await llama(alice, { model_path: gguf(), threads: -1, context_size: 'big', gpu_layers: -1 }));
       expect(locs.sort()).toEqual(['body.configuration.context_size', 'body.configuration.gpu_layers', 'body.configuration.threads']);
+    });
+
+    test('threads 0 means one per core, like a missing value', async () => {
+      const response = await llama(alice, { model_path: gguf(), threads: 0 }, 'auto-threads');
+      expect(response.statusCode).toBe(201);
+      expect(response.json().configuration.threads).toBe(availableParallelism());
     });
 
     test('refuses a negative cost', async () => {

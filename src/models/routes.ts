@@ -3,10 +3,12 @@ import { rejectImmutableFields } from '../http/immutable-fields.ts';
 import { listOf, pageOf, PageQuery } from '../http/pagination.ts';
 import { requirePrincipal } from '../http/principal.ts';
 import { IdParams, MessageBody } from '../http/schemas.ts';
-import { CreateModelBody, ModelView, UpdateModelBody } from './schemas.ts';
+import { CreateModelBody, ModelHealthView, ModelTestBody, ModelView, UpdateModelBody } from './schemas.ts';
+import type { ModelRunnerService } from './runner.ts';
 import type { ModelService } from './service.ts';
+import { SummaryView } from '../query/schemas.ts';
 
-export function modelRoutes(models: ModelService): FastifyPluginAsyncTypebox {
+export function modelRoutes(models: ModelService, runner: ModelRunnerService): FastifyPluginAsyncTypebox {
   return async (app) => {
     const common = { config: { auth: 'tenant' as const } };
     const tags = ['models'];
@@ -46,6 +48,29 @@ export function modelRoutes(models: ModelService): FastifyPluginAsyncTypebox {
         await models.delete(requirePrincipal(request).tenant, request.params.id);
         return { message: `Model '${request.params.id}' deleted` };
       },
+    });
+
+    app.get('/models/:id/health', {
+      ...common,
+      schema: { tags, params: IdParams, response: { 200: ModelHealthView } },
+      handler: async (request) => runner.health(requirePrincipal(request).tenant, request.params.id, AbortSignal.timeout(30_000)),
+    });
+
+    app.post('/models/:id/test', {
+      ...common,
+      // The body is optional: a bare POST tests with the default prompt.
+      preValidation: async (request) => {
+        request.body ??= {} as typeof request.body;
+      },
+      schema: { tags, params: IdParams, body: ModelTestBody, response: { 200: SummaryView } },
+      handler: async (request) =>
+        runner.chat(requirePrincipal(request).tenant, request.params.id, [{ role: 'user', content: request.body.prompt }], {
+          max_tokens: request.body.max_tokens,
+          temperature: 0.7,
+          stop_sequences: [],
+          presence_penalty: 0,
+          frequency_penalty: 0,
+        }),
     });
   };
 }

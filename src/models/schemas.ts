@@ -29,3 +29,13 @@ export const EmbeddedModelView = Type.Object({
   dtype: Type.String(),
   configuration: Configuration,
 });
+
+export const ModelHealthView = Type.Object({
+  healthy: Type.Boolean(),
+  message: Type.String(),
+});
+
+export const ModelTestBody = Type.Object({
+  prompt: Type.String({ minLength: 1, maxLength: 2000, default: 'Say hello in one short sentence.' }),
+  max_tokens: Type.Integer({ minimum: 1, maximum: 256, default: 32 }),
+});

@@ -1,0 +1,73 @@
+import { basename } from 'node:path';
+import { HttpError } from '../http/errors.ts';
+import { maxGenerationCost, modelPrices, usageCost } from '../llm/costs.ts';
+import type { LocalModelRegistry } from '../llm/llama-cpp.ts';
+import { type ChatMessage, type ChatOptions, ModelError, newCompletionId, type ProviderHealth } from '../llm/provider.ts';
+import { createProvider } from '../llm/registry.ts';
+import type { ModelRunner, PricedStreamEvent, Summary } from '../query/engines.ts';
+import type { Configuration } from '../security/secret-config.ts';
+import type { Tenant } from '../tenants/repository.ts';
+import type { ModelService } from './service.ts';
+
+/**
+ * Runs a tenant's models. The configuration is opened (API key decrypted) for each call only, and a
+ * model failure becomes an HTTP error naming the model (502, or 504 when it timed out).
+ */
+export class ModelRunnerService implements ModelRunner {
+  constructor(
+    private readonly models: ModelService,
+    private readonly localModels: LocalModelRegistry,
+  ) {}
+
+  async chat(tenant: Tenant, modelId: string, messages: ChatMessage[], options: ChatOptions, signal?: AbortSignal): Promise<Summary> {
+    const { provider, configuration } = await this.provider(tenant, modelId);
+    const summary = await asHttpError(() => provider.chat(messages, options, signal));
+    return { ...summary, cost: usageCost(summary.usage, modelPrices(configuration)) };
+  }
+
+  async *stream(tenant: Tenant, modelId: string, messages: ChatMessage[], options: ChatOptions, signal?: AbortSignal): AsyncGenerator<PricedStreamEvent> {
+    const { provider, configuration } = await this.provider(tenant, modelId);
+    yield { type: 'start', id: newCompletionId(), model: modelName(configuration) };
+    try {
+      for await (const event of provider.stream(messages, options, signal)) {
+        yield event.type === 'done' ? { ...event, cost: usageCost(event.usage, modelPrices(configuration)) } : event;
+      }
+    } catch (error) {
+      throw toHttpError(error);
+    }
+  }
+
+  async maxCost(tenant: Tenant, modelId: string, promptTokens: number, maxTokens: number): Promise<number> {
+    const { configuration } = await this.models.openConfiguration(tenant, modelId);
+    return maxGenerationCost(promptTokens, maxTokens, modelPrices(configuration));
+  }
+
+  async health(tenant: Tenant, modelId: string, signal?: AbortSignal): Promise<ProviderHealth> {
+    const { provider } = await this.provider(tenant, modelId);
+    return provider.health(signal);
+  }
+
+  private async provider(tenant: Tenant, modelId: string) {
+    const { dtype, configuration } = await this.models.openConfiguration(tenant, modelId);
+    return { provider: createProvider(dtype, configuration, { localModels: this.localModels }), configuration };
+  }
+}
+
+/** What the answer's `model` says before the server names it: the configured model or the GGUF file name. */
+function modelName(configuration: Configuration): string {
+  if (typeof configuration.model === 'string') return configuration.model;
+  if (typeof configuration.model_path === 'string') return basename(configuration.model_path);
+  return 'model';
+}
+
+function toHttpError(error: unknown): unknown {
+  return error instanceof ModelError ? new HttpError(error.httpStatus, error.message) : error;
+}
+
+async function asHttpError<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    throw toHttpError(error);
+  }
+}
