@@ -1,0 +1,87 @@
+import { ensureDomMatrix } from './dom-matrix.ts';
+import { ParseError, type ParsedDocument, type ParsedSection } from './types.ts';
+
+/**
+ * PDF text, one section per page, with pdf-parse 2 (pdf.js underneath).
+ *
+ * pdf.js needs two things before it loads in Bun, and both must also hold inside the compiled binary,
+ * where node_modules does not exist:
+ * - a global DOMMatrix (see dom-matrix.ts);
+ * - its worker code. pdf.js in a server runtime runs a "fake worker" on the calling thread and, unless
+ *   `globalThis.pdfjsWorker` is already set, finds it with a runtime `import()` of a path relative to
+ *   its own file, which a bundle cannot resolve. Importing the worker module ourselves sets that global,
+ *   and a literal import is one the bundler embeds. Running in-thread is what we want anyway: parsing
+ *   already happens on a parse-worker thread, off the request path.
+ * pdf.js is loaded lazily, on the first PDF, so a folder of notes never pays for it.
+ */
+
+type PdfParseModule = typeof import('pdf-parse');
+
+let pdfParseModule: Promise<PdfParseModule> | undefined;
+
+function loadPdfParse(): Promise<PdfParseModule> {
+  pdfParseModule ??= withoutCanvasWarnings(async () => {
+    ensureDomMatrix();
+    await import('pdfjs-dist/legacy/build/pdf.worker.mjs');
+    return import('pdf-parse');
+  });
+  return pdfParseModule;
+}
+
+// When pdf.js loads it looks for @napi-rs/canvas to polyfill DOMMatrix, ImageData and Path2D, and logs
+// a "Warning: ..." for each it cannot find. They are always missing in the compiled binary and only
+// rendering needs them, so those lines would tell an operator that something is broken when it is not.
+const CANVAS_WARNING = /^Warning: (Cannot load "@napi-rs\/canvas"|Cannot polyfill `)/;
+
+async function withoutCanvasWarnings<T>(load: () => Promise<T>): Promise<T> {
+  const warn = console.warn;
+  console.warn = (...args: unknown[]) => {
+    if (typeof args[0] === 'string' && CANVAS_WARNING.test(args[0])) return;
+    warn.apply(console, args);
+  };
+  try {
+    return await load();
+  } finally {
+    console.warn = warn;
+  }
+}
+
+export async function parsePdf(bytes: Uint8Array): Promise<ParsedDocument> {
+  const { PDFParse } = await loadPdfParse();
+  const parser = new PDFParse({
+    data: bytes,
+    // Never compile font programs with eval: PDFs come from anywhere.
+    isEvalSupported: false,
+    useSystemFonts: false,
+  });
+  try {
+    const text = await parser.getText();
+    const sections: ParsedSection[] = text.pages.map((page) => ({ text: page.text, page: page.num }));
+    const title = await pdfTitle(parser);
+    return title ? { title, sections } : { sections };
+  } catch (error) {
+    throw toParseError(error);
+  } finally {
+    await parser.destroy().catch(() => undefined);
+  }
+}
+
+async function pdfTitle(parser: InstanceType<PdfParseModule['PDFParse']>): Promise<string | undefined> {
+  // The title is a nicety: a broken Info dictionary must not fail a PDF whose text was read.
+  try {
+    const info: unknown = (await parser.getInfo()).info;
+    if (typeof info !== 'object' || info === null || !('Title' in info)) return undefined;
+    const title = info.Title;
+    return typeof title === 'string' && title.trim() ? title.trim() : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function toParseError(error: unknown): ParseError {
+  if (error instanceof ParseError) return error;
+  const name = error instanceof Error ? error.name : '';
+  const message = (error instanceof Error ? error.message : String(error)).trim() || 'unknown error';
+  if (name === 'PasswordException') return new ParseError('encrypted', 'PDF is password-protected');
+  return new ParseError('damaged', `PDF is damaged: ${message}`);
+}

@@ -1,0 +1,57 @@
+/**
+ * What every parser returns and the one error a parser throws. Both cross the parse-worker boundary
+ * (structured clone), so they stay plain data: no methods on ParsedDocument, and ParseError is rebuilt
+ * from its `code` and `message` on the other side.
+ */
+
+export interface ParsedSection {
+  text: string;
+  /** 1-based page number; only PDFs know pages. */
+  page?: number;
+}
+
+export interface ParsedDocument {
+  title?: string;
+  /** One section per PDF page; a single section for every other format. */
+  sections: ParsedSection[];
+}
+
+/**
+ * Why a file could not be turned into text. The ingestion queue stores `message` as the file's `error`;
+ * `code` lets it tell a vanished file (`not_found`) from a bad one without parsing the message.
+ */
+export type ParseErrorCode =
+  | 'unsupported_type'
+  | 'not_found'
+  | 'unreadable'
+  | 'damaged'
+  | 'encrypted'
+  | 'no_text'
+  | 'timeout'
+  | 'worker_crashed';
+
+export class ParseError extends Error {
+  override readonly name = 'ParseError';
+
+  constructor(
+    readonly code: ParseErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export function isParseErrorCode(value: unknown): value is ParseErrorCode {
+  return typeof value === 'string' && PARSE_ERROR_CODES.has(value);
+}
+
+const PARSE_ERROR_CODES: ReadonlySet<string> = new Set<ParseErrorCode>([
+  'unsupported_type',
+  'not_found',
+  'unreadable',
+  'damaged',
+  'encrypted',
+  'no_text',
+  'timeout',
+  'worker_crashed',
+]);
