@@ -3,7 +3,7 @@ import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { authRoutes } from './auth/routes.ts';
 import { DEV_FRONTEND_ORIGIN } from './config.ts';
 import { datasetRoutes } from './datasets/routes.ts';
@@ -15,6 +15,7 @@ import { validatorCompiler } from './http/validation.ts';
 import { marketplaceRoutes } from './marketplaces/routes.ts';
 import { modelRoutes } from './models/routes.ts';
 import { policyRoutes, rootPolicyRoutes } from './policies/routes.ts';
+import { queryRoutes } from './query/routes.ts';
 import type { Services } from './services.ts';
 import { settingsRoutes } from './settings/routes.ts';
 import { tenantRoutes } from './tenants/routes.ts';
@@ -26,7 +27,7 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 export async function buildApp(services: Services): Promise<FastifyInstance> {
   const { config } = services;
   const app = Fastify({
-    logger: config.logLevel === 'silent' ? false : { level: config.logLevel },
+    loggerInstance: services.log as FastifyBaseLogger,
     routerOptions: { ignoreTrailingSlash: true },
     bodyLimit: 1024 * 1024,
     // Log lines carry a request id: the caller's X-Request-Id when it is sane, else a fresh one.
@@ -69,12 +70,13 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       await api.register(healthRoutes);
       await api.register(authRoutes(services.auth));
       await api.register(tenantRoutes(services.tenants));
-      await api.register(datasetRoutes(services.datasets));
+      await api.register(datasetRoutes(services.datasets, services.vectorStoreVersion));
       await api.register(modelRoutes(services.models, services.modelRunner));
       await api.register(endpointRoutes(services.endpoints));
       await api.register(policyRoutes(services.policies));
       await api.register(marketplaceRoutes(services.marketplaces));
       await api.register(settingsRoutes(services.settings));
+      await api.register(queryRoutes(services.query, services.endpointRepository, services.usage));
     },
     { prefix: '/api/v1' },
   );

@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
+import { coreCount } from '../src/util/cores.ts';
 import { join } from 'node:path';
 import { writeTinyGguf } from '../scripts/fixtures/make-tiny-gguf.ts';
 import { LlamaCppChatProvider, llamaCppModelConfig, LocalModelRegistry } from '../src/llm/llama-cpp.ts';
@@ -353,6 +354,6 @@ describe('llama_cpp configuration', () => {
   });
 
   test('threads default to the core count', () => {
-    expect(llamaCppModelConfig({ model_path: modelPath }).threads).toBe(availableParallelism());
+    expect(llamaCppModelConfig({ model_path: modelPath }).threads).toBe(coreCount());
   });
 });

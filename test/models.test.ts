@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { coreCount } from '../src/util/cores.ts';
 import { join } from 'node:path';
 import { createTestApp, issueLocs, type TestApp, type TestUser, validationIssues } from './helpers/app.ts';
 import { createEndpoint, createModel } from './helpers/fixtures.ts';
@@ -205,7 +205,7 @@ describe('models', () => {
       expect(body.dtype).toBe('llama_cpp');
       expect(body.configuration).toMatchObject({
         model_path: path,
-        threads: availableParallelism(),
+        threads: coreCount(),
         cost_per_1k_prompt_tokens: 0,
         cost_per_1k_completion_tokens: 0,
       });
@@ -257,7 +257,7 @@ describe('models', () => {
     test('threads 0 means one per core, like a missing value', async () => {
       const response = await llama(alice, { model_path: gguf(), threads: 0 }, 'auto-threads');
       expect(response.statusCode).toBe(201);
-      expect(response.json().configuration.threads).toBe(availableParallelism());
+      expect(response.json().configuration.threads).toBe(coreCount());
     });
 
     test('refuses a negative cost', async () => {

@@ -3,7 +3,23 @@ import type { Tenant } from '../tenants/repository.ts';
 /** Who is calling, and in which tenant they act: what every service receives instead of a request. */
 export type Principal =
   | { kind: 'admin'; email: string; tenant: Tenant }
-  | { kind: 'user'; userId: string; email: string; tenant: Tenant };
+  | { kind: 'user'; userId: string; email: string; tenant: Tenant }
+  | { kind: 'satellite'; email: string; tenant: Tenant };
+
+/** A marketplace user's identity, as the marketplace vouches for it. */
+export interface SatelliteIdentity {
+  email: string;
+  /** The hub username of the endpoint owner the token was made for (its `aud`), when known. */
+  audience?: string;
+}
+
+/**
+ * Checks satellite tokens with the marketplace that issued them. Answers null for a token that is not
+ * valid (401); throws a ServiceUnavailableError when the marketplace cannot be asked (503).
+ */
+export interface SatelliteVerifier {
+  verify(token: string): Promise<SatelliteIdentity | null>;
+}
 
 /** The sender e-mail of requests made with the admin key (API-CONTRACT 6). */
 export const ADMIN_EMAIL = 'admin@localhost';

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { DbOrTransaction } from '../db/database.ts';
+import { type DbOrTransaction, now } from '../db/database.ts';
 import type { DatasetTable } from '../db/schema.ts';
 
 export type DatasetRow = DatasetTable;
@@ -31,6 +31,20 @@ export class DatasetRepository {
 
   async update(tenantId: string, id: string, changes: Partial<Pick<DatasetRow, 'name' | 'summary' | 'status' | 'updated_at'>>): Promise<void> {
     await this.db.updateTable('datasets').set(changes).where('tenant_id', '=', tenantId).where('id', '=', id).execute();
+  }
+
+  /** Datasets of every tenant that should be ingesting (at start-up, to resume them). */
+  async listActive(): Promise<DatasetRow[]> {
+    return this.db.selectFrom('datasets').selectAll().where('status', 'in', ['starting', 'running', 'error']).execute();
+  }
+
+  /** Internal lookups by id alone, for the ingestion engine (never reachable from a request). */
+  async getAnyTenant(id: string): Promise<DatasetRow | undefined> {
+    return this.db.selectFrom('datasets').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  async setStatus(id: string, status: DatasetRow['status']): Promise<void> {
+    await this.db.updateTable('datasets').set({ status, updated_at: now() }).where('id', '=', id).execute();
   }
 
   async delete(tenantId: string, id: string): Promise<void> {

@@ -1,12 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { rejectImmutableFields } from '../http/immutable-fields.ts';
-import { listOf, pageOf, PageQuery } from '../http/pagination.ts';
+import { DEFAULT_PAGE_LIMIT, listOf, pageOf, PageQuery, wantsPage } from '../http/pagination.ts';
 import { requirePrincipal } from '../http/principal.ts';
 import { IdParams, MessageBody } from '../http/schemas.ts';
-import { CreateDatasetBody, DatasetView, UpdateDatasetBody } from './schemas.ts';
+import { CreateDatasetBody, DatasetFileView, DatasetView, ProvisionerView, UpdateDatasetBody } from './schemas.ts';
+import { Type } from 'typebox';
 import type { DatasetService } from './service.ts';
 
-export function datasetRoutes(datasets: DatasetService): FastifyPluginAsyncTypebox {
+export function datasetRoutes(datasets: DatasetService, vectorStoreVersion: string): FastifyPluginAsyncTypebox {
   return async (app) => {
     const common = { config: { auth: 'tenant' as const } };
     const tags = ['datasets'];
@@ -46,6 +47,47 @@ export function datasetRoutes(datasets: DatasetService): FastifyPluginAsyncTypeb
         await datasets.delete(requirePrincipal(request).tenant, request.params.id);
         return { message: `Dataset '${request.params.id}' deleted` };
       },
+    });
+
+    app.get('/datasets/provisioners/', {
+      ...common,
+      schema: { tags, response: { 200: Type.Array(ProvisionerView) } },
+      handler: async (request) => datasets.provisioners(requirePrincipal(request).tenant, vectorStoreVersion),
+    });
+
+    app.get('/datasets/:id/files', {
+      ...common,
+      schema: { tags, params: IdParams, querystring: PageQuery, response: { 200: listOf(DatasetFileView) } },
+      handler: async (request) => {
+        const paged = wantsPage(request.query);
+        const skip = request.query.skip ?? 0;
+        // The plain array lists every file; the envelope pages them.
+        const limit = paged ? (request.query.limit ?? DEFAULT_PAGE_LIMIT) : Number.MAX_SAFE_INTEGER;
+        const { items, total } = await datasets.listFiles(requirePrincipal(request).tenant, request.params.id, skip, limit);
+        return paged ? { items, total, skip, limit } : items;
+      },
+    });
+
+    app.post('/datasets/:id/reindex', {
+      ...common,
+      schema: { tags, params: IdParams, response: { 202: MessageBody } },
+      handler: async (request, reply) => {
+        await datasets.reindex(requirePrincipal(request).tenant, request.params.id);
+        reply.code(202);
+        return { message: 'Every file of the dataset is queued to be indexed again' };
+      },
+    });
+
+    app.post('/datasets/:id/stop', {
+      ...common,
+      schema: { tags, params: IdParams, response: { 200: DatasetView } },
+      handler: async (request) => datasets.stop(requirePrincipal(request).tenant, request.params.id),
+    });
+
+    app.post('/datasets/:id/start', {
+      ...common,
+      schema: { tags, params: IdParams, response: { 200: DatasetView } },
+      handler: async (request) => datasets.start(requirePrincipal(request).tenant, request.params.id),
     });
   };
 }

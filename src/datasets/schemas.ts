@@ -44,3 +44,18 @@ export const EmbeddedDatasetView = Type.Object({
   dtype: Type.String(),
   configuration: Configuration,
 });
+
+export const DatasetFileView = Type.Object({
+  path: Type.String(),
+  status: Type.Enum(['queued', 'indexing', 'indexed', 'failed', 'removed']),
+  chunks: Type.Integer(),
+  error: Type.Union([Type.String(), Type.Null()]),
+  updated_at: Timestamp,
+});
+
+export const ProvisionerView = Type.Object({
+  dtype: Type.String(),
+  status: Type.String(),
+  message: Type.String(),
+  details: Type.Record(Type.String(), Type.Unknown()),
+});

@@ -7,15 +7,22 @@ import { type Configuration, maskSecrets, openSecrets, sealSecrets } from '../se
 import type { Tenant } from '../tenants/repository.ts';
 import { type DatasetRules, normalizeDatasetConfiguration } from './configuration.ts';
 import { type DatasetRepository, type DatasetRow, NO_FILES } from './repository.ts';
-import type { CreateDatasetBody, DatasetView, UpdateDatasetBody } from './schemas.ts';
+import type { IngestionEngine } from '../ingestion/engine.ts';
+import type { FileRepository } from '../ingestion/files-repository.ts';
+import { USE_LITE_DIMENSION } from '../embeddings/use-lite.ts';
+import type { CreateDatasetBody, DatasetFileView, DatasetView, ProvisionerView, UpdateDatasetBody } from './schemas.ts';
 
 export type DatasetViewData = Static<typeof DatasetView>;
+
+export type FileViewData = Static<typeof DatasetFileView>;
 
 export class DatasetService {
   constructor(
     private readonly datasets: DatasetRepository,
     private readonly box: SecretBox,
     private readonly rules: DatasetRules,
+    private readonly ingestion: IngestionEngine,
+    private readonly files: FileRepository,
   ) {}
 
   async create(tenant: Tenant, body: Static<typeof CreateDatasetBody>): Promise<DatasetViewData> {
@@ -33,6 +40,8 @@ export class DatasetService {
       updated_at: timestamp,
     };
     await conflictAs(`Dataset named '${body.name}' already exists`, () => this.datasets.insert(row));
+    // A new dataset starts at once; its first scan runs in the background (status tells how far it got).
+    void this.ingestion.start(row.id);
     return this.view(row);
   }
 
@@ -63,7 +72,65 @@ export class DatasetService {
     if (slugs.length > 0) {
       throw new ConflictError(`Dataset '${row.name}' is used by endpoints: ${slugs.join(', ')}; delete them first`);
     }
+    await this.ingestion.remove(id);
     await this.datasets.delete(tenant.id, id);
+  }
+
+  /** Pauses ingestion; the index stays searchable. */
+  async stop(tenant: Tenant, id: string): Promise<DatasetViewData> {
+    await this.require(tenant, id);
+    await this.ingestion.stop(id);
+    return this.get(tenant, id);
+  }
+
+  /** Resumes ingestion; the folder is reconciled with the index first. */
+  async start(tenant: Tenant, id: string): Promise<DatasetViewData> {
+    await this.require(tenant, id);
+    await this.ingestion.start(id);
+    return this.get(tenant, id);
+  }
+
+  async reindex(tenant: Tenant, id: string): Promise<void> {
+    const row = await this.require(tenant, id);
+    if (row.status === 'stopped') throw new ConflictError(`Dataset '${row.name}' is stopped: start it to reindex`);
+    await this.ingestion.reindex(id);
+  }
+
+  /** The dataset types this server can provision, and how the local_file one is doing for this tenant. */
+  async provisioners(tenant: Tenant, vectorStoreVersion: string): Promise<Static<typeof ProvisionerView>[]> {
+    const rows = await this.datasets.list(tenant.id);
+    const counts = await this.datasets.ingestionCounts(rows.map((row) => row.id));
+    const pending = [...counts.values()].reduce((sum, count) => sum + count.files_pending, 0);
+    const failing = rows.filter((row) => row.status === 'error').map((row) => row.name);
+    return [
+      {
+        dtype: 'local_file',
+        status: failing.length > 0 ? 'degraded' : 'running',
+        message:
+          failing.length > 0
+            ? `Datasets that could not start: ${failing.join(', ')}`
+            : `${rows.length} dataset(s), ${pending} file(s) waiting to be indexed`,
+        details: {
+          embedder: this.rules.defaultEmbedder,
+          dimension: this.rules.defaultEmbedder === 'use-lite' ? USE_LITE_DIMENSION : null,
+          vector_store: 'sqlite-vec',
+          vector_store_version: vectorStoreVersion,
+          keyword_index: 'SQLite FTS5',
+          datasets: rows.length,
+          pending_jobs: pending,
+        },
+      },
+    ];
+  }
+
+  /** Per-file ingestion state, ordered by path. */
+  async listFiles(tenant: Tenant, id: string, skip: number, limit: number): Promise<{ items: FileViewData[]; total: number }> {
+    await this.require(tenant, id);
+    const [rows, total] = await Promise.all([this.files.list(id, skip, limit), this.files.count(id)]);
+    return {
+      items: rows.map((row) => ({ path: row.path, status: row.status, chunks: row.chunks, error: row.error, updated_at: row.updated_at })),
+      total,
+    };
   }
 
   /** The configuration with its secrets readable, for the engines that use the dataset. */

@@ -38,10 +38,15 @@ function kyselyAdapter(sqlite: SqliteDatabase) {
   };
 }
 
-/** Opens (creating if needed) `<dataDir>/knode.db`, applies the pragmas and runs pending migrations. */
-export async function openDatabase(dataDir: string): Promise<OpenedDatabase> {
+/**
+ * Opens (creating if needed) `<dataDir>/knode.db`, applies the pragmas, loads the extensions and runs
+ * pending migrations. Extensions come first: once the schema holds a table of an extension's module
+ * (sqlite-vec's vec0), SQLite cannot even parse the schema without it.
+ */
+export async function openDatabase(dataDir: string, extensions: readonly string[] = []): Promise<OpenedDatabase> {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const sqlite = new SqliteDatabase(join(dataDir, 'knode.db'), { create: true });
+  for (const extension of extensions) sqlite.loadExtension(extension);
   sqlite.run('PRAGMA journal_mode = WAL');
   sqlite.run('PRAGMA synchronous = NORMAL');
   sqlite.run('PRAGMA busy_timeout = 5000');

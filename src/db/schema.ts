@@ -17,6 +17,7 @@ export interface Database {
   marketplaces: MarketplaceTable;
   tenant_settings: TenantSettingsTable;
   rate_windows: RateWindowTable;
+  query_usage: QueryUsageTable;
 }
 
 export interface TenantTable {
@@ -63,6 +64,7 @@ export interface DatasetFileTable {
   status: FileStatus;
   chunks: number;
   error: string | null;
+  generation: Generated<number>;
   updated_at: string;
 }
 
@@ -137,4 +139,18 @@ export interface RateWindowTable {
   key: string;
   window_start: number;
   count: Generated<number>;
+}
+
+export interface QueryUsageTable {
+  id: Generated<number>;
+  tenant_id: string;
+  endpoint_id: string;
+  sender_email: string;
+  dataset_cost: number;
+  model_cost: number;
+  total_cost: number;
+  tokens: number;
+  status: 'success' | 'error';
+  error: string | null;
+  created_at: string;
 }

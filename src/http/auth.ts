@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { ADMIN_EMAIL, type Principal } from '../auth/principal.ts';
+import { ADMIN_EMAIL, type Principal, type SatelliteVerifier } from '../auth/principal.ts';
 import type { UserRepository } from '../auth/repository.ts';
 import type { TokenIssuer } from '../auth/tokens.ts';
 import type { Config } from '../config.ts';
@@ -13,9 +13,10 @@ import { ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } fro
  * - registration: nothing while registration is open, else the admin key;
  * - tenant: a local JWT or the admin key (management routes);
  * - user: a local JWT (the caller's own account);
- * - admin: the admin key, or nothing in development mode (settings).
+ * - admin: the admin key, or nothing in development mode (settings);
+ * - query: a satellite token, or the owner's credentials (a local JWT or the admin key).
  */
-export type AuthMode = 'public' | 'registration' | 'tenant' | 'user' | 'admin';
+export type AuthMode = 'public' | 'registration' | 'tenant' | 'user' | 'admin' | 'query';
 
 export const TENANT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
@@ -27,6 +28,10 @@ export class CredentialGuard {
     private readonly tokens: TokenIssuer,
     private readonly users: UserRepository,
     private readonly tenants: TenantRepository,
+    /** Absent until a marketplace client is wired in: then only owner credentials can query. */
+    private readonly satellites?: SatelliteVerifier,
+    /** The tenant whose marketplace account has this hub username (a satellite token's audience). */
+    private readonly tenantForAudience?: (audience: string) => Promise<Tenant | undefined>,
   ) {}
 
   private get developmentMode(): boolean {
@@ -52,7 +57,27 @@ export class CredentialGuard {
         if (credential.kind === 'none') throw new UnauthorizedError('Not authenticated');
         if (credential.kind === 'admin') return this.adminPrincipal(request);
         return this.userPrincipal(request, credential.token);
+      case 'query':
+        if (credential.kind === 'none') throw new UnauthorizedError('Not authenticated');
+        if (credential.kind === 'admin') return this.adminPrincipal(request);
+        if (await this.tokens.verify(credential.token)) return this.userPrincipal(request, credential.token);
+        return this.satellitePrincipal(request, credential.token);
     }
+  }
+
+  private async satellitePrincipal(request: FastifyRequest, token: string): Promise<Principal> {
+    const identity = this.satellites ? await this.satellites.verify(token) : null;
+    if (!identity) throw new UnauthorizedError('Could not validate credentials');
+    const named = requestedTenant(request);
+    let tenant: Tenant | undefined;
+    if (named !== undefined) {
+      tenant = await this.tenants.findByName(named);
+      if (!tenant) throw new NotFoundError(`Tenant '${named}' not found`);
+    } else {
+      tenant = (identity.audience && (await this.tenantForAudience?.(identity.audience))) || (await this.tenants.findByName(DEFAULT_TENANT));
+    }
+    if (!tenant) throw new NotFoundError('No tenant serves this token');
+    return { kind: 'satellite', email: identity.email, tenant };
   }
 
   /** Reads the bearer credential; the admin key is recognised in constant time. */

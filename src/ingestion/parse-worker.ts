@@ -7,26 +7,59 @@
  * (`bun build --compile src/main.ts src/ingestion/parse-worker.ts ...`), as Bun bundles workers only
  * when they are listed.
  */
+import { type Chunk, chunkDocument } from './chunker.ts';
 import { ParseError, parseFile, type ParsedDocument, type ParseErrorCode } from './parsers/index.ts';
+
+/** What ingestion asks of a file besides its text: chunks of this size, unless its hash is known already. */
+export interface PrepareOptions {
+  chunkSize: number;
+  chunkOverlap: number;
+  /** The hash of the content last indexed: the same content is not parsed again. */
+  knownHash: string | null;
+}
+
+/** A file ready for embedding, or the news that its content has not changed. */
+export interface PreparedFile {
+  hash: string;
+  unchanged: boolean;
+  title?: string;
+  chunks: Chunk[];
+}
 
 export interface ParseRequest {
   id: number;
   path: string;
+  prepare?: PrepareOptions;
 }
 
 export type ParseResponse =
-  | { id: number; ok: true; doc: ParsedDocument }
+  | { id: number; ok: true; doc?: ParsedDocument; prepared?: PreparedFile }
   | { id: number; ok: false; code: ParseErrorCode; message: string };
 
 declare var self: Worker;
 
 self.onmessage = async (event: MessageEvent<ParseRequest>) => {
-  const { id, path } = event.data;
-  postMessage(await answer(id, path));
+  const { id, path, prepare } = event.data;
+  postMessage(await answer(id, path, prepare));
 };
 
-async function answer(id: number, path: string): Promise<ParseResponse> {
+/** Hashing and chunking run here too: for a 20 MB file each is work the HTTP thread should not do. */
+async function prepareFile(path: string, options: PrepareOptions): Promise<PreparedFile> {
+  let bytes: Uint8Array;
   try {
+    bytes = await Bun.file(path).bytes();
+  } catch {
+    throw new ParseError('not_found', 'file not found');
+  }
+  const hash = new Bun.CryptoHasher('sha256').update(bytes).digest('hex');
+  if (hash === options.knownHash) return { hash, unchanged: true, chunks: [] };
+  const doc = await parseFile(path);
+  return { hash, unchanged: false, title: doc.title, chunks: chunkDocument(doc, options) };
+}
+
+async function answer(id: number, path: string, prepare?: PrepareOptions): Promise<ParseResponse> {
+  try {
+    if (prepare) return { id, ok: true, prepared: await prepareFile(path, prepare) };
     return { id, ok: true, doc: await parseFile(path) };
   } catch (error) {
     if (error instanceof ParseError) return { id, ok: false, code: error.code, message: error.message };

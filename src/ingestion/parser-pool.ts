@@ -1,4 +1,4 @@
-import type { ParseRequest, ParseResponse } from './parse-worker.ts';
+import type { ParseRequest, ParseResponse, PreparedFile, PrepareOptions } from './parse-worker.ts';
 import { isParseErrorCode, ParseError, type ParsedDocument } from './parsers/types.ts';
 
 /**
@@ -39,7 +39,8 @@ const DEFAULT_WORKER_URL = Bun.isStandaloneExecutable
 interface Task {
   id: number;
   path: string;
-  resolve: (doc: ParsedDocument) => void;
+  prepare?: PrepareOptions;
+  resolve: (result: ParsedDocument | PreparedFile) => void;
   reject: (error: Error) => void;
 }
 
@@ -73,9 +74,18 @@ export class ParserPool {
   }
 
   parse(path: string): Promise<ParsedDocument> {
+    return this.submit(path) as Promise<ParsedDocument>;
+  }
+
+  /** Hashes, parses and chunks a file off this thread; an unchanged hash skips the parsing. */
+  prepare(path: string, options: PrepareOptions): Promise<PreparedFile> {
+    return this.submit(path, options) as Promise<PreparedFile>;
+  }
+
+  private submit(path: string, prepare?: PrepareOptions): Promise<ParsedDocument | PreparedFile> {
     if (this.closed) return Promise.reject(new ParserPoolClosedError());
-    return new Promise<ParsedDocument>((resolve, reject) => {
-      this.queue.push({ id: this.nextId++, path, resolve, reject });
+    return new Promise((resolve, reject) => {
+      this.queue.push({ id: this.nextId++, path, ...(prepare ? { prepare } : {}), resolve, reject });
       this.dispatch();
     });
   }
@@ -103,7 +113,7 @@ export class ParserPool {
       // A busy thread keeps the process alive (a script awaiting a parse must not exit); an idle one does not.
       worker.ref();
       slot.timer = setTimeout(() => this.fail(slot, new ParseError('timeout', this.timeoutMessage())), this.timeoutMs);
-      const request: ParseRequest = { id: task.id, path: task.path };
+      const request: ParseRequest = { id: task.id, path: task.path, ...(task.prepare ? { prepare: task.prepare } : {}) };
       worker.postMessage(request);
     }
   }
@@ -130,7 +140,7 @@ export class ParserPool {
     const task = slot.task;
     if (!task || response.id !== task.id) return;
     this.release(slot);
-    if (response.ok) task.resolve(response.doc);
+    if (response.ok) task.resolve((response.prepared ?? response.doc) as ParsedDocument | PreparedFile);
     else task.reject(new ParseError(isParseErrorCode(response.code) ? response.code : 'damaged', response.message));
     this.dispatch();
   }

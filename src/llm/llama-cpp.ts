@@ -18,7 +18,7 @@
  */
 import { constants } from 'node:fs';
 import { accessSync, closeSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { coreCount } from '../util/cores.ts';
 import { basename, resolve } from 'node:path';
 import type {
   ChatHistoryItem,
@@ -79,7 +79,7 @@ export function llamaCppModelConfig(configuration: Readonly<Record<string, unkno
     modelPath: resolve(model_path),
     ...(contextSize ? { contextSize } : {}),
     // 0 means "the default" too: node-llama-cpp's own default (4) is far too few or too many.
-    threads: threadCount ? threadCount : availableParallelism(),
+    threads: threadCount ? threadCount : coreCount(),
     ...(gpuLayers !== undefined ? { gpuLayers } : {}),
     ...(typeof system_prompt === 'string' && system_prompt !== '' ? { systemPrompt: system_prompt } : {}),
   };

@@ -1,4 +1,4 @@
-import { availableParallelism } from 'node:os';
+import { coreCount } from '../util/cores.ts';
 import { isAbsolute } from 'node:path';
 import { Issues, rejectMaskedSecrets } from '../http/issues.ts';
 import { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_TIMEOUT_MS } from '../llm/openai.ts';
@@ -31,7 +31,7 @@ export function normalizeModelConfiguration(dtype: ModelDtype, input: Configurat
     normalized.base_url = (typeof input.base_url === 'string' ? input.base_url : OPENAI_DEFAULT_BASE_URL).replace(/\/+$/, '');
     normalized.timeout_ms = input.timeout_ms ?? OPENAI_DEFAULT_TIMEOUT_MS;
   } else {
-    normalized.threads = input.threads || availableParallelism();
+    normalized.threads = input.threads || coreCount();
   }
   return normalized;
 }

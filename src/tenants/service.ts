@@ -43,7 +43,7 @@ export class TenantService {
       if (!tenant) throw new NotFoundError(`Tenant '${tenantName}' not found`);
       return tenant;
     }
-    if (!tenant || !(await this.tenants.isMember(tenant.id, principal.userId))) throw new ForbiddenError();
+    if (principal.kind !== 'user' || !tenant || !(await this.tenants.isMember(tenant.id, principal.userId))) throw new ForbiddenError();
     return tenant;
   }
 }

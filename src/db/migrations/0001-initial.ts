@@ -48,6 +48,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       status TEXT NOT NULL CHECK (status IN ('queued', 'indexing', 'indexed', 'failed', 'removed')),
       chunks INTEGER NOT NULL DEFAULT 0,
       error TEXT,
+      -- bumped by every change seen on disk: work started on an older generation is thrown away
+      generation INTEGER NOT NULL DEFAULT 0,
       updated_at TEXT NOT NULL,
       PRIMARY KEY (dataset_id, path)
     )`.execute(db);

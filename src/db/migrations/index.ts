@@ -1,5 +1,7 @@
 import type { Migration } from 'kysely';
 import * as initial from './0001-initial.ts';
+import * as vectors from './0002-vectors.ts';
+import * as queryUsage from './0003-query-usage.ts';
 
 /**
  * Every migration, in order. They are imported (not read from disk) so the compiled binary carries them.
@@ -7,4 +9,6 @@ import * as initial from './0001-initial.ts';
  */
 export const migrations: Record<string, Migration> = {
   '0001-initial': initial,
+  '0002-vectors': vectors,
+  '0003-query-usage': queryUsage,
 };

@@ -1,0 +1,190 @@
+/**
+ * Search latency of the vector store at 10k and 100k chunks: `vector`, `keyword` and `hybrid` modes
+ * through VectorStore.search, against a bare sqlite-vec KNN query on the same vec0 table.
+ *
+ * Chunks are synthetic: 512-dimension unit vectors around 500 random centres (embeddings cluster by
+ * topic) and ~1,000 characters of Zipf-distributed pseudo-words (word frequencies in text follow Zipf).
+ * Queries are a stored vector plus noise, and four Zipf words. Recall@10 of the default (auto) vector
+ * scan against the exact scan is printed too, since above 20k chunks the default is the quantized scan.
+ *
+ * Usage: bun scripts/bench/search.ts [sizes, default 10000,100000] [queries per figure, default 200]
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { openDatabase, type OpenedDatabase } from '../../src/db/database.ts';
+import { vectorExtensionPath } from '../../src/vectors/extension.ts';
+import { type SearchOptions, VectorStore } from '../../src/vectors/store.ts';
+
+const DIMENSION = 512;
+const CHUNKS_PER_FILE = 100;
+const sizes = (process.argv[2] ?? '10000,100000').split(',').map(Number);
+const queriesPerFigure = Number(process.argv[3] ?? 200);
+
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const random = seededRandom(7);
+const gaussian = () => Math.sqrt(-2 * Math.log(random() || 1e-12)) * Math.cos(2 * Math.PI * random());
+
+function normalise(vector: Float32Array): Float32Array {
+  const norm = Math.hypot(...vector) || 1;
+  return vector.map((value) => value / norm);
+}
+
+const centres = Array.from({ length: 500 }, () => normalise(Float32Array.from({ length: DIMENSION }, gaussian)));
+function clusteredVector(): Float32Array {
+  const centre = centres[Math.floor(random() * centres.length)]!;
+  return normalise(centre.map((value) => value + gaussian() * 0.06));
+}
+function nearby(vector: Float32Array): Float32Array {
+  return normalise(vector.map((value) => value + gaussian() * 0.02));
+}
+
+const SYLLABLES = ['ka', 'to', 'ri', 'me', 'su', 'na', 'lo', 'pe', 'di', 'gu', 'ba', 'ze', 'mo', 'fi', 'ne', 'ra'];
+const VOCABULARY = Array.from({ length: 5000 }, (_, i) => {
+  let word = '';
+  let n = i + 1;
+  do {
+    word += SYLLABLES[n % SYLLABLES.length];
+    n = Math.floor(n / SYLLABLES.length);
+  } while (n > 0);
+  return word;
+});
+const zipfCdf = (() => {
+  const weights = VOCABULARY.map((_, rank) => 1 / (rank + 1));
+  const total = weights.reduce((a, b) => a + b, 0);
+  let sum = 0;
+  return weights.map((weight) => (sum += weight / total));
+})();
+function zipfWord(): string {
+  const r = random();
+  let low = 0;
+  let high = zipfCdf.length - 1;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (zipfCdf[middle]! < r) low = middle + 1;
+    else high = middle;
+  }
+  return VOCABULARY[low]!;
+}
+function text(characters: number): string {
+  const words: string[] = [];
+  let length = 0;
+  while (length < characters) {
+    const word = zipfWord();
+    words.push(word);
+    length += word.length + 1;
+  }
+  return words.join(' ');
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+async function time(run: () => Promise<unknown>): Promise<{ p50: number; p99: number }> {
+  for (let i = 0; i < 10; i++) await run(); // warm the page cache and statement cache
+  const samples: number[] = [];
+  for (let i = 0; i < queriesPerFigure; i++) {
+    const start = performance.now();
+    await run();
+    samples.push(performance.now() - start);
+  }
+  samples.sort((a, b) => a - b);
+  return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
+}
+
+async function fill(store: VectorStore, datasetId: string, size: number): Promise<Float32Array[]> {
+  const vectors: Float32Array[] = [];
+  const start = performance.now();
+  for (let file = 0; file * CHUNKS_PER_FILE < size; file++) {
+    const chunks = Array.from({ length: Math.min(CHUNKS_PER_FILE, size - file * CHUNKS_PER_FILE) }, (_, i) => {
+      const embedding = clusteredVector();
+      vectors.push(embedding);
+      return { content: text(1000), metadata: { source: `file-${file}.txt`, file_type: 'txt', chunk_index: i }, embedding };
+    });
+    await store.replaceFileChunks(datasetId, `file-${file}.txt`, chunks);
+  }
+  const seconds = (performance.now() - start) / 1000;
+  console.log(`  inserted ${size} chunks in ${seconds.toFixed(1)} s (${Math.round(size / seconds)} chunks/s)`);
+  return vectors;
+}
+
+async function measure(opened: OpenedDatabase, store: VectorStore, datasetId: string, vectors: Float32Array[]) {
+  const table = `vec_${datasetId.replaceAll('-', '')}`;
+  const queries = Array.from({ length: 64 }, () => ({
+    vector: nearby(vectors[Math.floor(random() * vectors.length)]!),
+    text: Array.from({ length: 4 }, zipfWord).join(' '),
+  }));
+  let next = 0;
+  const query = () => queries[next++ % queries.length]!;
+  const options = (mode: SearchOptions['mode'], extra: Partial<SearchOptions> = {}): SearchOptions => ({
+    mode,
+    limit: 10,
+    similarityThreshold: 0,
+    includeMetadata: true,
+    ...extra,
+  });
+  const bare = (column: string, k: number) => async () => {
+    const { vector } = query();
+    const blob = new Uint8Array(vector.buffer);
+    const match = column === 'embedding' ? '?' : 'vec_quantize_binary(?)';
+    await opened.exclusive((sqlite) =>
+      sqlite.query(`SELECT rowid, distance FROM ${table} WHERE ${column} MATCH ${match} AND k = ?`).all(blob, k),
+    );
+  };
+  const search = (mode: SearchOptions['mode'], extra: Partial<SearchOptions> = {}) => async () => {
+    const { vector, text: words } = query();
+    await store.search(datasetId, vector, words, options(mode, extra));
+  };
+  const figures: [string, () => Promise<unknown>][] = [
+    ['bare vec0 KNN, float, k=10 (exact scan)', bare('embedding', 10)],
+    ['bare vec0 KNN, bit, k=160 (quantized scan)', bare('embedding_bits', 160)],
+    ['vector mode (auto)', search('vector')],
+    ['vector mode (exact)', search('vector', { vectorScan: 'exact' })],
+    ['keyword mode', search('keyword')],
+    ['hybrid mode (auto)', search('hybrid')],
+    ['hybrid mode (exact vectors)', search('hybrid', { vectorScan: 'exact' })],
+  ];
+  for (const [name, run] of figures) {
+    const { p50, p99 } = await time(run);
+    console.log(`  ${name.padEnd(44)} p50 ${p50.toFixed(1).padStart(6)} ms   p99 ${p99.toFixed(1).padStart(6)} ms`);
+  }
+  let found = 0;
+  for (const { vector } of queries.slice(0, 50)) {
+    const exact = await store.search(datasetId, vector, '', options('vector', { vectorScan: 'exact' }));
+    const auto = new Set((await store.search(datasetId, vector, '', options('vector'))).map((hit) => hit.document_id));
+    found += exact.filter((hit) => auto.has(hit.document_id)).length / exact.length;
+  }
+  console.log(`  recall@10 of the auto vector scan against the exact scan: ${(found / 50).toFixed(3)}`);
+}
+
+for (const size of sizes) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'knode-bench-search-'));
+  try {
+    const opened = await openDatabase(dataDir, [vectorExtensionPath()]);
+    const store = new VectorStore(opened);
+    const datasetId = crypto.randomUUID();
+    await store.createDatasetIndex(datasetId, DIMENSION);
+    console.log(`${size} chunks x ${DIMENSION} dimensions (${queriesPerFigure} queries per figure, limit 10)`);
+    const vectors = await fill(store, datasetId, size);
+    const mapped = await opened.exclusive((sqlite) => (sqlite.query('PRAGMA mmap_size').get() as { mmap_size: number }).mmap_size);
+    console.log(` as opened by openDatabase (mmap_size ${mapped}):`);
+    await measure(opened, store, datasetId, vectors);
+    const other = mapped > 0 ? 0 : 1024 * 1024 * 1024;
+    await opened.exclusive((sqlite) => sqlite.run(`PRAGMA mmap_size = ${other}`));
+    console.log(` for comparison, with PRAGMA mmap_size = ${other}:`);
+    await measure(opened, store, datasetId, vectors);
+    await opened.close();
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}

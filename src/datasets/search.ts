@@ -1,0 +1,56 @@
+import type { Config } from '../config.ts';
+import { createEmbedder } from '../embeddings/embedder.ts';
+import { NotFoundError } from '../http/errors.ts';
+import type { DatasetSearch, References, SearchOptions } from '../query/engines.ts';
+import type { SecretBox } from '../security/secret-box.ts';
+import { type Configuration, openSecrets } from '../security/secret-config.ts';
+import type { Tenant } from '../tenants/repository.ts';
+import { VectorIndexMissingError, type VectorStore } from '../vectors/store.ts';
+import type { DatasetRepository } from './repository.ts';
+
+/** The search step of a query: embeds the text with the dataset's own embedder and asks the vector store. */
+export class DatasetSearchService implements DatasetSearch {
+  constructor(
+    private readonly config: Config,
+    private readonly datasets: DatasetRepository,
+    private readonly store: VectorStore,
+    private readonly box: SecretBox,
+    private readonly storeVersion: string,
+  ) {}
+
+  async search(tenant: Tenant, datasetId: string, text: string, options: SearchOptions, signal?: AbortSignal): Promise<References> {
+    const started = performance.now();
+    const configuration = await this.configuration(tenant, datasetId);
+    const embedderSpec = String(configuration.embedder);
+    const providerInfo = { search_engine: `sqlite-vec ${this.storeVersion} + FTS5`, mode: options.mode, embedder: embedderSpec };
+    const embedder = await createEmbedder(embedderSpec, {
+      dataDir: this.config.dataDir,
+      allowDownload: this.config.allowModelDownload,
+      openai: { base_url: configuration.base_url as string | undefined, api_key: configuration.api_key as string | undefined },
+    });
+    const [vector] = await embedder.embed([text], signal);
+    let documents: References['documents'] = [];
+    try {
+      documents = (await this.store.search(datasetId, vector as Float32Array, text, options)).map((hit) => ({ ...hit }));
+    } catch (error) {
+      // A dataset that has not finished starting has no index yet: nothing to find, not a failure.
+      if (!(error instanceof VectorIndexMissingError)) throw error;
+    }
+    return {
+      documents,
+      provider_info: { ...providerInfo, response_time_ms: Math.round((performance.now() - started) * 100) / 100 },
+      cost: Number(configuration.cost_per_query ?? 0),
+    };
+  }
+
+  async pricing(tenant: Tenant, datasetId: string): Promise<{ costPerQuery: number; chunkSize: number }> {
+    const configuration = await this.configuration(tenant, datasetId);
+    return { costPerQuery: Number(configuration.cost_per_query ?? 0), chunkSize: Number(configuration.chunkSize ?? 1000) };
+  }
+
+  private async configuration(tenant: Tenant, datasetId: string): Promise<Configuration> {
+    const row = await this.datasets.get(tenant.id, datasetId);
+    if (!row) throw new NotFoundError(`Dataset '${datasetId}' not found`);
+    return openSecrets(JSON.parse(row.configuration), this.box);
+  }
+}

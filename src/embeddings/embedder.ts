@@ -1,0 +1,106 @@
+import { createOpenAiEmbedder } from './openai.ts';
+import { createTransformersEmbedder } from './transformers.ts';
+import { UseLiteEmbedder } from './use-lite.ts';
+
+/** Turns texts into unit-length vectors of one fixed dimension. */
+export interface Embedder {
+  /** The spec it was made from (`use-lite`, `transformers:<model>`, `openai:<model>`): what a dataset records. */
+  readonly id: string;
+  readonly dimension: number;
+  /** One vector per text, in order, each L2-normalised. Batches internally; `signal` stops between batches. */
+  embed(texts: string[], signal?: AbortSignal): Promise<Float32Array[]>;
+  close?(): Promise<void>;
+}
+
+export interface EmbedderOptions {
+  /** `<dataDir>/models/` is where transformers models are looked up (and downloaded to, when allowed). */
+  readonly dataDir: string;
+  /** SVC_ALLOW_MODEL_DOWNLOAD: may a transformers model be fetched from the Hugging Face hub? */
+  readonly allowDownload: boolean;
+  /** For `openai:<model>`: the server (default https://api.openai.com/v1) and its key. */
+  readonly openai?: { readonly base_url?: string; readonly api_key?: string };
+}
+
+export type EmbedderSpec =
+  | { readonly kind: 'use-lite' }
+  | { readonly kind: 'transformers'; readonly model: string }
+  | { readonly kind: 'openai'; readonly model: string };
+
+/** A spec that names no known embedder; the message is fit for a 422. */
+export class EmbedderSpecError extends Error {
+  override readonly name = 'EmbedderSpecError';
+}
+
+/** Parses a spec without loading anything, so a dataset's configuration can be checked when it is created. */
+export function parseEmbedderSpec(spec: string): EmbedderSpec {
+  const trimmed = spec.trim();
+  if (trimmed === 'use-lite') return { kind: 'use-lite' };
+  const separator = trimmed.indexOf(':');
+  const kind = separator > 0 ? trimmed.slice(0, separator) : '';
+  const model = trimmed.slice(separator + 1).trim();
+  if ((kind === 'transformers' || kind === 'openai') && model.length > 0) return { kind, model };
+  throw new EmbedderSpecError(
+    `unknown embedder "${spec}": expected use-lite, transformers:<model or folder> or openai:<model>`,
+  );
+}
+
+export function formatEmbedderSpec(spec: EmbedderSpec): string {
+  return spec.kind === 'use-lite' ? 'use-lite' : `${spec.kind}:${spec.model}`;
+}
+
+// Models are large and slow to load: every dataset using the same spec shares one instance. Creation is
+// cached as a promise so concurrent callers wait for the same load; a failed load is forgotten so a
+// later call can try again (the server may come back, the model folder may appear).
+const instances = new Map<string, Promise<Embedder>>();
+
+/**
+ * The shared embedder for `spec`. `use-lite` returns at once and loads its model on first use;
+ * transformers and OpenAI-compatible embedders load (or call the server) once here to learn their dimension.
+ */
+export async function createEmbedder(spec: string, options: EmbedderOptions): Promise<Embedder> {
+  const parsed = parseEmbedderSpec(spec);
+  const key = cacheKey(parsed, options);
+  const existing = instances.get(key);
+  if (existing) return existing;
+  const created = build(parsed, options);
+  instances.set(key, created);
+  created.catch(() => {
+    if (instances.get(key) === created) instances.delete(key);
+  });
+  return created;
+}
+
+async function build(spec: EmbedderSpec, options: EmbedderOptions): Promise<Embedder> {
+  switch (spec.kind) {
+    case 'use-lite':
+      return new UseLiteEmbedder();
+    case 'transformers':
+      return createTransformersEmbedder(spec.model, options);
+    case 'openai':
+      return createOpenAiEmbedder(spec.model, options.openai ?? {});
+  }
+}
+
+function cacheKey(spec: EmbedderSpec, options: EmbedderOptions): string {
+  switch (spec.kind) {
+    case 'use-lite':
+      return 'use-lite';
+    case 'transformers':
+      return JSON.stringify(['transformers', spec.model, options.dataDir]);
+    case 'openai':
+      // Two servers (or two keys) serving the same model name are two embedders.
+      return JSON.stringify(['openai', spec.model, options.openai?.base_url ?? '', options.openai?.api_key ?? '']);
+  }
+}
+
+/** Closes every shared embedder (at shutdown, and between tests). */
+export async function closeEmbedders(): Promise<void> {
+  const all = [...instances.values()];
+  instances.clear();
+  await Promise.all(
+    all.map(async (pending) => {
+      const embedder = await pending.catch(() => undefined);
+      await embedder?.close?.();
+    }),
+  );
+}

@@ -1,0 +1,137 @@
+import OpenAI, { APIError } from 'openai';
+import type { Embedder } from './embedder.ts';
+import { batches, SerialQueue } from './batching.ts';
+import { l2Normalise } from './normalise.ts';
+
+const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
+// Well under every server's input limit (OpenAI allows 2,048), large enough to amortise the round trip.
+const BATCH_TEXTS = 64;
+const TIMEOUT_MS = 60_000;
+
+export interface OpenAiEmbedderSettings {
+  readonly base_url?: string;
+  readonly api_key?: string;
+}
+
+/**
+ * An OpenAI-compatible `/v1/embeddings` server (OpenAI, Ollama, vLLM, LM Studio, llama.cpp server).
+ * One request is made here to learn the dimension. Errors name the server, never the key.
+ */
+export async function createOpenAiEmbedder(model: string, settings: OpenAiEmbedderSettings): Promise<Embedder> {
+  const embedder = new OpenAiEmbedder(model, settings);
+  await embedder.probe();
+  return embedder;
+}
+
+class OpenAiEmbedder implements Embedder {
+  readonly id: string;
+  private width = 0;
+  private readonly client: OpenAI;
+  private readonly server: string;
+  private readonly apiKey: string | undefined;
+  private readonly queue = new SerialQueue();
+
+  constructor(
+    private readonly model: string,
+    settings: OpenAiEmbedderSettings,
+  ) {
+    this.id = `openai:${model}`;
+    const baseUrl = settings.base_url?.trim() || DEFAULT_BASE_URL;
+    this.server = describeServer(baseUrl);
+    this.apiKey = settings.api_key || undefined;
+    this.client = new OpenAI({
+      baseURL: baseUrl,
+      // Keyless servers (Ollama, llama.cpp) ignore the header; the client insists on some key, and a
+      // placeholder keeps it from falling back to OPENAI_API_KEY and sending that to a foreign server.
+      apiKey: this.apiKey ?? 'no-key',
+      organization: null,
+      project: null,
+      adminAPIKey: null,
+      timeout: TIMEOUT_MS,
+      maxRetries: 2,
+    });
+  }
+
+  get dimension(): number {
+    return this.width;
+  }
+
+  async probe(): Promise<void> {
+    const [vector] = await this.request(['dimension probe']);
+    if (!vector || vector.length === 0) throw new Error(`embedding server ${this.server} returned an empty vector`);
+    this.width = vector.length;
+  }
+
+  async embed(texts: string[], signal?: AbortSignal): Promise<Float32Array[]> {
+    const vectors: Float32Array[] = [];
+    for (const batch of batches(texts, BATCH_TEXTS)) {
+      signal?.throwIfAborted();
+      const embedded = await this.queue.run(() => this.request(batch, signal));
+      for (const vector of embedded) {
+        if (vector.length !== this.width) {
+          throw new Error(
+            `embedding server ${this.server} returned ${vector.length} dimensions for ${this.model}, expected ${this.width}`,
+          );
+        }
+        vectors.push(l2Normalise(vector));
+      }
+    }
+    return vectors;
+  }
+
+  private async request(texts: string[], signal?: AbortSignal): Promise<Float32Array[]> {
+    let response: OpenAI.Embeddings.CreateEmbeddingResponse;
+    try {
+      // `float` explicitly: the client otherwise asks for base64, which several compatible servers lack.
+      response = await this.client.embeddings.create(
+        { model: this.model, input: texts, encoding_format: 'float' },
+        signal ? { signal } : undefined,
+      );
+    } catch (error) {
+      if (signal?.aborted) throw signal.reason;
+      throw new Error(this.describeFailure(error));
+    }
+    const data = Array.isArray(response?.data) ? [...response.data] : [];
+    if (data.length !== texts.length) {
+      throw new Error(`embedding server ${this.server} returned ${data.length} embeddings for ${texts.length} texts`);
+    }
+    data.sort((a, b) => a.index - b.index);
+    return data.map((item) => {
+      if (!Array.isArray(item.embedding) || item.embedding.some((value) => typeof value !== 'number')) {
+        throw new Error(`embedding server ${this.server} returned an embedding that is not a list of numbers`);
+      }
+      return Float32Array.from(item.embedding);
+    });
+  }
+
+  private describeFailure(error: unknown): string {
+    const detail = error instanceof Error ? error.message : String(error);
+    const status = error instanceof APIError && error.status ? ` (HTTP ${error.status})` : '';
+    return this.redact(`embedding server ${this.server} failed for model ${this.model}${status}: ${detail}`);
+  }
+
+  /**
+   * Some servers echo the key they refused, whole or partly masked (OpenAI: `sk-ab****wxyz`); neither
+   * may reach logs or API answers.
+   */
+  private redact(text: string): string {
+    // A key of a few characters (a placeholder for a keyless server) would blank out ordinary words.
+    const key = this.apiKey && this.apiKey.length >= 6 ? this.apiKey : undefined;
+    const withoutKey = key ? text.split(key).join('********') : text;
+    return withoutKey.replace(/\S*\*{3,}\S*/g, '********');
+  }
+}
+
+/** The server as it may be shown: no credentials, no query string. */
+function describeServer(baseUrl: string): string {
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw new Error('embedding server base_url is not a valid URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new Error('embedding server base_url must be an http or https URL');
+  }
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+}

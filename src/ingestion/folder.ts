@@ -1,0 +1,59 @@
+import { readdir, stat } from 'node:fs/promises';
+import { extname, join, relative, sep } from 'node:path';
+
+export interface FileFacts {
+  /** Relative to the dataset's folder, with forward slashes (what `metadata.source` shows). */
+  path: string;
+  size: number;
+  mtimeMs: number;
+}
+
+/** Hidden files and folders (any segment starting with a dot) are never indexed (API-CONTRACT 4). */
+export function isHidden(relativePath: string): boolean {
+  return relativePath.split(/[\\/]/).some((segment) => segment.startsWith('.') && segment !== '.');
+}
+
+/** Whether a file belongs in the index: visible, and of one of the dataset's `fileTypes`. */
+export function isIndexable(relativePath: string, fileTypes: ReadonlySet<string>): boolean {
+  const extension = extname(relativePath).slice(1).toLowerCase();
+  return !isHidden(relativePath) && fileTypes.has(extension);
+}
+
+export function toRelative(root: string, absolutePath: string): string {
+  return relative(root, absolutePath).split(sep).join('/');
+}
+
+/**
+ * Every indexable file under `root`, recursively. Symbolic links are not followed: a link could lead
+ * outside the ingestion roots that the dataset was allowed to read.
+ */
+export async function scanFolder(root: string, fileTypes: ReadonlySet<string>): Promise<FileFacts[]> {
+  const files: FileFacts[] = [];
+  const folders = [root];
+  while (folders.length > 0) {
+    const folder = folders.pop() as string;
+    let entries;
+    try {
+      entries = await readdir(folder, { withFileTypes: true });
+    } catch {
+      continue; // removed or unreadable meanwhile: the watcher reports what happened to it
+    }
+    for (const entry of entries) {
+      if (entry.name.startsWith('.')) continue;
+      const absolute = join(folder, entry.name);
+      if (entry.isDirectory()) {
+        folders.push(absolute);
+      } else if (entry.isFile()) {
+        const path = toRelative(root, absolute);
+        if (!isIndexable(path, fileTypes)) continue;
+        try {
+          const facts = await stat(absolute);
+          files.push({ path, size: facts.size, mtimeMs: Math.floor(facts.mtimeMs) });
+        } catch {
+          // vanished between readdir and stat
+        }
+      }
+    }
+  }
+  return files;
+}

@@ -1,0 +1,44 @@
+import { watch, type FSWatcher } from 'chokidar';
+import type { Stats } from 'node:fs';
+import { type FileFacts, isHidden, isIndexable, toRelative } from './folder.ts';
+
+export interface FolderEvents {
+  /** A file appeared or changed. */
+  changed(file: FileFacts): void;
+  /** A file, or a whole folder of files (`folder: true`), went away. */
+  removed(path: string, folder: boolean): void;
+  error(error: Error): void;
+}
+
+/** How long a file must stay the same size before it is read: a half-copied PDF is not a broken one. */
+const WRITE_SETTLE_MS = 250;
+
+/**
+ * Watches a dataset's folder (recursively, hidden entries and other file types ignored, symlinks not
+ * followed) and resolves once the watch is in place, so a scan started afterwards misses nothing.
+ */
+export async function watchFolder(root: string, fileTypes: ReadonlySet<string>, events: FolderEvents): Promise<FSWatcher> {
+  const watcher = watch(root, {
+    ignoreInitial: true,
+    followSymlinks: false,
+    awaitWriteFinish: { stabilityThreshold: WRITE_SETTLE_MS, pollInterval: 50 },
+    ignored: (path: string, stats?: Stats) => {
+      const relativePath = toRelative(root, path);
+      if (relativePath === '') return false;
+      if (isHidden(relativePath)) return true;
+      return stats?.isFile() === true && !isIndexable(relativePath, fileTypes);
+    },
+  });
+  const report = (path: string, stats?: Stats) => {
+    const relativePath = toRelative(root, path);
+    if (!isIndexable(relativePath, fileTypes)) return;
+    events.changed({ path: relativePath, size: stats?.size ?? 0, mtimeMs: Math.floor(stats?.mtimeMs ?? Date.now()) });
+  };
+  watcher.on('add', report);
+  watcher.on('change', report);
+  watcher.on('unlink', (path) => events.removed(toRelative(root, path), false));
+  watcher.on('unlinkDir', (path) => events.removed(toRelative(root, path), true));
+  watcher.on('error', (error) => events.error(error instanceof Error ? error : new Error(String(error))));
+  await new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
+  return watcher;
+}

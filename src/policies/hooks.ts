@@ -1,0 +1,41 @@
+import type { Static } from 'typebox';
+import type { EndpointRow } from '../endpoints/repository.ts';
+import type { QueryBody } from '../query/schemas.ts';
+import type { Tenant } from '../tenants/repository.ts';
+import type { PolicyType } from './configuration.ts';
+import type { PolicyRow } from './repository.ts';
+
+/** What every hook knows of the query it guards. */
+export interface QueryContext {
+  readonly tenant: Tenant;
+  readonly endpoint: EndpointRow;
+  /** From the verified credential, never from the body (specification, Query request). */
+  readonly senderEmail: string;
+  readonly body: Static<typeof QueryBody>;
+  /** The most this query can cost: dataset price plus the model's price for the prompt and max_tokens. */
+  readonly maxCost: number;
+}
+
+/** How the query ended, for the post-hooks. */
+export interface QueryOutcome {
+  readonly succeeded: boolean;
+  readonly datasetCost: number;
+  readonly modelCost: number;
+  readonly tokens: number;
+}
+
+/**
+ * One policy at run time. `pre` runs before the search and may refuse the query by throwing a
+ * PolicyError; whatever it reserved is settled by `post`, which always runs once `pre` succeeded.
+ */
+export interface PolicyHook {
+  pre(context: QueryContext): Promise<void>;
+  post(context: QueryContext, outcome: QueryOutcome): Promise<void>;
+}
+
+/** The specification's execution order, whatever order the policies were created in. */
+export const POLICY_ORDER: readonly PolicyType[] = ['access', 'rate_limit', 'accounting'];
+
+export function inPolicyOrder(policies: PolicyRow[]): PolicyRow[] {
+  return [...policies].sort((a, b) => POLICY_ORDER.indexOf(a.policy_type) - POLICY_ORDER.indexOf(b.policy_type));
+}

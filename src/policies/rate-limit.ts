@@ -1,0 +1,45 @@
+import type { FixedWindows, WindowQuota } from '../db/fixed-windows.ts';
+import { PolicyError } from '../http/errors.ts';
+import type { PolicyHook, QueryContext } from './hooks.ts';
+import type { PolicyRow } from './repository.ts';
+
+const PERIODS = { s: ['second', 1], m: ['minute', 60], h: ['hour', 3600], d: ['day', 86_400] } as const;
+
+export interface RateQuota extends WindowQuota {
+  periodName: string;
+}
+
+/** `10/m` of one policy for one caller, as a fixed-window quota keyed by policy and sender e-mail. */
+export function rateQuota(policy: PolicyRow, senderEmail: string): RateQuota {
+  const { rate } = JSON.parse(policy.configuration) as { rate: string };
+  const [count, unit] = rate.split('/') as [string, keyof typeof PERIODS];
+  const [periodName, periodSeconds] = PERIODS[unit];
+  return { key: `policy:${policy.id}:${senderEmail.toLowerCase()}`, limit: Number(count), periodSeconds, periodName };
+}
+
+/**
+ * Every rate_limit policy of an endpoint applies, and they are checked and counted together in one
+ * transaction: a refused query uses up none of them, and concurrent queries never exceed any.
+ */
+export async function enforceRateLimits(windows: FixedWindows, quotas: RateQuota[]): Promise<void> {
+  const verdict = await windows.consume(quotas);
+  if (verdict.allowed) return;
+  const quota = verdict.quota as RateQuota;
+  throw new PolicyError(429, 'Rate Limited', `Maximum ${quota.limit} requests per ${quota.periodName}`, {
+    'retry-after': String(Math.max(1, Math.ceil(verdict.retryAfterSeconds))),
+  });
+}
+
+/** All rate_limit policies of one endpoint, as one pre-hook. */
+export class RateLimitHook implements PolicyHook {
+  constructor(
+    private readonly windows: FixedWindows,
+    private readonly policies: PolicyRow[],
+  ) {}
+
+  async pre(context: QueryContext): Promise<void> {
+    await enforceRateLimits(this.windows, this.policies.map((policy) => rateQuota(policy, context.senderEmail)));
+  }
+
+  async post(): Promise<void> {}
+}

@@ -1,0 +1,306 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Static } from 'typebox';
+import type { Config } from '../config.ts';
+import { now } from '../db/database.ts';
+import type { FixedWindows } from '../db/fixed-windows.ts';
+import type { EndpointRepository, EndpointRow } from '../endpoints/repository.ts';
+import { ForbiddenError, HttpError, NotFoundError, TooManyRequestsError } from '../http/errors.ts';
+import type { ChatMessage, ChatOptions } from '../llm/provider.ts';
+import type { AccountingService } from '../marketplace/accounting.ts';
+import { type AccessConfiguration, AccessHook } from '../policies/access.ts';
+import { type AccountingConfiguration, AccountingHook } from '../policies/accounting.ts';
+import { inPolicyOrder, type PolicyHook, type QueryContext, type QueryOutcome } from '../policies/hooks.ts';
+import { RateLimitHook } from '../policies/rate-limit.ts';
+import type { PolicyRepository } from '../policies/repository.ts';
+import type { Tenant } from '../tenants/repository.ts';
+import type { DatasetSearch, ModelRunner, PricedStreamEvent, References, Summary } from './engines.ts';
+import { estimateTokens, searchText, toMessages, withReferences } from './messages.ts';
+import type { QueryBody } from './schemas.ts';
+import type { UsageRepository } from './usage-repository.ts';
+
+export type QueryRequest = Static<typeof QueryBody>;
+
+/** Who asks: the endpoint's owner (local JWT or admin key) or a marketplace user (satellite token). */
+export interface QueryCaller {
+  kind: 'owner' | 'satellite';
+  senderEmail: string;
+  tenant: Tenant;
+  clientIp: string;
+}
+
+export interface QueryPipelineDeps {
+  config: Config;
+  endpoints: EndpointRepository;
+  policies: PolicyRepository;
+  usage: UsageRepository;
+  windows: FixedWindows;
+  search: DatasetSearch;
+  models: ModelRunner;
+  /** The accounting service of the tenant's default marketplace, when it has one. */
+  accountingFor(tenant: Tenant): Promise<AccountingService | undefined>;
+  log: FastifyBaseLogger;
+}
+
+/**
+ * The query pipeline of the specification (Endpoint management rule 7): (a) the caller's credentials
+ * were verified by the route; `begin` finds the endpoint and runs the pre-hooks (b); the returned query
+ * then searches (c), generates (d), runs the post-hooks (e) and answers (f), whole or as a stream.
+ */
+export class QueryPipeline {
+  constructor(private readonly deps: QueryPipelineDeps) {}
+
+  async begin(caller: QueryCaller, slug: string, body: QueryRequest): Promise<RunningQuery> {
+    const endpoint = await this.deps.endpoints.getBySlug(caller.tenant.id, slug.toLowerCase());
+    if (!endpoint) throw new NotFoundError(`Endpoint '${slug}' not found`);
+    if (caller.kind === 'satellite' && endpoint.published !== 1) throw new ForbiddenError('Endpoint is not published');
+
+    const policies = inPolicyOrder(await this.deps.policies.list(caller.tenant.id, endpoint.id));
+    const rateLimits = policies.filter((policy) => policy.policy_type === 'rate_limit');
+    if (rateLimits.length === 0) await this.enforceGeneralLimit(caller, endpoint);
+
+    const hooks: PolicyHook[] = [];
+    for (const policy of policies) {
+      const configuration = JSON.parse(policy.configuration);
+      if (policy.policy_type === 'access') {
+        hooks.push(new AccessHook(configuration as AccessConfiguration));
+      } else if (policy.policy_type === 'rate_limit') {
+        // All rate limits are one hook: they are checked and counted together.
+        if (policy === rateLimits[0]) hooks.push(new RateLimitHook(this.deps.windows, rateLimits));
+      } else {
+        hooks.push(new AccountingHook(configuration as AccountingConfiguration, await this.deps.accountingFor(caller.tenant)));
+      }
+    }
+
+    const messages = toMessages(body.messages);
+    const context: QueryContext = {
+      tenant: caller.tenant,
+      endpoint,
+      senderEmail: caller.senderEmail,
+      body,
+      maxCost: await this.maxCost(caller.tenant, endpoint, messages, body),
+    };
+    const query = new RunningQuery(this.deps, context, messages);
+    await query.runPreHooks(hooks);
+    return query;
+  }
+
+  /** An endpoint without rate_limit policies is governed by the general limits, per caller and endpoint. */
+  private async enforceGeneralLimit(caller: QueryCaller, endpoint: EndpointRow): Promise<void> {
+    const { rateLimitPerHour, rateLimitPerMinute } = this.deps.config;
+    const subject = `query:${endpoint.id}:${caller.senderEmail || caller.clientIp}`;
+    const quotas = [];
+    if (rateLimitPerHour > 0) quotas.push({ key: `${subject}:h`, limit: rateLimitPerHour, periodSeconds: 3600 });
+    if (rateLimitPerMinute > 0) quotas.push({ key: `${subject}:m`, limit: rateLimitPerMinute, periodSeconds: 60 });
+    const verdict = await this.deps.windows.consume(quotas);
+    if (!verdict.allowed) throw new TooManyRequestsError(verdict.retryAfterSeconds);
+  }
+
+  private async maxCost(tenant: Tenant, endpoint: EndpointRow, messages: ChatMessage[], body: QueryRequest): Promise<number> {
+    let cost = 0;
+    let referenceCharacters = 0;
+    if (searches(endpoint) && endpoint.dataset_id) {
+      const pricing = await this.deps.search.pricing(tenant, endpoint.dataset_id);
+      cost += pricing.costPerQuery;
+      referenceCharacters = body.limit * (pricing.chunkSize + 64);
+    }
+    if (generates(endpoint) && endpoint.model_id) {
+      const characters = messages.reduce((sum, message) => sum + message.content.length, 0) + referenceCharacters;
+      cost += await this.deps.models.maxCost(tenant, endpoint.model_id, estimateTokens(characters), body.max_tokens);
+    }
+    return cost;
+  }
+}
+
+export function searches(endpoint: EndpointRow): boolean {
+  return endpoint.dataset_id !== null && (endpoint.response_type === 'raw' || endpoint.response_type === 'both');
+}
+
+export function generates(endpoint: EndpointRow): boolean {
+  return endpoint.model_id !== null && (endpoint.response_type === 'summary' || endpoint.response_type === 'both');
+}
+
+/** Text deltas and the closing facts of a streamed answer, as the SSE writer needs them. */
+export type AnswerEvent =
+  | { type: 'references'; references: References }
+  | { type: 'start'; id: string; model: string }
+  | { type: 'delta'; text: string }
+  | { type: 'done'; summary: Summary | null; totalCost: number };
+
+/** One query past its pre-hooks. Whatever happens next, `finish` runs the post-hooks exactly once. */
+export class RunningQuery {
+  private hooksPassed: PolicyHook[] = [];
+  private finished = false;
+
+  constructor(
+    private readonly deps: QueryPipelineDeps,
+    readonly context: QueryContext,
+    private readonly messages: ChatMessage[],
+  ) {}
+
+  get endpoint(): EndpointRow {
+    return this.context.endpoint;
+  }
+
+  async runPreHooks(hooks: PolicyHook[]): Promise<void> {
+    for (const hook of hooks) {
+      try {
+        await hook.pre(this.context);
+      } catch (error) {
+        await this.finish({ succeeded: false, datasetCost: 0, modelCost: 0, tokens: 0 }, error, false);
+        throw error;
+      }
+      this.hooksPassed.push(hook);
+    }
+  }
+
+  /** (c) to (f) in one go: the whole answer. */
+  async answer(signal?: AbortSignal): Promise<{ summary: Summary | null; references?: References }> {
+    let references: References | undefined;
+    let summary: Summary | null = null;
+    try {
+      references = await this.search(signal);
+      if (generates(this.endpoint) && this.endpoint.model_id) {
+        summary = await this.deps.models.chat(this.context.tenant, this.endpoint.model_id, withReferences(this.messages, references), this.chatOptions(), signal);
+      }
+    } catch (error) {
+      await this.finish(failedOutcome(references), error);
+      throw error;
+    }
+    await this.finish(succeededOutcome(references, summary));
+    return { summary, ...(references ? { references: this.forResponse(references) } : {}) };
+  }
+
+  /** (c) to (f) as events: references once, then the generation as it happens, then the totals. */
+  async *stream(signal?: AbortSignal): AsyncGenerator<AnswerEvent> {
+    let references: References | undefined;
+    let summary: Summary | null = null;
+    try {
+      references = await this.search(signal);
+      if (references) yield { type: 'references', references: this.forResponse(references) };
+      if (generates(this.endpoint) && this.endpoint.model_id) {
+        summary = yield* this.generateStream(this.endpoint.model_id, withReferences(this.messages, references), signal);
+      }
+    } catch (error) {
+      await this.finish(failedOutcome(references), error);
+      throw error;
+    }
+    await this.finish(succeededOutcome(references, summary));
+    yield { type: 'done', summary, totalCost: (references?.cost ?? 0) + (summary?.cost ?? 0) };
+  }
+
+  private async *generateStream(modelId: string, messages: ChatMessage[], signal?: AbortSignal): AsyncGenerator<AnswerEvent, Summary> {
+    let content = '';
+    let start: { id: string; model: string } | undefined;
+    const events: AsyncIterable<PricedStreamEvent> = this.deps.models.stream(this.context.tenant, modelId, messages, this.chatOptions(), signal);
+    for await (const event of events) {
+      if (event.type === 'start') {
+        start = { id: event.id, model: event.model };
+        yield event;
+      } else if (event.type === 'delta') {
+        content += event.text;
+        yield event;
+      } else {
+        return {
+          id: start?.id ?? event.id,
+          model: event.model,
+          message: { role: 'assistant', content, tokens: event.usage.completion_tokens },
+          finish_reason: event.finish_reason,
+          usage: event.usage,
+          cost: event.cost,
+          provider_info: event.provider_info,
+        };
+      }
+    }
+    throw new Error('the model stream ended without its closing event');
+  }
+
+  private async search(signal?: AbortSignal): Promise<References | undefined> {
+    if (!searches(this.endpoint) || !this.endpoint.dataset_id) return undefined;
+    const body = this.context.body;
+    // Metadata is always fetched: the context block names each document's source; the response drops it if asked.
+    return this.deps.search.search(
+      this.context.tenant,
+      this.endpoint.dataset_id,
+      searchText(this.messages),
+      {
+        similarityThreshold: body.similarity_threshold,
+        limit: body.limit,
+        includeMetadata: true,
+        mode: body.extras.reference_options?.mode ?? 'hybrid',
+      },
+      signal,
+    );
+  }
+
+  private forResponse(references: References): References {
+    if (this.context.body.include_metadata) return references;
+    return { ...references, documents: references.documents.map((document) => ({ ...document, metadata: {} })) };
+  }
+
+  private chatOptions(): ChatOptions {
+    const body = this.context.body;
+    const extra = body.extras.summarize_options ?? {};
+    return {
+      max_tokens: body.max_tokens,
+      temperature: body.temperature,
+      stop_sequences: body.stop_sequences,
+      presence_penalty: body.presence_penalty,
+      frequency_penalty: body.frequency_penalty,
+      ...(extra.top_p !== undefined ? { top_p: extra.top_p } : {}),
+      ...(extra.seed !== undefined ? { seed: extra.seed } : {}),
+      ...(extra.response_format !== undefined ? { response_format: extra.response_format as ChatOptions['response_format'] } : {}),
+    };
+  }
+
+  /**
+   * (e): the post-hooks of every policy whose pre-hook passed, in order, then the usage record.
+   * A post-hook that fails turns a succeeded query into a failed one (a policy may abort at (e)).
+   */
+  async finish(outcome: QueryOutcome, failure?: unknown, record = true): Promise<void> {
+    if (this.finished) return;
+    this.finished = true;
+    let postFailure: unknown;
+    for (const hook of this.hooksPassed) {
+      try {
+        await hook.post(this.context, outcome);
+      } catch (error) {
+        this.deps.log.error({ err: error, endpoint: this.endpoint.slug }, 'policy post-hook failed');
+        postFailure ??= error;
+      }
+    }
+    if (record) {
+      const error = failure ?? postFailure;
+      await this.deps.usage.record({
+        tenant_id: this.context.tenant.id,
+        endpoint_id: this.endpoint.id,
+        sender_email: this.context.senderEmail,
+        dataset_cost: outcome.datasetCost,
+        model_cost: outcome.modelCost,
+        total_cost: outcome.datasetCost + outcome.modelCost,
+        tokens: outcome.tokens,
+        status: error ? 'error' : 'success',
+        error: error ? describe(error) : null,
+        created_at: now(),
+      });
+    }
+    if (!failure && postFailure) throw postFailure;
+  }
+}
+
+function succeededOutcome(references: References | undefined, summary: Summary | null): QueryOutcome {
+  return {
+    succeeded: true,
+    datasetCost: references?.cost ?? 0,
+    modelCost: summary?.cost ?? 0,
+    tokens: summary?.usage.total_tokens ?? 0,
+  };
+}
+
+function failedOutcome(references: References | undefined): QueryOutcome {
+  return { succeeded: false, datasetCost: references?.cost ?? 0, modelCost: 0, tokens: 0 };
+}
+
+function describe(error: unknown): string {
+  if (error instanceof HttpError) return error.detail;
+  return error instanceof Error ? error.message : String(error);
+}

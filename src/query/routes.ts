@@ -1,0 +1,74 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { EndpointRepository } from '../endpoints/repository.ts';
+import { SlugParams } from '../endpoints/schemas.ts';
+import { HttpError, NotFoundError } from '../http/errors.ts';
+import { DEFAULT_PAGE_LIMIT, listOf, PageQuery, wantsPage } from '../http/pagination.ts';
+import { requirePrincipal } from '../http/principal.ts';
+import type { QueryPipeline } from './pipeline.ts';
+import { QueryBody, QueryResponse, UsageRecordView } from './schemas.ts';
+import { SseWriter } from './stream.ts';
+import type { UsageRepository } from './usage-repository.ts';
+
+export function queryRoutes(pipeline: QueryPipeline, endpoints: EndpointRepository, usage: UsageRepository): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    app.post('/endpoints/:slug/query', {
+      // Public queries are counted per caller by the pipeline, not per tenant by the general hook.
+      config: { auth: 'query', counted: false },
+      schema: { tags: ['query'], params: SlugParams, body: QueryBody, response: { 200: QueryResponse } },
+      handler: async (request, reply) => {
+        const principal = requirePrincipal(request);
+        const caller = {
+          kind: principal.kind === 'satellite' ? ('satellite' as const) : ('owner' as const),
+          senderEmail: principal.email,
+          tenant: principal.tenant,
+          clientIp: request.ip,
+        };
+        // Stop generating as soon as the client goes away (the answer would be thrown away).
+        const abort = new AbortController();
+        reply.raw.on('close', () => {
+          if (!reply.raw.writableFinished) abort.abort(new Error('client disconnected'));
+        });
+        const query = await pipeline.begin(caller, request.params.slug, request.body);
+        if (!request.body.stream) return query.answer(abort.signal);
+
+        const sse = new SseWriter(reply);
+        const events = query.stream(abort.signal);
+        // Errors before the first event (e.g. the search failed) are still ordinary HTTP errors.
+        const first = await events.next();
+        sse.open();
+        try {
+          if (!first.done) sse.write(first.value);
+          for await (const event of events) sse.write(event);
+        } catch (error) {
+          if (!abort.signal.aborted) {
+            request.log.error({ err: error }, 'query stream failed');
+            sse.error(error instanceof HttpError ? error.detail : 'Internal server error');
+          }
+        }
+        sse.end();
+        return reply;
+      },
+    });
+
+    app.get('/endpoints/:slug/usage', {
+      config: { auth: 'tenant' },
+      schema: {
+        tags: ['query'],
+        params: SlugParams,
+        querystring: PageQuery,
+        response: { 200: listOf(UsageRecordView) },
+      },
+      handler: async (request) => {
+        const tenant = requirePrincipal(request).tenant;
+        const endpoint = await endpoints.getBySlug(tenant.id, request.params.slug.toLowerCase());
+        if (!endpoint) throw new NotFoundError(`Endpoint '${request.params.slug}' not found`);
+        const skip = request.query.skip ?? 0;
+        const limit = request.query.limit ?? DEFAULT_PAGE_LIMIT;
+        // Usage grows with every query, so even the plain array is one page (the newest 100 by default).
+        const items = await usage.list(tenant.id, endpoint.id, skip, limit);
+        if (!wantsPage(request.query)) return items;
+        return { items, total: await usage.count(tenant.id, endpoint.id), skip, limit };
+      },
+    });
+  };
+}

@@ -1,0 +1,51 @@
+/** Names and definitions of a dataset's own tables (the shared ones are in migration 0002-vectors). */
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The FTS5 tokenizer of every keyword table (and of the query-word table that must agree with it):
+ * Porter stemming over unicode61, case and accents folded.
+ */
+export const TOKENIZER = 'porter unicode61 remove_diacritics 2';
+
+export interface DatasetTables {
+  /** The dataset id as stored in vector_indexes / vector_chunks (lower case). */
+  readonly datasetId: string;
+  /** sqlite-vec vec0: `embedding float[dim]` (cosine), plus `embedding_bits bit[dim]` when dim % 8 = 0. */
+  readonly vectors: string;
+  /** FTS5, contentless: the text lives once, in vector_chunks. */
+  readonly keywords: string;
+  /** fts5vocab over `keywords`: how many chunks hold each term. */
+  readonly vocabulary: string;
+}
+
+/** Table names from a dataset id. Only a UUID is accepted, so a name can never carry SQL. */
+export function datasetTables(datasetId: string): DatasetTables {
+  if (!UUID.test(datasetId)) throw new Error(`dataset id must be a UUID, got "${datasetId}"`);
+  const normalised = datasetId.toLowerCase();
+  const hex = normalised.replaceAll('-', '');
+  return { datasetId: normalised, vectors: `vec_${hex}`, keywords: `fts_${hex}`, vocabulary: `fts_${hex}_vocab` };
+}
+
+/** A bit vector needs whole bytes; other dimensions are only scanned exactly. */
+export function hasBitColumn(dimension: number): boolean {
+  return dimension % 8 === 0;
+}
+
+export function createTablesSql(tables: DatasetTables, dimension: number): string[] {
+  const bits = hasBitColumn(dimension) ? `, embedding_bits bit[${dimension}]` : '';
+  return [
+    `CREATE VIRTUAL TABLE IF NOT EXISTS ${tables.vectors} USING vec0(embedding float[${dimension}] distance_metric=cosine${bits})`,
+    // contentless_delete keeps DELETE working on a contentless table (SQLite 3.43+).
+    `CREATE VIRTUAL TABLE IF NOT EXISTS ${tables.keywords} USING fts5(content, content='', contentless_delete=1, tokenize='${TOKENIZER}')`,
+    `CREATE VIRTUAL TABLE IF NOT EXISTS ${tables.vocabulary} USING fts5vocab(${tables.keywords}, 'row')`,
+  ];
+}
+
+export function dropTablesSql(tables: DatasetTables): string[] {
+  return [
+    `DROP TABLE IF EXISTS ${tables.vocabulary}`,
+    `DROP TABLE IF EXISTS ${tables.keywords}`,
+    `DROP TABLE IF EXISTS ${tables.vectors}`,
+  ];
+}
