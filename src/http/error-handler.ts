@@ -75,10 +75,13 @@ function toIssue(context: string, issue: AjvIssue): ValidationIssue {
  */
 function validationIssues(context: string, issues: AjvIssue[]): ValidationIssue[] {
   const unionPaths = new Set(issues.filter((i) => i.keyword === 'anyOf').map((i) => i.instancePath));
+  // A branch that got inside the value (e.g. a list whose item is wrong) says more than "not a string".
+  const wentDeeper = (path: string) => issues.some((i) => i.instancePath.startsWith(`${path}/`));
   const chosen = new Map<string, AjvIssue>();
   const result: AjvIssue[] = [];
   for (const issue of issues) {
     if (issue.keyword === 'anyOf' || issue.keyword === 'if') continue;
+    if (issue.keyword === 'type' && unionPaths.has(issue.instancePath) && wentDeeper(issue.instancePath)) continue;
     if (!unionPaths.has(issue.instancePath) || issue.keyword === 'required') {
       result.push(issue);
       continue;
