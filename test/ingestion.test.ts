@@ -4,19 +4,11 @@ import { join } from 'node:path';
 import { scanFolder } from '../src/ingestion/folder.ts';
 import { CONTENT, makeDocuments } from './fixtures/make-documents.ts';
 import { startFakeOpenAI } from './fakes/openai-server.ts';
+import { waitFor } from './helpers/wait.ts';
 import { createTestApp, issueLocs, tempDir, type TestApp, type TestUser } from './helpers/app.ts';
 
 const FILE_TYPES = new Set(['pdf', 'txt', 'md', 'docx', 'html', 'htm']);
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(50);
-  }
-}
 
 interface FileState {
   path: string;
@@ -326,7 +318,8 @@ describe('ingestion across a restart', () => {
       const contents = (await again.search('orchids roses', { extras: { reference_options: { mode: 'keyword' } } })).map((hit) => hit.content).join(' ');
       expect(contents).toContain('orchids');
       expect(contents).not.toContain('roses');
-      expect((await again.view()).status).toBe('running');
+      // `running` is set once the reconciliation is queued, which can be a moment after the index settles.
+      await waitFor('the dataset to be running', async () => (await again.view()).status === 'running');
     } finally {
       await second.close();
     }

@@ -3,20 +3,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startFakeAccounting, type FakeAccounting } from './fakes/accounting-server.ts';
 import { deadServerUrl, FAKE_ANSWER, type FakeOpenAIServer, startFakeOpenAI } from './fakes/openai-server.ts';
+import { waitFor } from './helpers/wait.ts';
 import { createTestApp, issueLocs, tempDir, type TestApp, type TestUser } from './helpers/app.ts';
 import { createPolicy } from './helpers/fixtures.ts';
 
 const FIRST_LINE = FAKE_ANSWER.split('\n')[0] as string;
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(50);
-  }
-}
 
 /** Parses an SSE body into its events: `event` name (if any) and `data` text. */
 function sseEvents(body: string): { event?: string; data: string }[] {

@@ -15,22 +15,13 @@ import { join } from 'node:path';
 import { openDatabase, type OpenedDatabase } from '../../src/db/database.ts';
 import { vectorExtensionPath } from '../../src/vectors/extension.ts';
 import { type SearchOptions, VectorStore } from '../../src/vectors/store.ts';
+import { seededRandom } from '../fixtures/seeded-random.ts';
 
 const DIMENSION = 512;
 const CHUNKS_PER_FILE = 100;
 const sizes = (process.argv[2] ?? '10000,100000').split(',').map(Number);
 const queriesPerFigure = Number(process.argv[3] ?? 200);
 
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const random = seededRandom(7);
 const gaussian = () => Math.sqrt(-2 * Math.log(random() || 1e-12)) * Math.cos(2 * Math.PI * random());
 
