@@ -1,6 +1,5 @@
 #!/usr/bin/env bun
 import { ConfigError, loadConfig } from './config.ts';
-import { startServer } from './server.ts';
 import { VERSION } from './version.ts';
 
 const HELP = `knode ${VERSION}: a self-hosted Knowledge Endpoint Service
@@ -54,6 +53,8 @@ async function main(argv: string[]): Promise<number> {
     }
     throw error;
   }
+  // Imported here so that --version and --help answer without loading the whole server.
+  const { startServer } = await import('./server.ts');
   const server = await startServer(config);
   const shutdown = async (signal: string) => {
     server.app.log.info({ signal }, 'shutting down');
