@@ -7,6 +7,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { authRoutes } from './auth/routes.ts';
 import { DEV_FRONTEND_ORIGIN } from './config.ts';
 import { datasetRoutes } from './datasets/routes.ts';
+import { publishingRoutes } from './endpoints/publishing-routes.ts';
 import { endpointRoutes } from './endpoints/routes.ts';
 import { healthRoutes } from './health/routes.ts';
 import { registerErrorHandler } from './http/error-handler.ts';
@@ -73,6 +74,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       await api.register(datasetRoutes(services.datasets, services.vectorStoreVersion));
       await api.register(modelRoutes(services.models, services.modelRunner));
       await api.register(endpointRoutes(services.endpoints));
+      await api.register(publishingRoutes(services.publishing));
       await api.register(policyRoutes(services.policies));
       await api.register(marketplaceRoutes(services.marketplaces));
       await api.register(settingsRoutes(services.settings));

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import pino, { type Logger } from 'pino';
+import pino, { type DestinationStream, type Logger } from 'pino';
 import { UserRepository } from './auth/repository.ts';
 import { AuthService } from './auth/service.ts';
 import { TokenIssuer } from './auth/tokens.ts';
@@ -10,6 +10,8 @@ import { DatasetService } from './datasets/service.ts';
 import { type OpenedDatabase, openDatabase } from './db/database.ts';
 import { FixedWindows } from './db/fixed-windows.ts';
 import { closeEmbedders } from './embeddings/embedder.ts';
+import { EndpointHealth } from './endpoints/health.ts';
+import { PublishingService } from './endpoints/publishing.ts';
 import { EndpointRepository } from './endpoints/repository.ts';
 import { EndpointService } from './endpoints/service.ts';
 import { CredentialGuard } from './http/auth.ts';
@@ -19,6 +21,10 @@ import { FileRepository } from './ingestion/files-repository.ts';
 import { ParserPool } from './ingestion/parser-pool.ts';
 import { LocalModelRegistry } from './llm/llama-cpp.ts';
 import { type AccountingService, HttpAccountingService } from './marketplace/accounting.ts';
+import { HubClients } from './marketplace/hub-client.ts';
+import { HEARTBEAT_INTERVAL_MS } from './marketplace/heartbeat.ts';
+import { HubSatelliteVerifier, type VerifyingMarketplace } from './marketplace/satellite.ts';
+import { MarketplaceTasks } from './marketplace-tasks.ts';
 import { MarketplaceRepository } from './marketplaces/repository.ts';
 import { MarketplaceService } from './marketplaces/service.ts';
 import { ModelRepository } from './models/repository.ts';
@@ -55,14 +61,30 @@ export interface Services {
   readonly endpointRepository: EndpointRepository;
   readonly policies: PolicyService;
   readonly marketplaces: MarketplaceService;
+  readonly publishing: PublishingService;
+  /** One hub session per marketplace, shared by everything that talks to marketplaces. */
+  readonly hubs: HubClients;
+  /** Start-up public URL and sync, and the health heartbeats. */
+  readonly marketplaceTasks: MarketplaceTasks;
   readonly settings: SettingsService;
   readonly query: QueryPipeline;
   readonly usage: UsageRepository;
   close(): Promise<void>;
 }
 
-export async function createServices(config: Config): Promise<Services> {
-  const log = pino({ level: config.logLevel, redact: ['req.headers.authorization'] });
+/** Knobs that are not configuration: tests shorten the heartbeat and read the log. */
+export interface ServiceOptions {
+  /** Heartbeat period; 30 s (API-CONTRACT 9) unless a test wants beats sooner. */
+  heartbeatIntervalMs?: number;
+  /** How soon an unknown `kid` may refetch a hub's key set (30 s unless a test rotates keys). */
+  jwksCooldownMs?: number;
+  /** Where log lines go: standard output unless a test collects them. */
+  logDestination?: DestinationStream;
+}
+
+export async function createServices(config: Config, options: ServiceOptions = {}): Promise<Services> {
+  const logOptions = { level: config.logLevel, redact: ['req.headers.authorization'] };
+  const log = options.logDestination ? pino(logOptions, options.logDestination) : pino(logOptions);
   const database = await openDatabase(config.dataDir, [vectorExtensionPath()]);
   const { db } = database;
   const vectorStoreVersion = await database.exclusive(vectorExtensionVersion);
@@ -89,6 +111,50 @@ export async function createServices(config: Config): Promise<Services> {
   const localModels = new LocalModelRegistry();
   const modelRunner = new ModelRunnerService(models, localModels);
 
+  // Marketplaces: one hub session each; satellite tokens are verified with the hub that issued them.
+  const hubs = new HubClients((sealed) => box.decrypt(sealed));
+  const publishing = new PublishingService({ endpoints: endpointRepository, policies: policyRepository, marketplaces: marketplaceRepository, hubs, log });
+  const settingsRepository = new SettingsRepository(db);
+  const settings = new SettingsService({
+    settings: settingsRepository,
+    marketplaces: marketplaceRepository,
+    hubs,
+    // The hub builds its consumers' URLs from the public URL: every endpoint is sent again.
+    onPublicUrlChange: async (tenant) => {
+      await publishing.sync(tenant).catch((error: unknown) => log.warn({ tenant: tenant.name, err: error }, 'sync after a public URL change failed'));
+    },
+  });
+  const activeDefault = async (tenantId: string | undefined): Promise<VerifyingMarketplace | undefined> => {
+    const id = tenantId ?? (await tenantRepository.findByName(DEFAULT_TENANT))?.id;
+    const marketplace = id ? await marketplaceRepository.getDefault(id) : undefined;
+    return marketplace?.is_active === 1 ? marketplace : undefined;
+  };
+  const satellites = new HubSatelliteVerifier({
+    hubs,
+    marketplacesForAudience: (username, tenantId) =>
+      tenantId ? marketplaceRepository.listActiveByUsername(tenantId, username) : marketplaceRepository.listActiveByUsernameAnyTenant(username),
+    defaultMarketplace: activeDefault,
+    ...(options.jwksCooldownMs !== undefined ? { jwksCooldownMs: options.jwksCooldownMs } : {}),
+  });
+  const tenantForAudience = async (audience: string): Promise<Tenant | undefined> => {
+    const [marketplace] = await marketplaceRepository.listActiveByUsernameAnyTenant(audience);
+    return marketplace ? tenantRepository.findById(marketplace.tenant_id) : undefined;
+  };
+  const endpoints = new EndpointService(endpointRepository, datasetRepository, modelRepository, policyRepository, publishing);
+  const marketplaceTasks = new MarketplaceTasks({
+    config,
+    log,
+    tenants: tenantRepository,
+    endpoints: endpointRepository,
+    marketplaces: marketplaceRepository,
+    settingsRepository,
+    settings,
+    publishing,
+    hubs,
+    health: new EndpointHealth(datasetRepository, modelRunner),
+    heartbeatIntervalMs: options.heartbeatIntervalMs ?? HEARTBEAT_INTERVAL_MS,
+  });
+
   /** The accounting service of the tenant's default marketplace, with its password opened for the call. */
   const accountingFor = async (tenant: Tenant): Promise<AccountingService | undefined> => {
     const marketplace = await marketplaceRepository.getDefault(tenant.id);
@@ -105,7 +171,7 @@ export async function createServices(config: Config): Promise<Services> {
     log,
     database,
     vectorStoreVersion,
-    guard: new CredentialGuard(config, tokens, userRepository, tenantRepository),
+    guard: new CredentialGuard(config, tokens, userRepository, tenantRepository, satellites, tenantForAudience),
     limiter: new ApiLimiter(config, windows),
     auth: new AuthService(db, userRepository, tenantRepository, tokens),
     tenants: new TenantService(tenantRepository, userRepository),
@@ -119,11 +185,14 @@ export async function createServices(config: Config): Promise<Services> {
     ingestion,
     models,
     modelRunner,
-    endpoints: new EndpointService(endpointRepository, datasetRepository, modelRepository, policyRepository),
+    endpoints,
     endpointRepository,
     policies: new PolicyService(policyRepository, endpointRepository),
-    marketplaces: new MarketplaceService(db, marketplaceRepository, box),
-    settings: new SettingsService(new SettingsRepository(db)),
+    marketplaces: new MarketplaceService(db, marketplaceRepository, box, hubs),
+    publishing,
+    hubs,
+    marketplaceTasks,
+    settings,
     query: new QueryPipeline({
       config,
       endpoints: endpointRepository,
@@ -137,6 +206,7 @@ export async function createServices(config: Config): Promise<Services> {
     }),
     usage,
     close: async () => {
+      await marketplaceTasks.close(); // also aborts every hub request in flight
       await ingestion.close();
       await pool.close();
       await closeEmbedders();
@@ -146,5 +216,7 @@ export async function createServices(config: Config): Promise<Services> {
   };
   // Datasets that were ingesting when knode stopped resume in the background: start-up does not wait.
   void ingestion.resumeAll();
+  // Likewise the marketplace work: SVC_PUBLIC_URL, the start-up sync, then heartbeats.
+  marketplaceTasks.start();
   return services;
 }

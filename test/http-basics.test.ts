@@ -101,6 +101,8 @@ describe('HTTP basics', () => {
       ['PATCH', `/api/v1/models/${model.id}`],
       ['POST', '/api/v1/endpoints/'],
       ['PATCH', `/api/v1/endpoints/${endpoint.slug}`],
+      ['POST', `/api/v1/endpoints/${endpoint.slug}/publish`],
+      ['POST', `/api/v1/endpoints/${endpoint.slug}/unpublish`],
       ['POST', '/api/v1/policies/'],
       ['POST', '/api/v1/marketplaces/'],
       ['PATCH', '/api/v1/settings/public-url'],

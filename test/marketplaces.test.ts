@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { LightMyRequestResponse } from 'fastify';
+import { type FakeSyftHub, startFakeSyftHub } from './fakes/syfthub.ts';
 import { createTestApp, issueLocs, type TestApp, type TestUser, validationIssues } from './helpers/app.ts';
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
@@ -29,17 +30,30 @@ describe('marketplaces', () => {
   let t: TestApp;
   let alice: TestUser;
   let bob: TestUser;
+  // Creating a marketplace logs in to it: two SyftHub doubles stand in for real hubs.
+  let hub: FakeSyftHub;
+  let other: FakeSyftHub;
 
   beforeAll(async () => {
+    hub = await startFakeSyftHub({ loginsPerMinute: 1000 });
+    other = await startFakeSyftHub({ loginsPerMinute: 1000 });
+    for (const h of [hub, other]) h.addUser({ username: 'alice-hub', email: 'alice@hub.example.com', password: 'hub-password-secret' });
+    hub.addUser({ username: 'u', email: 'u@hub.example.com', password: 'p' });
+    hub.addUser({ username: 'enc-user', email: 'enc@hub.example.com', password: 'plain-hub-pass-1' });
+    hub.addUser({ username: 'rotator', email: 'rotator@hub.example.com', password: 'rotator-pass-1' });
     t = await createTestApp();
     alice = await t.user();
     bob = await t.user();
   });
-  afterAll(() => t.close());
+  afterAll(async () => {
+    await t.close();
+    await hub.close();
+    await other.close();
+  });
 
   const body = (name: string, extra: Record<string, unknown> = {}) => ({
     name,
-    url: 'https://hub.example.com',
+    url: hub.url,
     username: 'alice-hub',
     email: 'alice@hub.example.com',
     password: 'hub-password-secret',
@@ -85,7 +99,7 @@ describe('marketplaces', () => {
       expect(view).toEqual({
         id: expect.stringMatching(/^[0-9a-f-]{36}$/),
         name: 'SyftHub',
-        url: 'https://hub.example.com',
+        url: hub.url,
         username: 'alice-hub',
         email: 'alice@hub.example.com',
         is_default: true,
@@ -100,7 +114,7 @@ describe('marketplaces', () => {
 
     test('optional fields default to null and active', async () => {
       const user = await t.user();
-      const response = await post(user, { name: 'Bare', url: 'http://localhost:8000', username: 'u', password: 'p' });
+      const response = await post(user, { name: 'Bare', url: hub.url, username: 'u', password: 'p' });
       expect(response.statusCode).toBe(201);
       expect(response.json()).toMatchObject({ email: null, accounting_url: null, accounting_email: null, is_active: true, is_default: true });
     });
@@ -246,7 +260,7 @@ describe('marketplaces', () => {
   describe('secrets', () => {
     test('password and accounting_password are stored encrypted, never in clear', async () => {
       const user = await t.user();
-      const created = await create(user, 'encrypted', { password: 'plain-hub-pass-1', accounting_password: 'plain-acct-pass-1' });
+      const created = await create(user, 'encrypted', { username: 'enc-user', password: 'plain-hub-pass-1', accounting_password: 'plain-acct-pass-1' });
       const row = await t.services.database.db.selectFrom('marketplaces').selectAll().where('id', '=', created.id).executeTakeFirstOrThrow();
       const raw = JSON.stringify(row);
       expect(raw).not.toContain('plain-hub-pass-1');
@@ -257,7 +271,8 @@ describe('marketplaces', () => {
 
     test('a PATCH of the password stores the new one encrypted and answers no password', async () => {
       const user = await t.user();
-      const created = await create(user, 'rotate');
+      const created = await create(user, 'rotate', { username: 'rotator', password: 'rotator-pass-1' });
+      hub.setPassword('rotator', 'rotated-pass-2');
       const response = await patch(user, created.id, { password: 'rotated-pass-2', accounting_password: 'rotated-acct-2' });
       expect(response.statusCode).toBe(200);
       expectNoPassword(response, 'rotated-pass-2', 'rotated-acct-2');
@@ -295,9 +310,9 @@ describe('marketplaces', () => {
 
     test('PATCH changes the given fields only', async () => {
       const created = await create(alice, 'patch-me');
-      const response = await patch(alice, created.id, { name: 'patched', url: 'https://other.example.com', is_active: false });
+      const response = await patch(alice, created.id, { name: 'patched', url: other.url, is_active: false });
       expect(response.statusCode).toBe(200);
-      expect(response.json()).toMatchObject({ name: 'patched', url: 'https://other.example.com', is_active: false, username: 'alice-hub' });
+      expect(response.json()).toMatchObject({ name: 'patched', url: other.url, is_active: false, username: 'alice-hub' });
     });
 
     test('PATCH validates like create', async () => {

@@ -3,6 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startFakeAccounting, type FakeAccounting } from './fakes/accounting-server.ts';
 import { deadServerUrl, FAKE_ANSWER, type FakeOpenAIServer, startFakeOpenAI } from './fakes/openai-server.ts';
+import { type FakeSyftHub, startFakeSyftHub } from './fakes/syfthub.ts';
 import { waitFor } from './helpers/wait.ts';
 import { createTestApp, issueLocs, tempDir, type TestApp, type TestUser } from './helpers/app.ts';
 import { createPolicy } from './helpers/fixtures.ts';
@@ -32,6 +33,7 @@ describe('queries', () => {
   let stranger: TestUser;
   let fake: FakeOpenAIServer;
   let accounting: FakeAccounting;
+  let hub: FakeSyftHub;
   let datasetId: string;
   let modelId: string;
 
@@ -50,6 +52,9 @@ describe('queries', () => {
     stranger = await t.user('qstranger');
     fake = startFakeOpenAI();
     accounting = startFakeAccounting('owner@accounting.example', 'acct-password');
+    // The accounting service belongs to the tenant's default marketplace, whose credentials are checked at its hub.
+    hub = await startFakeSyftHub();
+    hub.addUser({ username: 'qowner', email: 'qowner@hub.example', password: 'hub-password' });
 
     const folder = join(t.dataDir, 'kb');
     mkdirSync(folder);
@@ -86,6 +91,7 @@ describe('queries', () => {
     await fake.close();
     await accounting.close();
     await t.close();
+    await hub.close();
   });
 
   describe('request validation', () => {
@@ -340,13 +346,13 @@ describe('queries', () => {
     });
 
     test('accounting with a required token: created for the most the query can cost, confirmed with the actual cost', async () => {
-      await t.request({
+      const marketplace = await t.request({
         method: 'POST',
         url: '/api/v1/marketplaces/',
         token: owner.token,
         payload: {
           name: 'hub',
-          url: 'http://127.0.0.1:9',
+          url: hub.url,
           username: 'qowner',
           password: 'hub-password',
           accounting_url: accounting.url,
@@ -354,6 +360,7 @@ describe('queries', () => {
           accounting_password: 'acct-password',
         },
       });
+      expect(marketplace.statusCode).toBe(201);
       const ep = await endpoint('paid-ep', { dataset_id: datasetId, model_id: modelId, response_type: 'both' });
       await createPolicy(t, owner, { endpoint_id: ep.id, policy_type: 'accounting', configuration: { enabled: true, require_transaction_token: true } });
       accounting.validTokens.add('good-token');

@@ -11,14 +11,17 @@ export interface SatelliteIdentity {
   email: string;
   /** The hub username of the endpoint owner the token was made for (its `aud`), when known. */
   audience?: string;
+  /** The tenant whose marketplace vouched for the token: the only tenant the token may query. */
+  tenantId?: string;
 }
 
 /**
  * Checks satellite tokens with the marketplace that issued them. Answers null for a token that is not
  * valid (401); throws a ServiceUnavailableError when the marketplace cannot be asked (503).
+ * `tenantId` is the tenant the request names (X-Tenant-Name): only its marketplaces may vouch then.
  */
 export interface SatelliteVerifier {
-  verify(token: string): Promise<SatelliteIdentity | null>;
+  verify(token: string, context?: { tenantId?: string }): Promise<SatelliteIdentity | null>;
 }
 
 /** The sender e-mail of requests made with the admin key (API-CONTRACT 6). */

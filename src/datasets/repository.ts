@@ -22,7 +22,7 @@ export class DatasetRepository {
   }
 
   async list(tenantId: string): Promise<DatasetRow[]> {
-    return this.db.selectFrom('datasets').selectAll().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy('id').execute();
+    return this.db.selectFrom('datasets').selectAll().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy(sql`rowid`).execute();
   }
 
   async get(tenantId: string, id: string): Promise<DatasetRow | undefined> {

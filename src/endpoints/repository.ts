@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { DbOrTransaction } from '../db/database.ts';
 import type { EndpointTable } from '../db/schema.ts';
 
@@ -11,7 +12,7 @@ export class EndpointRepository {
   }
 
   async list(tenantId: string): Promise<EndpointRow[]> {
-    return this.db.selectFrom('endpoints').selectAll().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy('id').execute();
+    return this.db.selectFrom('endpoints').selectAll().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy(sql`rowid`).execute();
   }
 
   async getBySlug(tenantId: string, slug: string): Promise<EndpointRow | undefined> {
@@ -29,6 +30,61 @@ export class EndpointRepository {
   /** Deletes the endpoint; its policies and marketplace links go with it (ON DELETE CASCADE). */
   async delete(tenantId: string, id: string): Promise<void> {
     await this.db.deleteFrom('endpoints').where('tenant_id', '=', tenantId).where('id', '=', id).execute();
+  }
+
+  /** Records that the endpoint is published to the marketplace (both must belong to the tenant). */
+  async addPublication(tenantId: string, endpointId: string, marketplaceId: string, publishedAt: string): Promise<void> {
+    await this.db
+      .insertInto('endpoint_marketplaces')
+      .columns(['endpoint_id', 'marketplace_id', 'published_at'])
+      .expression((eb) =>
+        eb
+          .selectFrom('endpoints')
+          .innerJoin('marketplaces', (join) => join.onRef('marketplaces.tenant_id', '=', 'endpoints.tenant_id'))
+          .select([
+            'endpoints.id as endpoint_id',
+            'marketplaces.id as marketplace_id',
+            sql<string>`${publishedAt}`.as('published_at'),
+          ])
+          .where('endpoints.tenant_id', '=', tenantId)
+          .where('endpoints.id', '=', endpointId)
+          .where('marketplaces.id', '=', marketplaceId),
+      )
+      .onConflict((oc) => oc.columns(['endpoint_id', 'marketplace_id']).doNothing())
+      .execute();
+  }
+
+  async removePublication(tenantId: string, endpointId: string, marketplaceId: string): Promise<void> {
+    await this.db
+      .deleteFrom('endpoint_marketplaces')
+      .where('endpoint_id', '=', endpointId)
+      .where('marketplace_id', '=', marketplaceId)
+      .where('endpoint_id', 'in', (eb) => eb.selectFrom('endpoints').select('id').where('tenant_id', '=', tenantId))
+      .execute();
+  }
+
+  /** The tenant's endpoints published to a marketplace, oldest first. */
+  async listPublishedTo(tenantId: string, marketplaceId: string): Promise<EndpointRow[]> {
+    return this.db
+      .selectFrom('endpoints')
+      .innerJoin('endpoint_marketplaces', 'endpoint_marketplaces.endpoint_id', 'endpoints.id')
+      .selectAll('endpoints')
+      .where('endpoints.tenant_id', '=', tenantId)
+      .where('endpoint_marketplaces.marketplace_id', '=', marketplaceId)
+      .orderBy('endpoints.created_at')
+      .orderBy('endpoints.id')
+      .execute();
+  }
+
+  /** Ids of the tenants that have published something (start-up sync and heartbeats visit only them). */
+  async tenantsWithPublications(): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('endpoints')
+      .innerJoin('endpoint_marketplaces', 'endpoint_marketplaces.endpoint_id', 'endpoints.id')
+      .select('endpoints.tenant_id')
+      .distinct()
+      .execute();
+    return rows.map((row) => row.tenant_id);
   }
 
   /** The marketplaces each endpoint is published to (its `published_to`). */

@@ -15,12 +15,18 @@ type Created = Static<typeof CreatedEndpointView>;
 type ListItem = Static<typeof EndpointListItem>;
 type Detail = Static<typeof EndpointDetail>;
 
+/** Takes a deleted endpoint off the marketplaces it was published to (PublishingService). */
+export interface PublicationRemover {
+  removeEverywhere(tenant: Tenant, slug: string, marketplaceIds: readonly string[]): Promise<void>;
+}
+
 export class EndpointService {
   constructor(
     private readonly endpoints: EndpointRepository,
     private readonly datasets: DatasetRepository,
     private readonly models: ModelRepository,
     private readonly policies: PolicyRepository,
+    private readonly publications?: PublicationRemover,
   ) {}
 
   async create(tenant: Tenant, body: Static<typeof CreateEndpointBody>): Promise<Created> {
@@ -107,10 +113,15 @@ export class EndpointService {
     return this.get(tenant, slug);
   }
 
-  /** Deletes the endpoint and its policies; the linked dataset and model stay. */
+  /**
+   * Deletes the endpoint and its policies; the linked dataset and model stay. Then the endpoint is
+   * removed from every marketplace it was published to (best effort: the deletion stands regardless).
+   */
   async delete(tenant: Tenant, slug: string): Promise<EndpointRow> {
     const row = await this.require(tenant, slug);
+    const publishedTo = (await this.endpoints.publishedTo([row.id])).get(row.id) ?? [];
     await this.endpoints.delete(tenant.id, row.id);
+    if (publishedTo.length > 0) await this.publications?.removeEverywhere(tenant, row.slug, publishedTo);
     return row;
   }
 

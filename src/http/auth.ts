@@ -66,16 +66,17 @@ export class CredentialGuard {
   }
 
   private async satellitePrincipal(request: FastifyRequest, token: string): Promise<Principal> {
-    const identity = this.satellites ? await this.satellites.verify(token) : null;
-    if (!identity) throw new UnauthorizedError('Could not validate credentials');
     const named = requestedTenant(request);
-    let tenant: Tenant | undefined;
-    if (named !== undefined) {
-      tenant = await this.tenants.findByName(named);
-      if (!tenant) throw new NotFoundError(`Tenant '${named}' not found`);
-    } else {
-      tenant = (identity.audience && (await this.tenantForAudience?.(identity.audience))) || (await this.tenants.findByName(DEFAULT_TENANT));
-    }
+    let tenant = named === undefined ? undefined : await this.tenants.findByName(named);
+    const identity = this.satellites ? await this.satellites.verify(token, tenant ? { tenantId: tenant.id } : {}) : null;
+    if (!identity) throw new UnauthorizedError('Could not validate credentials');
+    // Only a caller with a good token learns that a tenant does not exist.
+    if (named !== undefined && !tenant) throw new NotFoundError(`Tenant '${named}' not found`);
+    // The tenant whose marketplace vouched for the token, else the audience's, else `default`.
+    tenant ??=
+      (identity.tenantId && (await this.tenants.findById(identity.tenantId))) ||
+      (identity.audience && (await this.tenantForAudience?.(identity.audience))) ||
+      (await this.tenants.findByName(DEFAULT_TENANT));
     if (!tenant) throw new NotFoundError('No tenant serves this token');
     return { kind: 'satellite', email: identity.email, tenant };
   }

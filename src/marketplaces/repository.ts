@@ -12,11 +12,50 @@ export class MarketplaceRepository {
   }
 
   async list(tenantId: string): Promise<MarketplaceRow[]> {
-    return this.db.selectFrom('marketplaces').selectAll().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy('id').execute();
+    return this.db.selectFrom('marketplaces').selectAll().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy(sql`rowid`).execute();
   }
 
   async get(tenantId: string, id: string): Promise<MarketplaceRow | undefined> {
     return this.db.selectFrom('marketplaces').selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+  }
+
+  async listActive(tenantId: string): Promise<MarketplaceRow[]> {
+    return this.db
+      .selectFrom('marketplaces')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .where('is_active', '=', 1)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+  }
+
+  /** The tenant's active marketplaces whose hub username is `username` (compared case-insensitively). */
+  async listActiveByUsername(tenantId: string, username: string): Promise<MarketplaceRow[]> {
+    return this.db
+      .selectFrom('marketplaces')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .where('is_active', '=', 1)
+      .where(sql<string>`lower(username)`, '=', username.toLowerCase())
+      .orderBy('created_at')
+      .orderBy(sql`rowid`)
+      .execute();
+  }
+
+  /**
+   * Every tenant's active marketplaces with that hub username: whose endpoints a satellite token is
+   * for (its audience). Internal to token verification, never reachable with a tenant's credentials.
+   */
+  async listActiveByUsernameAnyTenant(username: string): Promise<MarketplaceRow[]> {
+    return this.db
+      .selectFrom('marketplaces')
+      .selectAll()
+      .where('is_active', '=', 1)
+      .where(sql<string>`lower(username)`, '=', username.toLowerCase())
+      .orderBy('created_at')
+      .orderBy(sql`rowid`)
+      .execute();
   }
 
   async getDefault(tenantId: string): Promise<MarketplaceRow | undefined> {

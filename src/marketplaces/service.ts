@@ -1,7 +1,8 @@
 import type { Static } from 'typebox';
 import { type Db, inTransaction, now } from '../db/database.ts';
 import { conflictAs } from '../http/conflicts.ts';
-import { NotFoundError, ValidationError } from '../http/errors.ts';
+import { ConflictError, NotFoundError, ValidationError } from '../http/errors.ts';
+import type { HubClients } from '../marketplace/hub-client.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import type { Tenant } from '../tenants/repository.ts';
 import type { MarketplaceRepository, MarketplaceRow } from './repository.ts';
@@ -9,22 +10,34 @@ import type { CreateMarketplaceBody, MarketplaceView, UpdateMarketplaceBody } fr
 
 type View = Static<typeof MarketplaceView>;
 
-/** Marketplace records. The hub calls (credential check, publishing) come with the marketplace client. */
+/**
+ * Marketplace records. Credentials are proven before they are stored: creating a marketplace, or
+ * changing its URL, username or password, logs in to the hub once (400 with the hub's reason when it
+ * refuses), and that session is kept for everything the marketplace is used for afterwards.
+ */
 export class MarketplaceService {
   constructor(
     private readonly db: Db,
     private readonly marketplaces: MarketplaceRepository,
     private readonly box: SecretBox,
+    private readonly hubs: HubClients,
   ) {}
 
   /** The first marketplace of a tenant becomes its default; `is_default: true` moves the default here. */
   async create(tenant: Tenant, body: Static<typeof CreateMarketplaceBody>): Promise<View> {
+    // A name conflict is found before the login: the hub allows only 10 logins a minute.
+    if ((await this.marketplaces.list(tenant.id)).some((marketplace) => marketplace.name === body.name)) {
+      throw new ConflictError(`Marketplace named '${body.name}' already exists`);
+    }
+    const id = crypto.randomUUID();
+    const url = body.url.replace(/\/+$/, '');
+    await this.hubs.connect(id, { name: body.name, url, username: body.username, password: body.password });
     const timestamp = now();
     const row: MarketplaceRow = {
-      id: crypto.randomUUID(),
+      id,
       tenant_id: tenant.id,
       name: body.name,
-      url: body.url.replace(/\/+$/, ''),
+      url,
       username: body.username,
       email: body.email ?? null,
       password: this.box.encrypt(body.password),
@@ -36,16 +49,21 @@ export class MarketplaceService {
       created_at: timestamp,
       updated_at: timestamp,
     };
-    await conflictAs(`Marketplace named '${body.name}' already exists`, () =>
-      inTransaction(this.db, async (trx) => {
-        const first = (await this.marketplaces.count(tenant.id, trx)) === 0;
-        if (first || body.is_default) {
-          await this.marketplaces.clearDefault(tenant.id, trx);
-          row.is_default = 1;
-        }
-        await this.marketplaces.insert(row, trx);
-      }),
-    );
+    try {
+      await conflictAs(`Marketplace named '${body.name}' already exists`, () =>
+        inTransaction(this.db, async (trx) => {
+          const first = (await this.marketplaces.count(tenant.id, trx)) === 0;
+          if (first || body.is_default) {
+            await this.marketplaces.clearDefault(tenant.id, trx);
+            row.is_default = 1;
+          }
+          await this.marketplaces.insert(row, trx);
+        }),
+      );
+    } catch (error) {
+      this.hubs.forget(id);
+      throw error;
+    }
     return toView(row);
   }
 
@@ -65,9 +83,15 @@ export class MarketplaceService {
     if (body.is_default === false && row.is_default === 1) {
       throw ValidationError.body('is_default', 'A tenant always has a default marketplace: make another one the default instead');
     }
+    const url = body.url?.replace(/\/+$/, '');
+    const username = body.username ?? row.username;
+    const password = body.password ?? this.box.decrypt(row.password);
+    if ((url !== undefined && url !== row.url) || username !== row.username || body.password !== undefined) {
+      await this.hubs.connect(id, { name: body.name ?? row.name, url: url ?? row.url, username, password });
+    }
     const changes: Partial<MarketplaceRow> = { updated_at: now() };
     if (body.name !== undefined) changes.name = body.name;
-    if (body.url !== undefined) changes.url = body.url.replace(/\/+$/, '');
+    if (url !== undefined) changes.url = url;
     if (body.username !== undefined) changes.username = body.username;
     if (body.email !== undefined) changes.email = body.email;
     if (body.password !== undefined) changes.password = this.box.encrypt(body.password);
@@ -92,6 +116,7 @@ export class MarketplaceService {
   /** Removing the default marketplace makes the oldest remaining one the default. */
   async delete(tenant: Tenant, id: string): Promise<void> {
     const row = await this.require(tenant, id);
+    this.hubs.forget(id);
     await inTransaction(this.db, async (trx) => {
       await this.marketplaces.delete(tenant.id, id, trx);
       if (row.is_default === 1) {

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { DbOrTransaction } from '../db/database.ts';
 import type { ModelTable } from '../db/schema.ts';
 
@@ -11,7 +12,7 @@ export class ModelRepository {
   }
 
   async list(tenantId: string): Promise<ModelRow[]> {
-    return this.db.selectFrom('models').selectAll().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy('id').execute();
+    return this.db.selectFrom('models').selectAll().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy(sql`rowid`).execute();
   }
 
   async get(tenantId: string, id: string): Promise<ModelRow | undefined> {

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { DbOrTransaction } from '../db/database.ts';
 import type { PolicyTable } from '../db/schema.ts';
 
@@ -13,7 +14,7 @@ export class PolicyRepository {
   async list(tenantId: string, endpointId?: string): Promise<PolicyRow[]> {
     let query = this.db.selectFrom('policies').selectAll().where('tenant_id', '=', tenantId);
     if (endpointId !== undefined) query = query.where('endpoint_id', '=', endpointId);
-    return query.orderBy('created_at').orderBy('id').execute();
+    return query.orderBy('created_at').orderBy(sql`rowid`).execute();
   }
 
   async get(tenantId: string, id: string): Promise<PolicyRow | undefined> {

@@ -1,20 +1,56 @@
+import type { HubClients } from '../marketplace/hub-client.ts';
+import type { MarketplaceRepository } from '../marketplaces/repository.ts';
 import type { Tenant } from '../tenants/repository.ts';
 import type { SettingsRepository } from './repository.ts';
 
+export interface SettingsDeps {
+  settings: SettingsRepository;
+  marketplaces: MarketplaceRepository;
+  hubs: HubClients;
+  /** Runs after every change of a public URL (the endpoints are synced again); must not throw. */
+  onPublicUrlChange?(tenant: Tenant): Promise<void>;
+}
+
 /**
- * A tenant's settings (API-CONTRACT 8). The public URL is stored here; pushing it to the tenant's default
- * marketplace (and refusing the change when the hub does) comes with the marketplace client.
+ * A tenant's settings (API-CONTRACT 8). The public URL is where the marketplace sends consumers: it is
+ * pushed to the tenant's default marketplace (PUT /users/me {domain}) before it is stored, so a URL the
+ * hub did not take is never kept (specification, Settings rule 1).
  */
 export class SettingsService {
-  constructor(private readonly settings: SettingsRepository) {}
+  constructor(private readonly deps: SettingsDeps) {}
 
   async publicUrl(tenant: Tenant): Promise<{ public_url: string | null }> {
-    return { public_url: await this.settings.getPublicUrl(tenant.id) };
+    return { public_url: await this.deps.settings.getPublicUrl(tenant.id) };
   }
 
+  /** Pushes, then stores; a hub that refuses or cannot be reached leaves the stored URL as it was (502/503). */
   async setPublicUrl(tenant: Tenant, publicUrl: string): Promise<{ public_url: string | null }> {
-    const normalized = publicUrl.replace(/\/+$/, '');
-    await this.settings.setPublicUrl(tenant.id, normalized);
+    const normalized = normalize(publicUrl);
+    await this.push(tenant, normalized);
+    await this.deps.settings.setPublicUrl(tenant.id, normalized);
+    await this.deps.onPublicUrlChange?.(tenant);
     return { public_url: normalized };
   }
+
+  /**
+   * The URL the operator configured at start-up (SVC_PUBLIC_URL): it is the truth whatever the hub
+   * says, so it is stored first and pushed after (a failed push is thrown, for the caller to log; the
+   * heartbeats carry the URL anyway). The start-up sync that follows covers the endpoints.
+   */
+  async adoptPublicUrl(tenant: Tenant, publicUrl: string): Promise<string> {
+    const normalized = normalize(publicUrl);
+    await this.deps.settings.setPublicUrl(tenant.id, normalized);
+    await this.push(tenant, normalized);
+    return normalized;
+  }
+
+  /** Tells the tenant's default marketplace where knode answers; nothing to do without an active one. */
+  private async push(tenant: Tenant, publicUrl: string): Promise<void> {
+    const marketplace = await this.deps.marketplaces.getDefault(tenant.id);
+    if (marketplace && marketplace.is_active === 1) await this.deps.hubs.client(marketplace).setDomain(publicUrl);
+  }
+}
+
+function normalize(publicUrl: string): string {
+  return publicUrl.replace(/\/+$/, '');
 }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
-import { createServices, type Services } from '../../src/services.ts';
+import { createServices, type ServiceOptions, type Services } from '../../src/services.ts';
 
 export interface TestUser {
   email: string;
@@ -34,9 +34,9 @@ export function tempDir(prefix = 'knode-test-'): string {
 
 /**
  * A whole knode on a fresh temporary data directory, with logging off and the general API limits off
- * unless a test sets them. `env` overrides any SVC_* variable.
+ * unless a test sets them. `env` overrides any SVC_* variable; `options` shortens the heartbeat, collects logs...
  */
-export async function createTestApp(env: Record<string, string> = {}, dataDir = tempDir()): Promise<TestApp> {
+export async function createTestApp(env: Record<string, string> = {}, dataDir = tempDir(), options: ServiceOptions = {}): Promise<TestApp> {
   const config = loadConfig({
     SVC_DATA_DIR: dataDir,
     SVC_LOG_LEVEL: 'silent',
@@ -45,7 +45,7 @@ export async function createTestApp(env: Record<string, string> = {}, dataDir = 
     SVC_RATE_LIMIT_PER_MINUTE: '0',
     ...env,
   });
-  const services = await createServices(config);
+  const services = await createServices(config, options);
   const app = await buildApp(services);
   await app.ready();
 

@@ -1,0 +1,191 @@
+import type { Logger } from 'pino';
+import type { Static } from 'typebox';
+import { now } from '../db/database.ts';
+import { HttpError, NotFoundError, ValidationError } from '../http/errors.ts';
+import { type HubEndpoint, hubEndpoint, unpublishableReason } from '../marketplace/endpoint-metadata.ts';
+import type { HubClients } from '../marketplace/hub-client.ts';
+import type { MarketplaceRepository, MarketplaceRow } from '../marketplaces/repository.ts';
+import type { PolicyRepository } from '../policies/repository.ts';
+import type { Tenant } from '../tenants/repository.ts';
+import type { PublicationAnswer, PublicationResult, PublishBody, SyncAnswer, UnpublishBody } from './publishing-schemas.ts';
+import type { EndpointRepository, EndpointRow } from './repository.ts';
+
+type Result = Static<typeof PublicationResult>;
+type Answer = Static<typeof PublicationAnswer>;
+type Synced = Static<typeof SyncAnswer>;
+
+/** SyftHub's batch sync takes at most this many endpoints; the rest are published one by one. */
+export const HUB_SYNC_MAX = 300;
+
+export interface PublishingDeps {
+  endpoints: EndpointRepository;
+  policies: PolicyRepository;
+  marketplaces: MarketplaceRepository;
+  hubs: HubClients;
+  log: Logger;
+}
+
+/**
+ * Publishing endpoints to marketplaces (specification: Endpoint management rules 4 to 6; API-CONTRACT 4
+ * and 9): each marketplace gets its own result, `published_to` records where an endpoint is, and the
+ * batch sync re-sends everything a marketplace should have.
+ */
+export class PublishingService {
+  constructor(private readonly deps: PublishingDeps) {}
+
+  async publish(tenant: Tenant, slug: string, body: Static<typeof PublishBody>): Promise<Answer> {
+    const endpoint = await this.requireEndpoint(tenant, slug);
+    const ids = body.publish_to_all_marketplaces
+      ? (await this.deps.marketplaces.listActive(tenant.id)).map((marketplace) => marketplace.id)
+      : requiredIds(body.marketplace_ids, 'publish_to_all_marketplaces');
+    const metadata = await this.metadata(tenant, endpoint);
+    const results = await Promise.all(ids.map((id) => this.publishTo(tenant, endpoint, metadata, id)));
+    if (results.some((result) => result.success) && endpoint.published !== 1) {
+      await this.deps.endpoints.update(tenant.id, endpoint.id, { published: 1, updated_at: now() });
+    }
+    return { endpoint_slug: endpoint.slug, results };
+  }
+
+  async unpublish(tenant: Tenant, slug: string, body: Static<typeof UnpublishBody>): Promise<Answer> {
+    const endpoint = await this.requireEndpoint(tenant, slug);
+    const ids = body.unpublish_from_all ? await this.publishedTo(endpoint) : requiredIds(body.marketplace_ids, 'unpublish_from_all');
+    const results = await Promise.all(ids.map((id) => this.unpublishFrom(tenant, endpoint, id)));
+    if ((await this.publishedTo(endpoint)).length === 0 && endpoint.published !== 0) {
+      await this.deps.endpoints.update(tenant.id, endpoint.id, { published: 0, updated_at: now() });
+    }
+    return { endpoint_slug: endpoint.slug, results };
+  }
+
+  /**
+   * After the endpoint was deleted here: removes it from the marketplaces it was published to. Best
+   * effort: a marketplace that cannot be told is logged, and the deletion stands.
+   */
+  async removeEverywhere(tenant: Tenant, slug: string, marketplaceIds: readonly string[]): Promise<void> {
+    await Promise.all(
+      marketplaceIds.map(async (id) => {
+        const marketplace = await this.deps.marketplaces.get(tenant.id, id);
+        if (!marketplace) return;
+        try {
+          await this.deps.hubs.client(marketplace).unpublish(slug);
+        } catch (error) {
+          this.deps.log.warn({ tenant: tenant.name, endpoint: slug, marketplace: marketplace.name, err: describe(error) }, 'could not remove a deleted endpoint from its marketplace');
+        }
+      }),
+    );
+  }
+
+  /**
+   * Re-sends every published endpoint to its marketplaces (the hub's sync replaces the account's list).
+   * A marketplace without published endpoints is left alone (an empty sync would wipe its account) and
+   * answers []. When every marketplace that had something to sync failed, the first failure is thrown;
+   * otherwise failures are logged and left out of the answer.
+   */
+  async sync(tenant: Tenant, marketplaceIds?: readonly string[] | null): Promise<Synced> {
+    let marketplaces = await this.deps.marketplaces.listActive(tenant.id);
+    if (marketplaceIds) {
+      const unknown = marketplaceIds.find((id) => !marketplaces.some((marketplace) => marketplace.id === id));
+      if (unknown) throw new NotFoundError(`Marketplace '${unknown}' not found or not active`);
+      marketplaces = marketplaces.filter((marketplace) => marketplaceIds.includes(marketplace.id));
+    }
+    const outcomes = await Promise.all(
+      marketplaces.map(async (marketplace) => {
+        try {
+          return { marketplace, slugs: await this.syncMarketplace(tenant, marketplace), error: undefined };
+        } catch (error) {
+          this.deps.log.warn({ tenant: tenant.name, marketplace: marketplace.name, err: describe(error) }, 'endpoint sync failed');
+          return { marketplace, slugs: undefined, error: error as unknown };
+        }
+      }),
+    );
+    const failed = outcomes.filter((outcome) => outcome.slugs === undefined);
+    const sent = outcomes.filter((outcome) => outcome.slugs !== undefined && outcome.slugs.length > 0);
+    if (failed.length > 0 && sent.length === 0) throw failed[0]?.error;
+    const synced: Synced = {};
+    for (const { marketplace, slugs } of outcomes) if (slugs) synced[marketplace.id] = slugs;
+    return synced;
+  }
+
+  /** The slugs sent; none when the marketplace has nothing published (it is then not touched). */
+  private async syncMarketplace(tenant: Tenant, marketplace: MarketplaceRow): Promise<string[]> {
+    const rows = (await this.deps.endpoints.listPublishedTo(tenant.id, marketplace.id)).filter((row) => !unpublishableReason(row));
+    if (rows.length === 0) return [];
+    const metadata = await this.metadataOf(tenant, rows);
+    const client = this.deps.hubs.client(marketplace);
+    await client.sync(metadata.slice(0, HUB_SYNC_MAX));
+    // The sync replaced the account's list with the first 300: the others are added one by one.
+    for (const endpoint of metadata.slice(HUB_SYNC_MAX)) await client.publish(endpoint);
+    return metadata.map((endpoint) => endpoint.slug);
+  }
+
+  private async publishTo(tenant: Tenant, endpoint: EndpointRow, metadata: HubEndpoint, id: string): Promise<Result> {
+    const marketplace = await this.deps.marketplaces.get(tenant.id, id);
+    if (!marketplace) return failure(id, '', 'Marketplace not found', `Marketplace '${id}' not found`);
+    if (marketplace.is_active !== 1) {
+      return failure(id, marketplace.name, `Not published to '${marketplace.name}'`, `Marketplace '${marketplace.name}' is not active`);
+    }
+    const unpublishable = unpublishableReason(endpoint);
+    if (unpublishable) return failure(id, marketplace.name, `Not published to '${marketplace.name}'`, unpublishable);
+    let outcome: 'created' | 'updated';
+    try {
+      outcome = await this.deps.hubs.client(marketplace).publish(metadata);
+    } catch (error) {
+      return failure(id, marketplace.name, `Could not publish to '${marketplace.name}'`, describe(error));
+    }
+    await this.deps.endpoints.addPublication(tenant.id, endpoint.id, marketplace.id, now());
+    const message =
+      outcome === 'created'
+        ? `Published to '${marketplace.name}'`
+        : `Published to '${marketplace.name}' (the slug was already there: its metadata was updated)`;
+    return { marketplace_id: id, marketplace_name: marketplace.name, success: true, message, error: null };
+  }
+
+  private async unpublishFrom(tenant: Tenant, endpoint: EndpointRow, id: string): Promise<Result> {
+    const marketplace = await this.deps.marketplaces.get(tenant.id, id);
+    if (!marketplace) return failure(id, '', 'Marketplace not found', `Marketplace '${id}' not found`);
+    if (marketplace.is_active !== 1) {
+      return failure(id, marketplace.name, `Not removed from '${marketplace.name}'`, `Marketplace '${marketplace.name}' is not active: activate it to remove the endpoint`);
+    }
+    let outcome: 'removed' | 'absent';
+    try {
+      outcome = await this.deps.hubs.client(marketplace).unpublish(endpoint.slug);
+    } catch (error) {
+      return failure(id, marketplace.name, `Could not remove from '${marketplace.name}'`, describe(error));
+    }
+    await this.deps.endpoints.removePublication(tenant.id, endpoint.id, marketplace.id);
+    const message = outcome === 'removed' ? `Removed from '${marketplace.name}'` : `Not on '${marketplace.name}' (nothing to remove)`;
+    return { marketplace_id: id, marketplace_name: marketplace.name, success: true, message, error: null };
+  }
+
+  private async metadata(tenant: Tenant, endpoint: EndpointRow): Promise<HubEndpoint> {
+    return hubEndpoint(endpoint, await this.deps.policies.list(tenant.id, endpoint.id));
+  }
+
+  private async metadataOf(tenant: Tenant, endpoints: EndpointRow[]): Promise<HubEndpoint[]> {
+    const policies = await this.deps.policies.list(tenant.id);
+    return endpoints.map((endpoint) => hubEndpoint(endpoint, policies.filter((policy) => policy.endpoint_id === endpoint.id)));
+  }
+
+  private async publishedTo(endpoint: EndpointRow): Promise<string[]> {
+    return (await this.deps.endpoints.publishedTo([endpoint.id])).get(endpoint.id) ?? [];
+  }
+
+  private async requireEndpoint(tenant: Tenant, slug: string): Promise<EndpointRow> {
+    const row = await this.deps.endpoints.getBySlug(tenant.id, slug.toLowerCase());
+    if (!row) throw new NotFoundError(`Endpoint '${slug}' not found`);
+    return row;
+  }
+}
+
+function requiredIds(ids: string[] | null | undefined, allFlag: string): string[] {
+  if (!ids) throw ValidationError.body('marketplace_ids', `Field required unless ${allFlag} is true`, 'missing');
+  return [...new Set(ids)];
+}
+
+function failure(id: string, name: string, message: string, error: string): Result {
+  return { marketplace_id: id, marketplace_name: name, success: false, message, error };
+}
+
+function describe(error: unknown): string {
+  if (error instanceof HttpError) return error.detail;
+  return error instanceof Error ? error.message : String(error);
+}

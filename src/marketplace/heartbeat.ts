@@ -1,0 +1,104 @@
+import type { Logger } from 'pino';
+import type { HubClient, HubHealthReport } from './hub-client.ts';
+
+/** One marketplace to report to, and how to build its report when the time comes. */
+export interface HeartbeatTarget {
+  /** Identifies the marketplace across beats (its backoff is kept under this key). */
+  key: string;
+  /** Names the tenant and marketplace in log lines. */
+  label: string;
+  client: HubClient;
+  report(): Promise<HubHealthReport>;
+}
+
+export interface HeartbeatOptions {
+  /** 30 s in production (API-CONTRACT 9); tests use a few milliseconds. */
+  intervalMs: number;
+  targets(): Promise<HeartbeatTarget[]>;
+  log: Logger;
+  /** A failing marketplace is retried after 2, 4, 8... intervals, never more than this apart. */
+  maxBackoffMs?: number;
+  now?: () => number;
+}
+
+export const HEARTBEAT_INTERVAL_MS = 30_000;
+/** The hub forgets an endpoint's health after this long without a heartbeat: three missed beats. */
+export const HEARTBEAT_TTL_SECONDS = 90;
+const DEFAULT_MAX_BACKOFF_MS = 10 * 60_000;
+
+/** How long to wait before trying a marketplace again after `failures` failures in a row. */
+export function backoffDelay(failures: number, intervalMs: number, maxMs: number): number {
+  return Math.min(intervalMs * 2 ** Math.min(failures, 20), maxMs);
+}
+
+/**
+ * Tells each marketplace, every interval, which published endpoints are healthy. Beats never overlap
+ * (the next is scheduled when one ends); a marketplace that fails is left alone for a growing while,
+ * so an unreachable hub is not hammered; `stop` waits for a beat in progress and schedules no more.
+ */
+export class Heartbeat {
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+  private readonly failing = new Map<string, { failures: number; retryAt: number }>();
+  private readonly now: () => number;
+
+  constructor(private readonly options: HeartbeatOptions) {
+    this.now = options.now ?? Date.now;
+  }
+
+  start(): void {
+    if (this.stopped || this.timer) return;
+    this.schedule();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.running;
+  }
+
+  /** One round of reports; public so that tests can drive beats without waiting for the timer. */
+  async beat(): Promise<void> {
+    let targets: HeartbeatTarget[];
+    try {
+      targets = await this.options.targets();
+    } catch (error) {
+      this.options.log.warn({ err: error }, 'heartbeat: could not list what to report');
+      return;
+    }
+    await Promise.all(targets.map((target) => this.report(target)));
+  }
+
+  private async report(target: HeartbeatTarget): Promise<void> {
+    const state = this.failing.get(target.key);
+    if (state && state.retryAt > this.now()) return;
+    try {
+      await target.client.reportHealth(await target.report());
+      if (state) this.options.log.info({ target: target.label }, 'heartbeat: the marketplace takes reports again');
+      this.failing.delete(target.key);
+    } catch (error) {
+      if (this.stopped) return;
+      const failures = (state?.failures ?? 0) + 1;
+      const delay = backoffDelay(failures, this.options.intervalMs, this.options.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS);
+      this.failing.set(target.key, { failures, retryAt: this.now() + delay });
+      this.options.log.warn(
+        { target: target.label, failures, retryInMs: delay, err: error instanceof Error ? error.message : String(error) },
+        'heartbeat: the marketplace did not take the report',
+      );
+    }
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.running = this.beat().finally(() => {
+        this.running = undefined;
+        this.schedule();
+      });
+    }, this.options.intervalMs);
+    // A pending heartbeat never keeps the process alive on its own.
+    this.timer.unref?.();
+  }
+}

@@ -1,0 +1,176 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { rmSync } from 'node:fs';
+import { deadServerUrl, type FakeOpenAIServer, startFakeOpenAI } from './fakes/openai-server.ts';
+import { type FakeSyftHub, type HealthReport, startFakeSyftHub } from './fakes/syfthub.ts';
+import { createTestApp, tempDir, type TestApp, type TestUser } from './helpers/app.ts';
+import { createDataset, createEndpoint, createModel } from './helpers/fixtures.ts';
+import { connectMarketplace, logCollector } from './helpers/hub.ts';
+import { waitFor } from './helpers/wait.ts';
+
+const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
+
+describe('health heartbeat', () => {
+  let t: TestApp;
+  let hub: FakeSyftHub;
+  let openai: FakeOpenAIServer;
+  let owner: TestUser;
+  let marketId: string;
+
+  beforeAll(async () => {
+    hub = await startFakeSyftHub();
+    openai = startFakeOpenAI();
+    t = await createTestApp({}, undefined, { heartbeatIntervalMs: 20 });
+    owner = await t.user('beating');
+    marketId = (await connectMarketplace(t, owner, hub, 'beating')).id;
+    const dataset = await createDataset(t, owner, 'beat-docs');
+    await waitFor('the dataset to run', async () => {
+      const view = (await t.request({ method: 'GET', url: `/api/v1/datasets/${dataset.id}`, token: owner.token })).json();
+      return view.status === 'running';
+    });
+    const model = await createModel(t, owner, 'alive', { base_url: openai.url, model: 'fake-model' });
+    const dead = await createModel(t, owner, 'dead', { base_url: await deadServerUrl(), model: 'gone', timeout_ms: 2000 });
+    await createEndpoint(t, owner, { slug: 'hb-data', dataset_id: dataset.id, response_type: 'raw' });
+    await createEndpoint(t, owner, { slug: 'hb-model', model_id: model.id, response_type: 'summary' });
+    await createEndpoint(t, owner, { slug: 'hb-both-dead', dataset_id: dataset.id, model_id: dead.id });
+    await createEndpoint(t, owner, { slug: 'hb-quiet', model_id: model.id, response_type: 'summary' }); // never published
+    for (const slug of ['hb-data', 'hb-model', 'hb-both-dead']) {
+      const response = await t.request({ method: 'POST', url: `/api/v1/endpoints/${slug}/publish`, token: owner.token, payload: { marketplace_ids: [marketId] } });
+      expect(response.json().results[0].success).toBe(true);
+    }
+  });
+
+  afterAll(async () => {
+    await t.close();
+    await hub.close();
+    await openai.close();
+  });
+
+  test('nothing is reported while the tenant has no public URL', async () => {
+    await t.services.marketplaceTasks.beat();
+    expect(hub.healthReports).toEqual([]);
+  });
+
+  test('reports every published endpoint with its health, the TTL and the public URL', async () => {
+    const patched = await t.request({ method: 'PATCH', url: '/api/v1/settings/public-url', token: owner.token, payload: { public_url: 'https://beating.example.net' } });
+    expect(patched.statusCode).toBe(200);
+    const report = await waitFor('a heartbeat', async () => hub.healthReports.find((entry) => entry.body.endpoints.length === 3));
+    expect(report.username).toBe('beating');
+    expect(Object.keys(report.body).sort()).toEqual(['endpoints', 'ttl_seconds', 'url']);
+    expect(report.body.ttl_seconds).toBe(90);
+    expect(report.body.url).toBe('https://beating.example.net');
+    const bySlug = Object.fromEntries(report.body.endpoints.map((entry) => [entry.slug, entry]));
+    expect(bySlug['hb-data']).toEqual({ slug: 'hb-data', status: 'healthy', checked_at: expect.stringMatching(ISO_UTC) });
+    expect(bySlug['hb-model']?.status).toBe('healthy');
+    expect(bySlug['hb-both-dead']?.status).toBe('unhealthy');
+    for (const entry of report.body.endpoints) expect(Object.keys(entry).sort()).toEqual(['checked_at', 'slug', 'status']);
+  });
+
+  test('an endpoint that is unpublished is no longer reported', async () => {
+    await t.request({ method: 'POST', url: '/api/v1/endpoints/hb-model/unpublish', token: owner.token, payload: { unpublish_from_all: true } });
+    const seen = hub.healthReports.length;
+    const report = await waitFor('a later heartbeat', async (): Promise<HealthReport | undefined> => hub.healthReports.slice(seen + 1)[0]);
+    expect(report.body.endpoints.map((entry) => entry.slug).sort()).toEqual(['hb-both-dead', 'hb-data']);
+  });
+
+  test('the heartbeat stops on shutdown', async () => {
+    const app = await createTestApp({}, undefined, { heartbeatIntervalMs: 5 });
+    await app.services.marketplaceTasks.beat();
+    await app.close(); // would hang if a beat or its timer outlived the services
+    expect(true).toBe(true);
+  });
+});
+
+describe('start-up', () => {
+  let hub: FakeSyftHub;
+  beforeAll(async () => {
+    hub = await startFakeSyftHub();
+  });
+  afterAll(() => hub.close());
+
+  test('every published endpoint is synced again at start-up, in the background', async () => {
+    const dataDir = tempDir();
+    try {
+      const first = await createTestApp({}, dataDir);
+      const owner = await first.user('restarting');
+      const market = await connectMarketplace(first, owner, hub, 'restarting');
+      const model = await createModel(first, owner, 'm');
+      await createEndpoint(first, owner, { slug: 'survivor', model_id: model.id, response_type: 'summary' });
+      await first.request({ method: 'POST', url: '/api/v1/endpoints/survivor/publish', token: owner.token, payload: { marketplace_ids: [market.id] } });
+      await first.close({ keepData: true });
+
+      hub.endpointsOf('restarting').clear();
+      const second = await createTestApp({}, dataDir);
+      try {
+        await waitFor('the start-up sync', async () => hub.endpointsOf('restarting').has('survivor'));
+        const sync = hub.requests.filter((request) => request.path === '/api/v1/endpoints/sync').at(-1);
+        expect(sync?.username).toBe('restarting');
+      } finally {
+        await second.close({ keepData: true });
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  test('SVC_PUBLIC_URL becomes the default tenant’s public URL and is pushed to its default marketplace', async () => {
+    const dataDir = tempDir();
+    const env = { SVC_ADMIN_API_KEY: 'startup-admin-key' };
+    try {
+      const first = await createTestApp(env, dataDir);
+      hub.addUser({ username: 'operator', email: 'operator@hub.example', password: 'operator-password' });
+      // The admin key without X-Tenant-Name acts in the `default` tenant.
+      const created = await first.request({
+        method: 'POST',
+        url: '/api/v1/marketplaces/',
+        token: 'startup-admin-key',
+        payload: { name: 'hub', url: hub.url, username: 'operator', password: 'operator-password' },
+      });
+      expect(created.statusCode).toBe(201);
+      await first.close({ keepData: true });
+
+      const second = await createTestApp({ ...env, SVC_PUBLIC_URL: 'https://operator.example.org/' }, dataDir);
+      try {
+        await waitFor('the public URL at the hub', async () => hub.domainOf('operator') === 'https://operator.example.org');
+        const stored = await second.request({ method: 'GET', url: '/api/v1/settings/public-url', token: 'startup-admin-key' });
+        expect(stored.json()).toEqual({ public_url: 'https://operator.example.org' });
+      } finally {
+        await second.close({ keepData: true });
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  test('an empty SVC_PUBLIC_URL detects the public IP (SVC_PUBLIC_IP_URL)', async () => {
+    const ipService = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('203.0.113.9\n') });
+    const t = await createTestApp({ SVC_PUBLIC_URL: '', SVC_PUBLIC_IP_URL: `http://127.0.0.1:${ipService.port}/`, SVC_PORT: '8181' });
+    try {
+      const stored = await waitFor('the detected URL', async () => {
+        const url = (await t.request({ method: 'GET', url: '/api/v1/settings/public-url' })).json().public_url;
+        return url ?? undefined;
+      });
+      expect(stored).toBe('http://203.0.113.9:8181');
+    } finally {
+      await t.close();
+      await ipService.stop(true);
+    }
+  });
+
+  test('a failed detection leaves the public URL alone and does not stop start-up', async () => {
+    const logs = logCollector();
+    const ipService = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('<html>not an address</html>') });
+    const t = await createTestApp(
+      { SVC_PUBLIC_URL: '', SVC_PUBLIC_IP_URL: `http://127.0.0.1:${ipService.port}/`, SVC_LOG_LEVEL: 'warn' },
+      undefined,
+      { logDestination: logs.destination },
+    );
+    try {
+      await waitFor('the warning', async () => logs.lines.some((line) => line.includes('the public IP could not be detected')));
+      expect((await t.request({ method: 'GET', url: '/api/v1/health' })).statusCode).toBe(200);
+      expect((await t.request({ method: 'GET', url: '/api/v1/settings/public-url' })).json()).toEqual({ public_url: null });
+    } finally {
+      await t.close();
+      await ipService.stop(true);
+    }
+  });
+});
