@@ -19,6 +19,7 @@ import { policyRoutes, rootPolicyRoutes } from './policies/routes.ts';
 import { queryRoutes } from './query/routes.ts';
 import type { Services } from './services.ts';
 import { settingsRoutes } from './settings/routes.ts';
+import { tunnelRoutes } from './settings/tunnel-routes.ts';
 import { tenantRoutes } from './tenants/routes.ts';
 import { VERSION } from './version.ts';
 
@@ -78,6 +79,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       await api.register(policyRoutes(services.policies));
       await api.register(marketplaceRoutes(services.marketplaces));
       await api.register(settingsRoutes(services.settings));
+      await api.register(tunnelRoutes(services.tunnels));
       await api.register(queryRoutes(services.query, services.endpointRepository, services.usage));
     },
     { prefix: '/api/v1' },

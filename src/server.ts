@@ -22,6 +22,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
     await services.close();
     throw error;
   }
+  // Stored tunnel tokens reconnect once the port is known; start-up does not wait for them.
+  void services.tunnels.start(new URL(url).port ? Number(new URL(url).port) : config.port);
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {

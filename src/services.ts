@@ -42,6 +42,10 @@ import { DEFAULT_TENANT, type Tenant, TenantRepository } from './tenants/reposit
 import { TenantService } from './tenants/service.ts';
 import { vectorExtensionPath, vectorExtensionVersion } from './vectors/extension.ts';
 import { VectorStore } from './vectors/store.ts';
+import { tunnelHooks } from './tunnel/hooks.ts';
+import { type Backoff, TUNNEL_BACKOFF, TunnelManager } from './tunnel/manager.ts';
+import { NgrokTunnelProvider } from './tunnel/ngrok.ts';
+import type { TunnelProvider } from './tunnel/provider.ts';
 
 /** Everything the routes need, built once from the configuration; tests build it on a temporary data directory. */
 export interface Services {
@@ -67,6 +71,7 @@ export interface Services {
   /** Start-up public URL and sync, and the health heartbeats. */
   readonly marketplaceTasks: MarketplaceTasks;
   readonly settings: SettingsService;
+  readonly tunnels: TunnelManager;
   readonly query: QueryPipeline;
   readonly usage: UsageRepository;
   close(): Promise<void>;
@@ -80,6 +85,10 @@ export interface ServiceOptions {
   jwksCooldownMs?: number;
   /** Where log lines go: standard output unless a test collects them. */
   logDestination?: DestinationStream;
+  /** The tunnel service: ngrok unless a test brings its double (null: none can be loaded). */
+  tunnelProvider?: TunnelProvider | null;
+  /** Reconnection delays of the tunnel (API-CONTRACT 8 unless a test wants them short). */
+  tunnelBackoff?: Backoff;
 }
 
 export async function createServices(config: Config, options: ServiceOptions = {}): Promise<Services> {
@@ -140,6 +149,14 @@ export async function createServices(config: Config, options: ServiceOptions = {
     const [marketplace] = await marketplaceRepository.listActiveByUsernameAnyTenant(audience);
     return marketplace ? tenantRepository.findById(marketplace.tenant_id) : undefined;
   };
+  const tunnelProvider = options.tunnelProvider === undefined ? new NgrokTunnelProvider() : options.tunnelProvider;
+  const tunnels = new TunnelManager(
+    tunnelProvider ?? undefined,
+    tunnelHooks({ settingsRepository, settings, tenants: tenantRepository, marketplaces: marketplaceRepository, box, tunnelDomain: config.tunnelDomain }),
+    log,
+    options.tunnelBackoff ?? TUNNEL_BACKOFF,
+    config.port,
+  );
   const endpoints = new EndpointService(endpointRepository, datasetRepository, modelRepository, policyRepository, publishing);
   const marketplaceTasks = new MarketplaceTasks({
     config,
@@ -193,6 +210,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     hubs,
     marketplaceTasks,
     settings,
+    tunnels,
     query: new QueryPipeline({
       config,
       endpoints: endpointRepository,
@@ -206,6 +224,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     }),
     usage,
     close: async () => {
+      await tunnels.shutdown();
       await marketplaceTasks.close(); // also aborts every hub request in flight
       await ingestion.close();
       await pool.close();

@@ -131,6 +131,8 @@ export interface MarketplaceTable {
 export interface TenantSettingsTable {
   tenant_id: string;
   public_url: string | null;
+  /** Encrypted (SecretBox); null when no tunnel is configured. */
+  tunnel_token: string | null;
   updated_at: string;
 }
 

@@ -13,8 +13,33 @@ export class SettingsRepository {
     const updatedAt = now();
     await this.db
       .insertInto('tenant_settings')
-      .values({ tenant_id: tenantId, public_url: publicUrl, updated_at: updatedAt })
+      .values({ tenant_id: tenantId, public_url: publicUrl, tunnel_token: null, updated_at: updatedAt })
       .onConflict((oc) => oc.column('tenant_id').doUpdateSet({ public_url: publicUrl, updated_at: updatedAt }))
       .execute();
+  }
+
+  async getTunnelToken(tenantId: string): Promise<string | null> {
+    const row = await this.db.selectFrom('tenant_settings').select('tunnel_token').where('tenant_id', '=', tenantId).executeTakeFirst();
+    return row?.tunnel_token ?? null;
+  }
+
+  /** `sealed` is the token as SecretBox encrypted it, or null to forget it. */
+  async setTunnelToken(tenantId: string, sealed: string | null): Promise<void> {
+    const updatedAt = now();
+    await this.db
+      .insertInto('tenant_settings')
+      .values({ tenant_id: tenantId, public_url: null, tunnel_token: sealed, updated_at: updatedAt })
+      .onConflict((oc) => oc.column('tenant_id').doUpdateSet({ tunnel_token: sealed, updated_at: updatedAt }))
+      .execute();
+  }
+
+  /** Every tenant with a tunnel token, for the reconnection at start-up. */
+  async tunnelTokens(): Promise<{ tenant_id: string; tunnel_token: string }[]> {
+    const rows = await this.db
+      .selectFrom('tenant_settings')
+      .select(['tenant_id', 'tunnel_token'])
+      .where('tunnel_token', 'is not', null)
+      .execute();
+    return rows.map((row) => ({ tenant_id: row.tenant_id, tunnel_token: row.tunnel_token as string }));
   }
 }

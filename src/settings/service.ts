@@ -23,9 +23,12 @@ export class SettingsService {
     return { public_url: await this.deps.settings.getPublicUrl(tenant.id) };
   }
 
-  /** Pushes, then stores; a hub that refuses or cannot be reached leaves the stored URL as it was (502/503). */
-  async setPublicUrl(tenant: Tenant, publicUrl: string): Promise<{ public_url: string | null }> {
-    const normalized = normalize(publicUrl);
+  /**
+   * Pushes, then stores; a hub that refuses or cannot be reached leaves the stored URL as it was (502/503).
+   * null clears the URL (the tunnel closed).
+   */
+  async setPublicUrl(tenant: Tenant, publicUrl: string | null): Promise<{ public_url: string | null }> {
+    const normalized = publicUrl === null ? null : normalize(publicUrl);
     await this.push(tenant, normalized);
     await this.deps.settings.setPublicUrl(tenant.id, normalized);
     await this.deps.onPublicUrlChange?.(tenant);
@@ -45,7 +48,7 @@ export class SettingsService {
   }
 
   /** Tells the tenant's default marketplace where knode answers; nothing to do without an active one. */
-  private async push(tenant: Tenant, publicUrl: string): Promise<void> {
+  private async push(tenant: Tenant, publicUrl: string | null): Promise<void> {
     const marketplace = await this.deps.marketplaces.getDefault(tenant.id);
     if (marketplace && marketplace.is_active === 1) await this.deps.hubs.client(marketplace).setDomain(publicUrl);
   }

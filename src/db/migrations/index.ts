@@ -2,6 +2,7 @@ import type { Migration } from 'kysely';
 import * as initial from './0001-initial.ts';
 import * as vectors from './0002-vectors.ts';
 import * as queryUsage from './0003-query-usage.ts';
+import * as tunnelToken from './0004-tunnel-token.ts';
 
 /**
  * Every migration, in order. They are imported (not read from disk) so the compiled binary carries them.
@@ -11,4 +12,5 @@ export const migrations: Record<string, Migration> = {
   '0001-initial': initial,
   '0002-vectors': vectors,
   '0003-query-usage': queryUsage,
+  '0004-tunnel-token': tunnelToken,
 };

@@ -1,0 +1,42 @@
+import { NotFoundError } from '../http/errors.ts';
+import type { MarketplaceRepository } from '../marketplaces/repository.ts';
+import type { SecretBox } from '../security/secret-box.ts';
+import type { SettingsRepository } from '../settings/repository.ts';
+import type { SettingsService } from '../settings/service.ts';
+import type { Tenant, TenantRepository } from '../tenants/repository.ts';
+import type { TunnelHooks } from './manager.ts';
+
+export interface TunnelHookDeps {
+  settingsRepository: SettingsRepository;
+  settings: SettingsService;
+  tenants: TenantRepository;
+  marketplaces: MarketplaceRepository;
+  box: SecretBox;
+  /** SVC_TUNNEL_DOMAIN, e.g. `syfthub.ngrok.app`. */
+  tunnelDomain: string;
+}
+
+/** The tunnel's view of knode: tokens encrypted in the tenant's settings, URLs through the settings service. */
+export function tunnelHooks(deps: TunnelHookDeps): TunnelHooks {
+  return {
+    saveToken: (tenant, token) => deps.settingsRepository.setTunnelToken(tenant.id, token === null ? null : deps.box.encrypt(token)),
+    hasToken: async (tenant) => (await deps.settingsRepository.getTunnelToken(tenant.id)) !== null,
+    storedTokens: async () => {
+      const stored: { tenant: Tenant; token: string }[] = [];
+      for (const row of await deps.settingsRepository.tunnelTokens()) {
+        const tenant = await deps.tenants.findById(row.tenant_id);
+        if (tenant) stored.push({ tenant, token: deps.box.decrypt(row.tunnel_token) });
+      }
+      return stored;
+    },
+    // The marketplace hands out tunnel hosts named after its users: `<username>.<SVC_TUNNEL_DOMAIN>`.
+    domainFor: async (tenant) => {
+      const marketplace = await deps.marketplaces.getDefault(tenant.id);
+      if (!marketplace) throw new NotFoundError('No default marketplace: connect a marketplace before opening a tunnel');
+      return `${marketplace.username.toLowerCase()}.${deps.tunnelDomain}`;
+    },
+    publish: async (tenant, url) => {
+      await deps.settings.setPublicUrl(tenant, url);
+    },
+  };
+}

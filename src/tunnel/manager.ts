@@ -1,0 +1,175 @@
+import type { Logger } from 'pino';
+import { BadRequestError, NotFoundError } from '../http/errors.ts';
+import type { Tenant } from '../tenants/repository.ts';
+import { type TunnelConnection, type TunnelProvider, TunnelRefused } from './provider.ts';
+
+/** What GET/POST/DELETE /settings/proxy answer (specification, Settings). */
+export interface TunnelStatus {
+  connected: boolean;
+  public_url: string | null;
+  has_token: boolean;
+}
+
+/** The parts of knode a tunnel needs: where its token is kept, what host it gets, where its URL goes. */
+export interface TunnelHooks {
+  /** Keeps the token (encrypted at rest) or forgets it (null). */
+  saveToken(tenant: Tenant, token: string | null): Promise<void>;
+  /** Every tenant with a stored token, for the reconnection at start-up. */
+  storedTokens(): Promise<{ tenant: Tenant; token: string }[]>;
+  hasToken(tenant: Tenant): Promise<boolean>;
+  /** `<default marketplace username>.<SVC_TUNNEL_DOMAIN>`; NotFoundError when the tenant has no default marketplace. */
+  domainFor(tenant: Tenant): Promise<string>;
+  /** Makes `url` the tenant's public URL (null clears it), pushed to its marketplace, endpoints synced. */
+  publish(tenant: Tenant, url: string | null): Promise<void>;
+}
+
+export interface Backoff {
+  initialMs: number;
+  maxMs: number;
+}
+
+/** API-CONTRACT 8: 5 s, doubling, at most 60 s between attempts. */
+export const TUNNEL_BACKOFF: Backoff = { initialMs: 5_000, maxMs: 60_000 };
+
+interface TenantTunnel {
+  tenant: Tenant;
+  token: string;
+  connection?: TunnelConnection;
+  retry?: ReturnType<typeof setTimeout>;
+  delayMs: number;
+  closed: boolean;
+}
+
+/**
+ * Each tenant's tunnel: open, report, close; after a drop it reconnects with backoff, and at start-up a
+ * stored token reconnects in the background. Every new URL is published. The token never leaves here
+ * except to the provider and, encrypted, to the database.
+ */
+export class TunnelManager {
+  private readonly tunnels = new Map<string, TenantTunnel>();
+  /** Where the tunnel forwards: the configured port until the server says where it listens. */
+  private port: number;
+
+  constructor(
+    private readonly provider: TunnelProvider | undefined,
+    private readonly hooks: TunnelHooks,
+    private readonly log: Logger,
+    private readonly backoff: Backoff = TUNNEL_BACKOFF,
+    configuredPort = 8080,
+  ) {
+    this.port = configuredPort;
+  }
+
+  /** POST /settings/proxy: 404 without a provider or default marketplace, 400 with the provider's reason. */
+  async open(tenant: Tenant, token: string): Promise<TunnelStatus> {
+    const provider = await this.requireProvider();
+    const domain = await this.hooks.domainFor(tenant);
+    await this.stop(tenant);
+    let connection: TunnelConnection;
+    try {
+      connection = await provider.connect({ token, domain, port: this.port });
+    } catch (error) {
+      if (error instanceof TunnelRefused) throw new BadRequestError(`Tunnel connection failed: ${error.message}`);
+      throw error;
+    }
+    try {
+      await this.hooks.publish(tenant, connection.url);
+      await this.hooks.saveToken(tenant, token);
+    } catch (error) {
+      await connection.close();
+      throw error; // nothing changed: the marketplace refused the URL, the token is not kept
+    }
+    const tunnel: TenantTunnel = { tenant, token, delayMs: this.backoff.initialMs, closed: false };
+    this.attach(tunnel, connection);
+    this.tunnels.set(tenant.id, tunnel);
+    return this.status(tenant);
+  }
+
+  /** GET /settings/proxy. */
+  async status(tenant: Tenant): Promise<TunnelStatus> {
+    await this.requireProvider();
+    const connection = this.tunnels.get(tenant.id)?.connection;
+    return { connected: connection !== undefined, public_url: connection?.url ?? null, has_token: await this.hooks.hasToken(tenant) };
+  }
+
+  /** DELETE /settings/proxy: disconnects, forgets the token, clears the URL at the marketplace. */
+  async close(tenant: Tenant): Promise<TunnelStatus> {
+    await this.requireProvider();
+    await this.stop(tenant);
+    await this.hooks.saveToken(tenant, null);
+    await this.hooks.publish(tenant, null);
+    return { connected: false, public_url: null, has_token: false };
+  }
+
+  /**
+   * Once knode listens on `port`: every stored token reconnects, in the background (start-up never
+   * waits for a tunnel).
+   */
+  async start(port: number): Promise<void> {
+    this.port = port;
+    if (!this.provider || !(await this.provider.available())) return;
+    for (const { tenant, token } of await this.hooks.storedTokens()) {
+      const tunnel: TenantTunnel = { tenant, token, delayMs: this.backoff.initialMs, closed: false };
+      this.tunnels.set(tenant.id, tunnel);
+      void this.reconnect(tunnel);
+    }
+  }
+
+  async shutdown(): Promise<void> {
+    await Promise.all([...this.tunnels.values()].map((tunnel) => this.stop(tunnel.tenant)));
+  }
+
+  private async requireProvider(): Promise<TunnelProvider> {
+    if (!this.provider || !(await this.provider.available())) throw new NotFoundError('Tunnel service not configured');
+    return this.provider;
+  }
+
+  private async stop(tenant: Tenant): Promise<void> {
+    const tunnel = this.tunnels.get(tenant.id);
+    if (!tunnel) return;
+    this.tunnels.delete(tenant.id);
+    tunnel.closed = true;
+    clearTimeout(tunnel.retry);
+    await tunnel.connection?.close();
+  }
+
+  private attach(tunnel: TenantTunnel, connection: TunnelConnection): void {
+    tunnel.connection = connection;
+    tunnel.delayMs = this.backoff.initialMs;
+    connection.onDrop((reason) => {
+      if (tunnel.closed || tunnel.connection !== connection) return;
+      this.log.warn({ tenant: tunnel.tenant.name, reason }, 'tunnel dropped; reconnecting');
+      tunnel.connection = undefined;
+      void connection.close();
+      this.schedule(tunnel);
+    });
+  }
+
+  private schedule(tunnel: TenantTunnel): void {
+    if (tunnel.closed) return;
+    const delay = tunnel.delayMs;
+    tunnel.delayMs = Math.min(this.backoff.maxMs, tunnel.delayMs * 2);
+    tunnel.retry = setTimeout(() => void this.reconnect(tunnel), delay);
+    tunnel.retry.unref?.();
+  }
+
+  private async reconnect(tunnel: TenantTunnel): Promise<void> {
+    if (tunnel.closed || !this.provider) return;
+    try {
+      const domain = await this.hooks.domainFor(tunnel.tenant);
+      const connection = await this.provider.connect({ token: tunnel.token, domain, port: this.port });
+      if (tunnel.closed) {
+        await connection.close();
+        return;
+      }
+      this.attach(tunnel, connection);
+      this.log.info({ tenant: tunnel.tenant.name, url: connection.url }, 'tunnel connected');
+      await this.hooks.publish(tunnel.tenant, connection.url).catch((error: unknown) => {
+        this.log.warn({ tenant: tunnel.tenant.name, err: error }, 'publishing the tunnel URL failed');
+      });
+    } catch (error) {
+      this.log.warn({ tenant: tunnel.tenant.name, reason: (error as Error).message, retry_in_ms: tunnel.delayMs }, 'tunnel connection failed');
+      this.schedule(tunnel);
+    }
+  }
+}

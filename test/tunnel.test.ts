@@ -1,0 +1,166 @@
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
+import { type FakeSyftHub, startFakeSyftHub } from './fakes/syfthub.ts';
+import { FakeTunnelProvider } from './fakes/tunnel.ts';
+import { createTestApp, issueLocs, tempDir, type TestApp } from './helpers/app.ts';
+import { connectMarketplace, logCollector } from './helpers/hub.ts';
+import { waitFor } from './helpers/wait.ts';
+
+const ADMIN = 'tunnel-admin-key';
+const FAST = { initialMs: 20, maxMs: 80 };
+
+describe('the tunnel (/settings/proxy)', () => {
+  let hub: FakeSyftHub;
+  let t: TestApp;
+  let provider: FakeTunnelProvider;
+  const log = logCollector();
+
+  beforeAll(async () => {
+    hub = await startFakeSyftHub();
+  });
+  afterAll(() => hub.close());
+
+  const fresh = async (options: { provider?: FakeTunnelProvider | null; dataDir?: string } = {}) => {
+    provider = options.provider === undefined ? new FakeTunnelProvider() : (options.provider ?? new FakeTunnelProvider());
+    t = await createTestApp(
+      { SVC_ADMIN_API_KEY: ADMIN, SVC_OPEN_REGISTRATION: 'true', SVC_TUNNEL_DOMAIN: 'tunnels.example' },
+      options.dataDir,
+      { tunnelProvider: options.provider === null ? null : provider, tunnelBackoff: FAST, logDestination: log.destination },
+    );
+  };
+  afterEach(async () => {
+    await t?.close();
+  });
+
+  const proxy = (method: 'GET' | 'POST' | 'DELETE', payload?: object, tenant?: string, token = ADMIN) =>
+    t.request({ method, url: '/api/v1/settings/proxy', token, headers: tenant ? { 'x-tenant-name': tenant } : {}, ...(payload ? { payload } : {}) });
+
+  async function tenantWithMarketplace(name: string) {
+    const user = await t.user(name);
+    const marketplace = await connectMarketplace(t, user, hub, `${name}-hub`);
+    return { user, marketplace };
+  }
+
+  test('opens a tunnel at <marketplace username>.<SVC_TUNNEL_DOMAIN>, stores the token encrypted and publishes the URL', async () => {
+    await fresh();
+    const { user, marketplace } = await tenantWithMarketplace('alpha');
+    const response = await proxy('POST', { tunnel_token: 'ngrok-token-alpha' }, user.tenant);
+    expect(response.statusCode).toBe(200);
+    const url = `https://${marketplace.username}.tunnels.example`;
+    expect(response.json()).toEqual({ connected: true, public_url: url, has_token: true });
+    expect(provider.requests.at(-1)).toMatchObject({ token: 'ngrok-token-alpha', domain: `${marketplace.username}.tunnels.example` });
+    expect(hub.domainOf(marketplace.username)).toBe(url);
+    expect((await t.request({ method: 'GET', url: '/api/v1/settings/public-url', token: ADMIN, headers: { 'x-tenant-name': user.tenant } })).json()).toEqual({ public_url: url });
+    expect((await proxy('GET', undefined, user.tenant)).json()).toEqual({ connected: true, public_url: url, has_token: true });
+    const row = await t.services.database.db.selectFrom('tenant_settings').selectAll().execute();
+    expect(JSON.stringify(row)).not.toContain('ngrok-token-alpha');
+    expect(response.body + log.lines.join('')).not.toContain('ngrok-token-alpha');
+  });
+
+  test('a refused token is a 400 with the provider reason, and nothing is stored', async () => {
+    await fresh();
+    const { user } = await tenantWithMarketplace('bravo');
+    provider.refused.set('bad-token', 'ERR_NGROK_105: The authtoken you specified is invalid');
+    const response = await proxy('POST', { tunnel_token: 'bad-token' }, user.tenant);
+    expect(response.statusCode).toBe(400);
+    expect(response.json().detail).toContain('ERR_NGROK_105');
+    expect(response.json().detail).not.toContain('bad-token');
+    expect((await proxy('GET', undefined, user.tenant)).json()).toEqual({ connected: false, public_url: null, has_token: false });
+  });
+
+  test('404 without a default marketplace, and 404 when no tunnel service can be loaded', async () => {
+    await fresh();
+    const user = await t.user('charlie');
+    const noMarketplace = await proxy('POST', { tunnel_token: 'x' }, user.tenant);
+    expect(noMarketplace.statusCode).toBe(404);
+    expect(noMarketplace.json().detail).toContain('marketplace');
+    await t.close();
+    await fresh({ provider: new FakeTunnelProvider(false) });
+    for (const method of ['GET', 'POST', 'DELETE'] as const) {
+      const response = await proxy(method, method === 'POST' ? { tunnel_token: 'x' } : undefined);
+      expect(response.statusCode).toBe(404);
+      expect(response.json()).toEqual({ detail: 'Tunnel service not configured' });
+    }
+  });
+
+  test('the marketplace refusing the URL closes the tunnel and keeps nothing', async () => {
+    await fresh();
+    const { user } = await tenantWithMarketplace('delta');
+    hub.refuseDomains('domain not allowed');
+    try {
+      const response = await proxy('POST', { tunnel_token: 'token-delta' }, user.tenant);
+      expect(response.statusCode).toBe(502);
+      expect(provider.open).toBe(0);
+      expect((await proxy('GET', undefined, user.tenant)).json()).toEqual({ connected: false, public_url: null, has_token: false });
+    } finally {
+      hub.refuseDomains(undefined);
+    }
+  });
+
+  test('after a drop it reconnects with backoff and publishes the URL again', async () => {
+    await fresh();
+    const { user, marketplace } = await tenantWithMarketplace('echo');
+    await proxy('POST', { tunnel_token: 'token-echo' }, user.tenant);
+    provider.outage = 'network unreachable';
+    provider.dropAll();
+    expect((await proxy('GET', undefined, user.tenant)).json()).toMatchObject({ connected: false, has_token: true });
+    await waitFor('a few failed attempts', async () => provider.requests.length >= 4);
+    provider.outage = undefined;
+    await waitFor('the reconnection', async () => (await proxy('GET', undefined, user.tenant)).json().connected === true);
+    expect(provider.open).toBe(1);
+    expect(hub.domainOf(marketplace.username)).toBe(`https://${marketplace.username}.tunnels.example`);
+  });
+
+  test('DELETE disconnects, forgets the token and clears the URL at the marketplace', async () => {
+    await fresh();
+    const { user, marketplace } = await tenantWithMarketplace('foxtrot');
+    await proxy('POST', { tunnel_token: 'token-foxtrot' }, user.tenant);
+    const response = await proxy('DELETE', undefined, user.tenant);
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual({ connected: false, public_url: null, has_token: false });
+    expect(provider.open).toBe(0);
+    expect(hub.domainOf(marketplace.username)).toBeNull();
+    expect((await proxy('GET', undefined, user.tenant)).json()).toEqual({ connected: false, public_url: null, has_token: false });
+  });
+
+  test('a stored token reconnects at start-up without blocking it', async () => {
+    const dataDir = tempDir();
+    await fresh({ dataDir });
+    const { user, marketplace } = await tenantWithMarketplace('golf');
+    await proxy('POST', { tunnel_token: 'token-golf' }, user.tenant);
+    await t.close({ keepData: true });
+    await fresh({ dataDir });
+    expect(provider.requests).toHaveLength(0); // nothing happens before the server listens
+    await t.services.tunnels.start(8080);
+    await waitFor('the reconnection', async () => (await proxy('GET', undefined, user.tenant)).json().connected === true);
+    expect(provider.requests[0]).toMatchObject({ token: 'token-golf', domain: `${marketplace.username}.tunnels.example`, port: 8080 });
+  });
+
+  test('validation and credentials: 422 without a token, 401 without the admin key, 403 for a user token', async () => {
+    await fresh();
+    const user = await t.user('hotel');
+    expect(issueLocs(await proxy('POST', {}))).toEqual(['body.tunnel_token']);
+    expect(issueLocs(await proxy('POST', { tunnel_token: '' }))).toEqual(['body.tunnel_token']);
+    for (const method of ['GET', 'POST', 'DELETE'] as const) {
+      const payload = method === 'POST' ? { tunnel_token: 'x' } : undefined;
+      expect((await t.request({ method, url: '/api/v1/settings/proxy', ...(payload ? { payload } : {}) })).statusCode).toBe(401);
+      expect((await proxy(method, payload, undefined, user.token)).statusCode).toBe(403);
+    }
+  });
+
+  test("one tenant's tunnel is not another's", async () => {
+    await fresh();
+    const first = await tenantWithMarketplace('india');
+    const second = await tenantWithMarketplace('juliet');
+    await proxy('POST', { tunnel_token: 'token-india' }, first.user.tenant);
+    expect((await proxy('GET', undefined, second.user.tenant)).json()).toEqual({ connected: false, public_url: null, has_token: false });
+    await proxy('DELETE', undefined, second.user.tenant);
+    expect((await proxy('GET', undefined, first.user.tenant)).json().connected).toBe(true);
+  });
+});
+
+describe('the ngrok provider', () => {
+  test('its agent library loads here (no network is needed to know)', async () => {
+    const { NgrokTunnelProvider } = await import('../src/tunnel/ngrok.ts');
+    expect(await new NgrokTunnelProvider().available()).toBe(true);
+  });
+});
