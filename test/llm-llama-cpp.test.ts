@@ -12,6 +12,7 @@ import { writeTinyGguf } from '../scripts/fixtures/make-tiny-gguf.ts';
 import { LlamaCppChatProvider, llamaCppModelConfig, LocalModelRegistry } from '../src/llm/llama-cpp.ts';
 import { ModelError, type ChatMessage, type ChatOptions, type ChatSummary, type StreamEvent } from '../src/llm/provider.ts';
 import { createProvider, validateModelConfiguration } from '../src/llm/registry.ts';
+import { collect } from './helpers/streams.ts';
 
 let dir: string;
 let modelPath: string;
@@ -32,21 +33,6 @@ const options = (extra: Partial<ChatOptions> = {}): ChatOptions => ({
 
 const hello: ChatMessage[] = [{ role: 'user', content: 'Hello' }];
 
-async function collect(events: AsyncIterable<StreamEvent>): Promise<{ text: string; deltas: number; done?: StreamEvent }> {
-  let text = '';
-  let deltas = 0;
-  let done: StreamEvent | undefined;
-  for await (const event of events) {
-    if (event.type === 'delta') {
-      text += event.text;
-      deltas++;
-    } else {
-      expect(done).toBeUndefined();
-      done = event;
-    }
-  }
-  return { text, deltas, done };
-}
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'knode-llama-'));

@@ -16,6 +16,7 @@ import {
 import { createProvider, validateModelConfiguration } from '../src/llm/registry.ts';
 import { LocalModelRegistry } from '../src/llm/llama-cpp.ts';
 import { deadServerUrl, FAKE_ANSWER, fakeEmbedding, fakeTokens, startFakeOpenAI, type FakeOpenAIServer } from './fakes/openai-server.ts';
+import { collect } from './helpers/streams.ts';
 
 const API_KEY = 'sk-test-0123456789abcdefSECRET';
 let server: FakeOpenAIServer;
@@ -36,20 +37,6 @@ const options = (extra: Partial<ChatOptions> = {}): ChatOptions => ({
 const question: ChatMessage[] = [{ role: 'user', content: 'What is in the fake answer?' }];
 const promptTokens = fakeTokens('What is in the fake answer?').length;
 
-async function collect(events: AsyncIterable<StreamEvent>): Promise<{ text: string; deltas: number; done?: StreamEvent }> {
-  let text = '';
-  let deltas = 0;
-  let done: StreamEvent | undefined;
-  for await (const event of events) {
-    if (event.type === 'delta') {
-      text += event.text;
-      deltas++;
-    } else {
-      done = event;
-    }
-  }
-  return { text, deltas, done };
-}
 
 async function failure(promise: Promise<unknown>): Promise<unknown> {
   return promise.then(

@@ -1,0 +1,19 @@
+import { expect } from 'bun:test';
+import type { StreamEvent } from '../../src/llm/provider.ts';
+
+/** Reads a provider stream to the end: its text, how many deltas carried it, and its one `done` event. */
+export async function collect(events: AsyncIterable<StreamEvent>): Promise<{ text: string; deltas: number; done?: StreamEvent }> {
+  let text = '';
+  let deltas = 0;
+  let done: StreamEvent | undefined;
+  for await (const event of events) {
+    if (event.type === 'delta') {
+      text += event.text;
+      deltas++;
+    } else {
+      expect(done).toBeUndefined(); // exactly one closing event
+      done = event;
+    }
+  }
+  return { text, deltas, done };
+}
