@@ -216,11 +216,19 @@ export class IngestionEngine {
   private async pump(): Promise<void> {
     while (this.wake && !this.closed) {
       this.wake = false;
+      // Two batches in flight: while one is embedded, the next is already parsed and its embedding queued,
+      // so the embedder never waits for parsing or for the database.
+      let current: Promise<void> | undefined;
       for (;;) {
         const batch = await this.deps.files.claim([...this.runtimes.keys()], BATCH_FILES);
         if (batch.length === 0) break;
-        await this.processBatch(batch);
+        const next = this.processBatch(batch).catch((error: unknown) => {
+          this.deps.log.error({ err: error }, 'an ingestion batch failed');
+        });
+        await current;
+        current = next;
       }
+      await current;
     }
   }
 
