@@ -1,5 +1,6 @@
 #!/usr/bin/env bun
 import { ConfigError, loadConfig } from './config.ts';
+import { runForkedVendorScript } from './runtime/vendor.ts';
 import { VERSION } from './version.ts';
 
 const HELP = `knode ${VERSION}: a self-hosted Knowledge Endpoint Service
@@ -30,6 +31,7 @@ Configuration (environment variables):
 `;
 
 async function main(argv: string[]): Promise<number> {
+  if (await runForkedVendorScript(argv)) return -1; // node-llama-cpp's addon test, in the binary only
   const command = argv[0] ?? 'serve';
   if (command === '--version' || command === '-v' || command === 'version') {
     console.log(VERSION);
@@ -56,13 +58,19 @@ async function main(argv: string[]): Promise<number> {
   // Imported here so that --version and --help answer without loading the whole server.
   const { startServer } = await import('./server.ts');
   const server = await startServer(config);
+  let stopping = false;
   const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
     server.app.log.info({ signal }, 'shutting down');
     await server.stop();
     process.exit(0);
   };
-  process.once('SIGINT', () => void shutdown('SIGINT'));
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  // `on`, not `once`: node-llama-cpp loads signal-exit, whose own listener re-sends the signal (killing
+  // the process before the graceful stop) when it finds no other listener left, and a `once` listener
+  // is removed before the listeners after it run.
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
   return -1; // keep running
 }
 

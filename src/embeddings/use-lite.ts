@@ -1,3 +1,4 @@
+import { workerUrl } from '../runtime/compiled.ts';
 import type { Embedder } from './embedder.ts';
 import { SerialQueue } from './batching.ts';
 import { l2Normalise } from './normalise.ts';
@@ -36,8 +37,12 @@ export class UseLiteEmbedder implements Embedder {
     return vectors;
   }
 
+  /**
+   * Ends the worker once the batches already queued are done (they are not failed). The embedder stays
+   * usable: the next call starts a new worker. Several apps may share it in one process (tests do).
+   */
   async close(): Promise<void> {
-    this.stopWorker(new Error('USE-lite embedder closed'));
+    await this.queue.run(async () => this.stopWorker(new Error('USE-lite embedder closed')));
   }
 
   private request(texts: string[]): Promise<Float32Array[]> {
@@ -53,7 +58,7 @@ export class UseLiteEmbedder implements Embedder {
 
   private startWorker(): Worker {
     if (this.worker) return this.worker;
-    const worker = new Worker(new URL('./use-lite-worker.ts', import.meta.url));
+    const worker = new Worker(workerUrl(new URL('./use-lite-worker.ts', import.meta.url), 'embeddings/use-lite-worker.ts'));
     worker.addEventListener('message', (event: MessageEvent<UseLiteResponse>) => {
       const response = event.data;
       const waiter = this.pending.get(response.id);

@@ -1,3 +1,4 @@
+import { workerUrl } from '../runtime/compiled.ts';
 import type { ParseRequest, ParseResponse, PreparedFile, PrepareOptions } from './parse-worker.ts';
 import { isParseErrorCode, ParseError, type ParsedDocument } from './parsers/types.ts';
 
@@ -29,12 +30,8 @@ const DEFAULT_TIMEOUT_MS = 120_000;
 
 // `new Worker(new URL(..., import.meta.url))` is the form Bun supports both from source and in a
 // `bun build --compile` binary, where the worker file must also be listed as an entry point (see
-// parse-worker.ts). In the binary, every bundled module sees the entry's URL (`/$bunfs/root/<name>`)
-// and each extra entry point sits at its path relative to the build root: with the entry points
-// under src/, that is `ingestion/parse-worker.ts` (Bun maps the .ts name to the bundled file).
-const DEFAULT_WORKER_URL = Bun.isStandaloneExecutable
-  ? new URL('./ingestion/parse-worker.ts', import.meta.url)
-  : new URL('./parse-worker.ts', import.meta.url);
+// parse-worker.ts); workerUrl says where it sits in the binary.
+const DEFAULT_WORKER_URL = workerUrl(new URL('./parse-worker.ts', import.meta.url), 'ingestion/parse-worker.ts');
 
 interface Task {
   id: number;

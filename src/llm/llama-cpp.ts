@@ -1,8 +1,9 @@
 /**
  * dtype `llama_cpp`: local GGUF models through node-llama-cpp.
  *
- * - node-llama-cpp is imported on first use (`await import`), so the server starts without it and the
- *   compiled binary can point the import at `vendor/node_modules` (LocalModelRegistryOptions.loadModule).
+ * - node-llama-cpp is imported on first use (`await import`), so the server starts without it; the
+ *   compiled binary imports it from the `vendor/` folder beside itself (runtime/vendor.ts), and tests
+ *   may pass their own (LocalModelRegistryOptions.loadModule).
  * - LocalModelRegistry keeps one loaded model per file and hands out a CPU slot per generation:
  *   each generation already uses every core (`threads` defaults to the core count), so running two at
  *   once would only make both slower; requests wait in FIFO order instead (default: one slot for all
@@ -18,6 +19,7 @@
  */
 import { constants } from 'node:fs';
 import { accessSync, closeSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
+import { importNodeLlamaCpp, type NodeLlamaCppModule } from '../runtime/vendor.ts';
 import { coreCount } from '../util/cores.ts';
 import { basename, resolve } from 'node:path';
 import type {
@@ -46,7 +48,7 @@ import {
   type StreamEvent,
 } from './provider.ts';
 
-export type NodeLlamaCppModule = typeof import('node-llama-cpp');
+export type { NodeLlamaCppModule };
 
 export const DEFAULT_IDLE_UNLOAD_MS = 10 * 60 * 1000;
 /** Context window when none is configured: "auto" could size it to a model's 128k training context. */
@@ -182,7 +184,7 @@ export interface LocalModelRegistryOptions {
   idleUnloadMs?: number;
   /** Generations running at once across all local models. Default 1 (each already uses every core). */
   maxConcurrentGenerations?: number;
-  /** How node-llama-cpp is imported (the compiled binary loads it from beside itself). */
+  /** How node-llama-cpp is imported. Default: from node_modules, or from vendor/ beside the binary. */
   loadModule?: () => Promise<NodeLlamaCppModule>;
 }
 
@@ -198,7 +200,7 @@ export class LocalModelRegistry {
   constructor(options: LocalModelRegistryOptions = {}) {
     this.idleUnloadMs = options.idleUnloadMs ?? DEFAULT_IDLE_UNLOAD_MS;
     this.slots = new Slots(Math.max(1, options.maxConcurrentGenerations ?? 1));
-    this.loadModule = options.loadModule ?? (() => import('node-llama-cpp'));
+    this.loadModule = options.loadModule ?? importNodeLlamaCpp;
   }
 
   /** node-llama-cpp itself, without loading its native part (for reading GGUF metadata). */

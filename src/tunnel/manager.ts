@@ -107,8 +107,10 @@ export class TunnelManager {
    */
   async start(port: number): Promise<void> {
     this.port = port;
-    if (!this.provider || !(await this.provider.available())) return;
-    for (const { tenant, token } of await this.hooks.storedTokens()) {
+    // Stored tokens first: without one, the provider's library (ngrok's 11 MB addon) is never loaded.
+    const stored = await this.hooks.storedTokens();
+    if (stored.length === 0 || !this.provider || !(await this.provider.available())) return;
+    for (const { tenant, token } of stored) {
       const tunnel: TenantTunnel = { tenant, token, delayMs: this.backoff.initialMs, closed: false };
       this.tunnels.set(tenant.id, tunnel);
       void this.reconnect(tunnel);
