@@ -42,7 +42,7 @@ class OpenAiEmbedder implements Embedder {
     this.client = new OpenAI({
       baseURL: baseUrl,
       // Keyless servers (Ollama, llama.cpp) ignore the header; the client insists on some key, and a
-      // placeholder keeps it from falling back to OPENAI_API_KEY and sending that to a foreign server.
+      // stand-in value keeps it from falling back to OPENAI_API_KEY and sending that to a foreign server.
       apiKey: this.apiKey ?? 'no-key',
       organization: null,
       project: null,
@@ -115,7 +115,7 @@ class OpenAiEmbedder implements Embedder {
    * may reach logs or API answers.
    */
   private redact(text: string): string {
-    // A key of a few characters (a placeholder for a keyless server) would blank out ordinary words.
+    // A key of a few characters (a dummy value for a keyless server) would blank out ordinary words.
     const key = this.apiKey && this.apiKey.length >= 6 ? this.apiKey : undefined;
     const withoutKey = key ? text.split(key).join('********') : text;
     return withoutKey.replace(/\S*\*{3,}\S*/g, '********');
