@@ -123,6 +123,19 @@ describe('use-lite (Universal Sentence Encoder lite)', () => {
     expectUnitLength([again!], 512);
   });
 
+  test('with two worker threads the vectors and their order are the same as with one', async () => {
+    const { UseLiteEmbedder } = await import('../src/embeddings/use-lite.ts');
+    const pool = new UseLiteEmbedder(2);
+    try {
+      const texts = Array.from({ length: 12 }, (_, i) => `${'Paragraph about topic number '.repeat(20)}${i}.`);
+      const [parallel, single] = await Promise.all([pool.embed(texts), embedder.embed(texts)]);
+      expect(parallel.length).toBe(texts.length);
+      texts.forEach((_, index) => expectSameVector(parallel[index], single[index]));
+    } finally {
+      await pool.close();
+    }
+  });
+
   test('concurrent calls are all answered, each with its own vectors', async () => {
     const [a, b, c] = await Promise.all([
       embedder.embed(['first caller']),
