@@ -107,6 +107,8 @@ describe('HTTP basics', () => {
       ['POST', '/api/v1/marketplaces/'],
       ['PATCH', '/api/v1/settings/public-url'],
       ['POST', `/api/v1/tenants/${user.tenant}/members`],
+      ['POST', '/api/v1/settings/proxy'],
+      ['POST', `/api/v1/endpoints/${endpoint.slug}/query`],
     ];
     const garbage: unknown[] = [
       {},
