@@ -204,7 +204,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     modelRunner,
     endpoints,
     endpointRepository,
-    policies: new PolicyService(policyRepository, endpointRepository),
+    policies: new PolicyService(policyRepository, endpointRepository, publishing),
     marketplaces: new MarketplaceService(db, marketplaceRepository, box, hubs),
     publishing,
     hubs,

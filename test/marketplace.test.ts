@@ -5,6 +5,7 @@ import { type FakeSyftHub, startFakeSyftHub } from './fakes/syfthub.ts';
 import { createTestApp, issueLocs, type TestApp, type TestUser } from './helpers/app.ts';
 import { createDataset, createEndpoint, createModel, createPolicy } from './helpers/fixtures.ts';
 import { type ConnectedMarketplace, connectMarketplace, logCollector } from './helpers/hub.ts';
+import { waitFor } from './helpers/wait.ts';
 
 const ADMIN_KEY = 'marketplace-admin-key';
 const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
@@ -204,6 +205,8 @@ describe('marketplace: publish, satellite tokens, queries', () => {
       await summaryEndpoint('twice', { summary: 'first' });
       await publish('twice', { marketplace_ids: [market.id] });
       await send({ method: 'PATCH', url: '/api/v1/endpoints/twice', token: alice.token, payload: { summary: 'second' } });
+      // The change is sent to the hub in the background; publishing again afterwards takes the same path.
+      await waitFor('the background update', async () => hub.endpointsOf('alice').get('twice')?.description === 'second');
       const before = hub.requests.length;
       const response = await publish('twice', { marketplace_ids: [market.id] });
       expect(response.json().results[0]).toMatchObject({ success: true, error: null, message: expect.stringContaining('updated') });
@@ -419,6 +422,30 @@ describe('marketplace: publish, satellite tokens, queries', () => {
         await app.close();
         await keyed.close();
       }
+    });
+  });
+
+  describe('keeping published endpoints up to date', () => {
+    test('renaming a published endpoint, or changing its policies, updates it at the hub', async () => {
+      await summaryEndpoint('kept-fresh', { summary: 'first words' });
+      expect((await publish('kept-fresh', { marketplace_ids: [market.id] })).json().results[0].success).toBe(true);
+      await send({ method: 'PATCH', url: '/api/v1/endpoints/kept-fresh', token: alice.token, payload: { name: 'Renamed', summary: 'new words' } });
+      await waitFor('the hub to see the new name', async () => hub.endpointsOf('alice').get('kept-fresh')?.name === 'Renamed');
+      expect(hub.endpointsOf('alice').get('kept-fresh')?.description).toBe('new words');
+      const endpointId = (await endpointView('kept-fresh')).id;
+      const policy = await createPolicy(t, alice, { endpoint_id: endpointId, name: 'fair use', policy_type: 'rate_limit', configuration: { rate: '5/m' } });
+      await waitFor('the hub to see the policy', async () => (hub.endpointsOf('alice').get('kept-fresh')?.policies ?? []).length === 1);
+      await send({ method: 'DELETE', url: `/api/v1/policies/${policy.id}`, token: alice.token });
+      await waitFor('the hub to see it gone', async () => (hub.endpointsOf('alice').get('kept-fresh')?.policies ?? []).length === 0);
+    });
+
+    test('an endpoint that is not published is not sent anywhere when it changes', async () => {
+      await summaryEndpoint('private-change');
+      const before = hub.requests.length;
+      await send({ method: 'PATCH', url: '/api/v1/endpoints/private-change', token: alice.token, payload: { name: 'Still private' } });
+      await Bun.sleep(200);
+      expect(hub.requests.slice(before).filter((request) => request.path.includes('/endpoints'))).toEqual([]);
+      expect(hub.endpointsOf('alice').has('private-change')).toBe(false);
     });
   });
 

@@ -57,6 +57,26 @@ export class PublishingService {
   }
 
   /**
+   * After the endpoint or one of its policies changed here: sends its metadata again to the marketplaces
+   * it is published to, so what consumers see there stays true. Best effort, in the background: the
+   * change stands, a marketplace that cannot be told is logged (a later publish or sync catches up).
+   */
+  refresh(tenant: Tenant, endpointId: string): void {
+    void (async () => {
+      const endpoint = await this.deps.endpoints.getById(tenant.id, endpointId);
+      if (!endpoint) return;
+      const ids = await this.publishedTo(endpoint);
+      if (ids.length === 0) return;
+      const metadata = await this.metadata(tenant, endpoint);
+      for (const result of await Promise.all(ids.map((id) => this.publishTo(tenant, endpoint, metadata, id)))) {
+        if (!result.success) {
+          this.deps.log.warn({ tenant: tenant.name, endpoint: endpoint.slug, marketplace: result.marketplace_name, err: result.error }, 'could not update a published endpoint at its marketplace');
+        }
+      }
+    })().catch((error: unknown) => this.deps.log.warn({ tenant: tenant.name, err: describe(error) }, 'updating a published endpoint failed'));
+  }
+
+  /**
    * After the endpoint was deleted here: removes it from the marketplaces it was published to. Best
    * effort: a marketplace that cannot be told is logged, and the deletion stands.
    */

@@ -15,9 +15,12 @@ type Created = Static<typeof CreatedEndpointView>;
 type ListItem = Static<typeof EndpointListItem>;
 type Detail = Static<typeof EndpointDetail>;
 
-/** Takes a deleted endpoint off the marketplaces it was published to (PublishingService). */
-export interface PublicationRemover {
+/** Keeps the marketplaces an endpoint is published to in step with it (PublishingService). */
+export interface Publications {
+  /** Takes a deleted endpoint off the marketplaces it was published to. */
   removeEverywhere(tenant: Tenant, slug: string, marketplaceIds: readonly string[]): Promise<void>;
+  /** Sends a changed endpoint's metadata again, in the background. */
+  refresh(tenant: Tenant, endpointId: string): void;
 }
 
 export class EndpointService {
@@ -26,7 +29,7 @@ export class EndpointService {
     private readonly datasets: DatasetRepository,
     private readonly models: ModelRepository,
     private readonly policies: PolicyRepository,
-    private readonly publications?: PublicationRemover,
+    private readonly publications?: Publications,
   ) {}
 
   async create(tenant: Tenant, body: Static<typeof CreateEndpointBody>): Promise<Created> {
@@ -110,6 +113,7 @@ export class EndpointService {
       description: body.description,
       updated_at: now(),
     });
+    this.publications?.refresh(tenant, row.id);
     return this.get(tenant, slug);
   }
 

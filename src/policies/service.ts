@@ -1,6 +1,7 @@
 import type { Static } from 'typebox';
 import { now } from '../db/database.ts';
 import type { EndpointRepository } from '../endpoints/repository.ts';
+import type { Publications } from '../endpoints/service.ts';
 import { NotFoundError, ValidationError } from '../http/errors.ts';
 import type { Tenant } from '../tenants/repository.ts';
 import { normalizePolicyConfiguration, type PolicyType } from './configuration.ts';
@@ -13,6 +14,8 @@ export class PolicyService {
   constructor(
     private readonly policies: PolicyRepository,
     private readonly endpoints: EndpointRepository,
+    /** Published endpoints carry their policies to the marketplace: a change is sent there too. */
+    private readonly publications?: Pick<Publications, 'refresh'>,
   ) {}
 
   async create(tenant: Tenant, body: Static<typeof CreatePolicyBody>): Promise<PolicyViewData> {
@@ -32,6 +35,7 @@ export class PolicyService {
       updated_at: timestamp,
     };
     await this.policies.insert(row);
+    this.publications?.refresh(tenant, row.endpoint_id);
     return toPolicyView(row);
   }
 
@@ -55,12 +59,14 @@ export class PolicyService {
       changes.configuration = JSON.stringify(normalizePolicyConfiguration(row.policy_type as PolicyType, body.configuration));
     }
     await this.policies.update(tenant.id, id, changes);
+    this.publications?.refresh(tenant, row.endpoint_id);
     return this.get(tenant, id);
   }
 
   async delete(tenant: Tenant, id: string): Promise<void> {
-    await this.require(tenant, id);
+    const row = await this.require(tenant, id);
     await this.policies.delete(tenant.id, id);
+    this.publications?.refresh(tenant, row.endpoint_id);
   }
 
   private async require(tenant: Tenant, id: string): Promise<PolicyRow> {
