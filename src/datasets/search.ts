@@ -1,5 +1,5 @@
 import type { Config } from '../config.ts';
-import { createEmbedder } from '../embeddings/embedder.ts';
+import { datasetEmbedder } from '../embeddings/embedder.ts';
 import { NotFoundError } from '../http/errors.ts';
 import type { DatasetSearch, References, SearchOptions } from '../query/engines.ts';
 import type { SecretBox } from '../security/secret-box.ts';
@@ -23,11 +23,7 @@ export class DatasetSearchService implements DatasetSearch {
     const configuration = await this.configuration(tenant, datasetId);
     const embedderSpec = String(configuration.embedder);
     const providerInfo = { search_engine: `sqlite-vec ${this.storeVersion} + FTS5`, mode: options.mode, embedder: embedderSpec };
-    const embedder = await createEmbedder(embedderSpec, {
-      dataDir: this.config.dataDir,
-      allowDownload: this.config.allowModelDownload,
-      openai: { base_url: configuration.base_url as string | undefined, api_key: configuration.api_key as string | undefined },
-    });
+    const embedder = await datasetEmbedder(configuration, { dataDir: this.config.dataDir, allowDownload: this.config.allowModelDownload });
     const [vector] = await embedder.embed([text], signal);
     let documents: References['documents'] = [];
     try {

@@ -70,6 +70,21 @@ export async function createEmbedder(spec: string, options: EmbedderOptions): Pr
   return created;
 }
 
+/**
+ * The embedder a dataset's (opened) configuration names, with the server and key that an `openai:`
+ * embedder finds there. Ingestion and search both use it, so they always embed alike.
+ */
+export function datasetEmbedder(
+  configuration: Readonly<Record<string, unknown>>,
+  settings: { readonly dataDir: string; readonly allowDownload: boolean },
+): Promise<Embedder> {
+  const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
+  return createEmbedder(String(configuration.embedder), {
+    ...settings,
+    openai: { base_url: text(configuration.base_url), api_key: text(configuration.api_key) },
+  });
+}
+
 async function build(spec: EmbedderSpec, options: EmbedderOptions): Promise<Embedder> {
   switch (spec.kind) {
     case 'use-lite':

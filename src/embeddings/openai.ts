@@ -1,6 +1,7 @@
 import OpenAI, { APIError } from 'openai';
 import type { Embedder } from './embedder.ts';
-import { batches, SerialQueue } from './batching.ts';
+import { SerialQueue } from '../util/serial-queue.ts';
+import { batches } from './batching.ts';
 import { l2Normalise } from './normalise.ts';
 
 const DEFAULT_BASE_URL = 'https://api.openai.com/v1';

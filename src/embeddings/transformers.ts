@@ -2,7 +2,8 @@ import { existsSync } from 'node:fs';
 import { isAbsolute, join, resolve, sep } from 'node:path';
 import { preloadOnnxRuntime } from '../runtime/onnx-runtime.ts';
 import type { Embedder, EmbedderOptions } from './embedder.ts';
-import { batches, SerialQueue } from './batching.ts';
+import { SerialQueue } from '../util/serial-queue.ts';
+import { batches } from './batching.ts';
 import { l2Normalise } from './normalise.ts';
 
 // Texts are sorted by length before batching so each batch pads to a similar length.

@@ -5,8 +5,8 @@ import { extname, join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { DatasetRepository } from '../datasets/repository.ts';
-import { SerialQueue } from '../embeddings/batching.ts';
-import { createEmbedder, type Embedder } from '../embeddings/embedder.ts';
+import { SerialQueue } from '../util/serial-queue.ts';
+import { datasetEmbedder, type Embedder } from '../embeddings/embedder.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import { openSecrets } from '../security/secret-config.ts';
 import type { ChunkInput, VectorStore } from '../vectors/store.ts';
@@ -94,11 +94,7 @@ export class IngestionEngine {
     let runtime: Runtime | undefined;
     try {
       const configuration = openSecrets(JSON.parse(row.configuration), box);
-      const embedder = await createEmbedder(String(configuration.embedder), {
-        dataDir: config.dataDir,
-        allowDownload: config.allowModelDownload,
-        openai: { base_url: configuration.base_url as string | undefined, api_key: configuration.api_key as string | undefined },
-      });
+      const embedder = await datasetEmbedder(configuration, { dataDir: config.dataDir, allowDownload: config.allowModelDownload });
       await store.createDatasetIndex(datasetId, embedder.dimension);
       await files.requeueInterrupted(datasetId);
       runtime = {

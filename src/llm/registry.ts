@@ -7,6 +7,7 @@ import { isAbsolute } from 'node:path';
 import { ggufFileProblem, LlamaCppChatProvider, llamaCppModelConfig, type LocalModelRegistry } from './llama-cpp.ts';
 import { OpenAIChatProvider, openAIModelConfig } from './openai.ts';
 import type { ChatProvider } from './provider.ts';
+import { isHttpUrl } from '../util/url.ts';
 
 export const MODEL_DTYPES = ['openai', 'llama_cpp'] as const;
 export type ModelDtype = (typeof MODEL_DTYPES)[number];
@@ -62,13 +63,7 @@ const optionalString: Rule = (value, field) =>
 const httpUrl: Rule = (value, field) => {
   if (!present(value)) return null;
   if (typeof value !== 'string') return { field, msg: 'Input should be a valid string', type: 'string_type' };
-  try {
-    const url = new URL(value);
-    if (url.protocol === 'http:' || url.protocol === 'https:') return null;
-  } catch {
-    // Falls through to the issue below.
-  }
-  return { field, msg: 'Input should be a valid http or https URL', type: 'url_parsing' };
+  return isHttpUrl(value) ? null : { field, msg: 'Input should be a valid http or https URL', type: 'url_parsing' };
 };
 
 function integerRule(minimum: number, maximum = Number.MAX_SAFE_INTEGER): Rule {
