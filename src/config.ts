@@ -23,6 +23,10 @@ export interface Config {
   readonly embedder: string;
   readonly allowModelDownload: boolean;
   readonly logLevel: string;
+  /** SVC_MAX_FILE_MB in bytes: a larger file is not read (it fails with the reason). */
+  readonly maxFileBytes: number;
+  /** SVC_MAX_TEXT_MB in bytes: the most text one file may yield (a DOCX declaring more is not inflated). */
+  readonly maxTextBytes: number;
 }
 
 export class ConfigError extends Error {}
@@ -32,12 +36,15 @@ export const DEV_FRONTEND_ORIGIN = 'http://localhost:5173';
 
 export const EMBEDDER_PATTERN = /^(use-lite|transformers:.+|openai:.+)$/;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const MEGABYTE = 1024 * 1024;
+/** An admin key shorter than this can be guessed; a bearer header cannot carry whitespace. */
+const ADMIN_KEY_MIN_LENGTH = 16;
 
 type Env = Record<string, string | undefined>;
 
 /** Builds the frozen configuration; throws ConfigError with one line naming the bad variable. */
 export function loadConfig(env: Env = process.env): Config {
-  const adminApiKey = env.SVC_ADMIN_API_KEY ?? '';
+  const adminApiKey = adminKey(env);
   const developmentMode = adminApiKey === '';
   const config: Config = {
     host: nonEmpty(env, 'SVC_HOST', '127.0.0.1'),
@@ -57,12 +64,25 @@ export function loadConfig(env: Env = process.env): Config {
     embedder: matching(env, 'SVC_EMBEDDER', 'use-lite', EMBEDDER_PATTERN, 'use-lite, transformers:<model> or openai:<model>'),
     allowModelDownload: boolean(env, 'SVC_ALLOW_MODEL_DOWNLOAD', false),
     logLevel: oneOf(env, 'SVC_LOG_LEVEL', 'info', LOG_LEVELS),
+    maxFileBytes: integer(env, 'SVC_MAX_FILE_MB', 100, 1, 100_000) * MEGABYTE,
+    maxTextBytes: integer(env, 'SVC_MAX_TEXT_MB', 20, 1, 10_000) * MEGABYTE,
   };
   return Object.freeze(config);
 }
 
 function fail(name: string, problem: string, value: string): never {
   throw new ConfigError(`${name}: ${problem} (got ${JSON.stringify(value)})`);
+}
+
+/** Empty (or unset) is development mode; anything else must be a key a bearer header can carry and nobody can guess. */
+function adminKey(env: Env): string {
+  const value = env.SVC_ADMIN_API_KEY ?? '';
+  if (value === '') return '';
+  if (/\s/.test(value)) throw new ConfigError('SVC_ADMIN_API_KEY: must not contain spaces or line breaks (a bearer header cannot carry them)');
+  if (value.length < ADMIN_KEY_MIN_LENGTH) {
+    throw new ConfigError(`SVC_ADMIN_API_KEY: must be at least ${ADMIN_KEY_MIN_LENGTH} characters long (got ${value.length})`);
+  }
+  return value;
 }
 
 function nonEmpty(env: Env, name: string, fallback: string): string {

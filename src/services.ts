@@ -39,6 +39,7 @@ import { SecretBox } from './security/secret-box.ts';
 import { SettingsRepository } from './settings/repository.ts';
 import { SettingsService } from './settings/service.ts';
 import { DEFAULT_TENANT, type Tenant, TenantRepository } from './tenants/repository.ts';
+import { IngestionRoots } from './tenants/ingestion-roots.ts';
 import { TenantService } from './tenants/service.ts';
 import { vectorExtensionPath, vectorExtensionVersion } from './vectors/extension.ts';
 import { VectorStore } from './vectors/store.ts';
@@ -111,10 +112,20 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const windows = new FixedWindows(database);
   await tenantRepository.ensure(DEFAULT_TENANT);
 
+  const ingestionRoots = new IngestionRoots(tenantRepository, { configured: config.ingestionRoots, developmentMode: config.adminApiKey === '' });
   const store = new VectorStore(database);
   const files = new FileRepository(db);
   const pool = new ParserPool({ size: 1 });
-  const ingestion = new IngestionEngine({ config, datasets: datasetRepository, files, store, pool, box, log });
+  const ingestion = new IngestionEngine({
+    config,
+    datasets: datasetRepository,
+    files,
+    store,
+    pool,
+    box,
+    log,
+    rootsOf: (tenantId) => ingestionRoots.of(tenantId),
+  });
   const models = new ModelService(modelRepository, box);
   // Loaded GGUF models are shared by every request and given back after 10 idle minutes.
   const localModels = new LocalModelRegistry();
@@ -195,7 +206,8 @@ export async function createServices(config: Config, options: ServiceOptions = {
     datasets: new DatasetService(
       datasetRepository,
       box,
-      { ingestionRoots: config.ingestionRoots, defaultEmbedder: config.embedder },
+      { defaultEmbedder: config.embedder },
+      ingestionRoots,
       ingestion,
       files,
     ),

@@ -1,31 +1,18 @@
-import { realpathSync, statSync } from 'node:fs';
-import { isAbsolute, relative, sep } from 'node:path';
+import { statSync } from 'node:fs';
+import { isAbsolute } from 'node:path';
 import { EMBEDDER_PATTERN } from '../config.ts';
 import { Issues, rejectMaskedSecrets, optionalInteger, optionalNumber, optionalString } from '../http/issues.ts';
 import type { Configuration } from '../security/secret-config.ts';
+import { isInsideAny, realPath } from '../util/paths.ts';
 import { isHttpUrl } from '../util/url.ts';
 
 export const DATASET_DTYPES = ['local_file'] as const;
 export const SUPPORTED_FILE_TYPES = ['pdf', 'txt', 'md', 'docx', 'html', 'htm'] as const;
 
 export interface DatasetRules {
+  /** The real paths of the folders the dataset's tenant may index (tenants/ingestion-roots.ts). */
   ingestionRoots: readonly string[];
   defaultEmbedder: string;
-}
-
-/** Whether `path` (already resolved) is `root` itself or lies below it. */
-export function isInside(root: string, path: string): boolean {
-  const rel = relative(root, path);
-  // `..notes` is a folder inside the root; only `..` itself or `../...` climb out of it.
-  return rel === '' || (rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
-}
-
-function resolveRoot(root: string): string {
-  try {
-    return realpathSync(root);
-  } catch {
-    return root;
-  }
 }
 
 function collectionNameFrom(name: string): string {
@@ -83,15 +70,17 @@ function checkIngestionPath(issues: Issues, value: unknown, roots: readonly stri
     issues.add('ingestionPath', 'Must be an absolute path', 'value_error');
     return undefined;
   }
-  let resolved: string;
-  try {
-    resolved = realpathSync(value); // follows symlinks, so a link cannot lead outside the roots
-  } catch {
+  const resolved = realPath(value); // follows symlinks, so a link cannot lead outside the roots
+  if (resolved === undefined) {
     issues.add('ingestionPath', `Folder '${value}' does not exist`, 'value_error');
     return undefined;
   }
-  if (!roots.some((root) => isInside(resolveRoot(root), resolved))) {
-    issues.add('ingestionPath', `Must be inside one of the ingestion roots (SVC_INGESTION_ROOTS): ${roots.join(', ')}`, 'value_error');
+  if (roots.length === 0) {
+    issues.add('ingestionPath', 'This tenant may not index any folder yet: the operator grants folders with PATCH /api/v1/tenants/{name}', 'value_error');
+    return undefined;
+  }
+  if (!isInsideAny(roots, resolved)) {
+    issues.add('ingestionPath', `Must be inside one of this tenant's ingestion roots: ${roots.join(', ')}`, 'value_error');
     return undefined;
   }
   if (!statSync(resolved).isDirectory()) {

@@ -43,8 +43,9 @@ export class DatasetRepository {
     return this.db.selectFrom('datasets').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
-  async setStatus(id: string, status: DatasetRow['status']): Promise<void> {
-    await this.db.updateTable('datasets').set({ status, updated_at: now() }).where('id', '=', id).execute();
+  /** `error` says why a dataset is in status `error`; any other status clears it. */
+  async setStatus(id: string, status: DatasetRow['status'], error: string | null = null): Promise<void> {
+    await this.db.updateTable('datasets').set({ status, error, updated_at: now() }).where('id', '=', id).execute();
   }
 
   async delete(tenantId: string, id: string): Promise<void> {

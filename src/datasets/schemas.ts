@@ -31,6 +31,8 @@ export const DatasetView = Type.Object({
   dtype: Type.String(),
   configuration: Configuration,
   status: DatasetStatus,
+  /** Why the dataset is in status `error` (null otherwise). */
+  error: Type.Union([Type.String(), Type.Null()]),
   ingestion: IngestionCounters,
   created_at: Timestamp,
   updated_at: Timestamp,

@@ -4,6 +4,7 @@ import { conflictAs } from '../http/conflicts.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../http/errors.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import { type Configuration, maskSecrets, openSecrets, sealSecrets } from '../security/secret-config.ts';
+import type { IngestionRoots } from '../tenants/ingestion-roots.ts';
 import type { Tenant } from '../tenants/repository.ts';
 import { type DatasetRules, normalizeDatasetConfiguration } from './configuration.ts';
 import { type DatasetRepository, type DatasetRow, NO_FILES } from './repository.ts';
@@ -20,13 +21,15 @@ export class DatasetService {
   constructor(
     private readonly datasets: DatasetRepository,
     private readonly box: SecretBox,
-    private readonly rules: DatasetRules,
+    private readonly rules: { defaultEmbedder: string },
+    private readonly roots: IngestionRoots,
     private readonly ingestion: IngestionEngine,
     private readonly files: FileRepository,
   ) {}
 
   async create(tenant: Tenant, body: Static<typeof CreateDatasetBody>): Promise<DatasetViewData> {
-    const configuration = normalizeDatasetConfiguration(body.configuration, body.name, this.rules);
+    const rules: DatasetRules = { ingestionRoots: await this.roots.of(tenant.id), defaultEmbedder: this.rules.defaultEmbedder };
+    const configuration = normalizeDatasetConfiguration(body.configuration, body.name, rules);
     const timestamp = now();
     const row: DatasetRow = {
       id: crypto.randomUUID(),
@@ -36,6 +39,7 @@ export class DatasetService {
       dtype: body.dtype,
       configuration: JSON.stringify(sealSecrets(configuration, this.box)),
       status: 'starting',
+      error: null,
       created_at: timestamp,
       updated_at: timestamp,
     };
@@ -158,6 +162,7 @@ function toView(row: DatasetRow, counts = NO_FILES): DatasetViewData {
     dtype: row.dtype,
     configuration: maskSecrets(JSON.parse(row.configuration)),
     status: row.status as DatasetViewData['status'],
+    error: row.error,
     ingestion: counts,
     created_at: row.created_at,
     updated_at: row.updated_at,

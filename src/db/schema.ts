@@ -24,6 +24,8 @@ export interface TenantTable {
   id: string;
   name: string;
   created_at: string;
+  /** JSON array of the folders the operator granted this tenant (besides SVC_INGESTION_ROOTS, see tenants/ingestion-roots.ts). */
+  ingestion_roots: Generated<string>;
 }
 
 export interface UserTable {
@@ -48,6 +50,8 @@ export interface DatasetTable {
   dtype: string;
   configuration: string;
   status: string;
+  /** Why the dataset is in `error` (e.g. its folder now resolves outside the tenant's roots); null otherwise. */
+  error: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -124,6 +128,8 @@ export interface MarketplaceTable {
   accounting_url: string | null;
   accounting_email: string | null;
   accounting_password: string | null;
+  /** hubAccountKey(url, username), unique across tenants; null only for a record deactivated as a duplicate. */
+  account: string | null;
   created_at: string;
   updated_at: string;
 }

@@ -29,6 +29,8 @@ export interface IngestionEngineDeps {
   pool: ParserPool;
   box: SecretBox;
   log: Logger;
+  /** The real paths of the folders a tenant may index (tenants/ingestion-roots.ts). */
+  rootsOf(tenantId: string): Promise<readonly string[]>;
 }
 
 /** What a running dataset needs while it ingests. */

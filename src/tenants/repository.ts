@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { DbOrTransaction } from '../db/database.ts';
 import { now } from '../db/database.ts';
 
@@ -44,6 +45,30 @@ export class TenantRepository {
     const tenant = await this.findByName(name);
     if (!tenant) throw new Error(`tenant ${name} could not be created`);
     return tenant;
+  }
+
+  /** The folders the operator granted the tenant (absolute real paths), besides SVC_INGESTION_ROOTS. */
+  async grantedRoots(tenantId: string): Promise<string[]> {
+    const row = await this.db.selectFrom('tenants').select('ingestion_roots').where('id', '=', tenantId).executeTakeFirst();
+    const parsed: unknown = row ? JSON.parse(row.ingestion_roots) : [];
+    return Array.isArray(parsed) ? parsed.filter((root): root is string => typeof root === 'string') : [];
+  }
+
+  async setGrantedRoots(tenantId: string, roots: readonly string[]): Promise<void> {
+    await this.db.updateTable('tenants').set({ ingestion_roots: JSON.stringify(roots) }).where('id', '=', tenantId).execute();
+  }
+
+  /** The tenant owned by the first user who ever registered (development mode gives it SVC_INGESTION_ROOTS). */
+  async firstOwnersTenantId(): Promise<string | undefined> {
+    const row = await this.db
+      .selectFrom('tenant_members')
+      .innerJoin('users', 'users.id', 'tenant_members.user_id')
+      .select('tenant_members.tenant_id')
+      .where('tenant_members.role', '=', 'owner')
+      .orderBy('users.created_at')
+      .orderBy(sql`users.rowid`)
+      .executeTakeFirst();
+    return row?.tenant_id;
   }
 
   async addMember(tenantId: string, userId: string, role: Member['role'], db: DbOrTransaction = this.db): Promise<void> {

@@ -3,6 +3,7 @@ import * as initial from './0001-initial.ts';
 import * as vectors from './0002-vectors.ts';
 import * as queryUsage from './0003-query-usage.ts';
 import * as tunnelToken from './0004-tunnel-token.ts';
+import * as security from './0005-security.ts';
 
 /**
  * Every migration, in order. They are imported (not read from disk) so the compiled binary carries them.
@@ -13,4 +14,5 @@ export const migrations: Record<string, Migration> = {
   '0002-vectors': vectors,
   '0003-query-usage': queryUsage,
   '0004-tunnel-token': tunnelToken,
+  '0005-security': security,
 };
