@@ -1,5 +1,4 @@
 import cors from '@fastify/cors';
-import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -44,7 +43,6 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   registerErrorHandler(app);
   app.decorateRequest('principal', null);
 
-  await app.register(formbody);
   await app.register(cors, {
     origin: [DEV_FRONTEND_ORIGIN, ...config.corsOrigins],
     methods: ['GET', 'POST', 'PATCH', 'DELETE', 'OPTIONS'],
@@ -63,8 +61,14 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
     const config = request.routeOptions.config;
+    await services.requestGuard.check(request);
+    if (config.counted !== false) await services.failedAuth.check(request);
     request.principal = await services.guard.authenticate(request, config.auth ?? 'public');
     if (config.counted !== false) await services.limiter.check(request, request.principal);
+  });
+  // Every 401 counts against the client's address, wherever it came from (the guard, a wrong password).
+  app.addHook('onResponse', async (request, reply) => {
+    await services.failedAuth.record(request, reply.statusCode);
   });
 
   await app.register(

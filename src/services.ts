@@ -15,7 +15,8 @@ import { PublishingService } from './endpoints/publishing.ts';
 import { EndpointRepository } from './endpoints/repository.ts';
 import { EndpointService } from './endpoints/service.ts';
 import { CredentialGuard } from './http/auth.ts';
-import { ApiLimiter } from './http/limits.ts';
+import { ApiLimiter, FailedAuthLimiter } from './http/limits.ts';
+import { RequestGuard } from './http/request-guard.ts';
 import { IngestionEngine } from './ingestion/engine.ts';
 import { FileRepository } from './ingestion/files-repository.ts';
 import { ParserPool } from './ingestion/parser-pool.ts';
@@ -23,7 +24,7 @@ import { LocalModelRegistry } from './llm/llama-cpp.ts';
 import { type AccountingService, HttpAccountingService } from './marketplace/accounting.ts';
 import { HubClients } from './marketplace/hub-client.ts';
 import { HEARTBEAT_INTERVAL_MS } from './marketplace/heartbeat.ts';
-import { HubSatelliteVerifier, type VerifyingMarketplace } from './marketplace/satellite.ts';
+import { HubSatelliteVerifier } from './marketplace/satellite.ts';
 import { MarketplaceTasks } from './marketplace-tasks.ts';
 import { MarketplaceRepository } from './marketplaces/repository.ts';
 import { MarketplaceService } from './marketplaces/service.ts';
@@ -55,7 +56,10 @@ export interface Services {
   readonly database: OpenedDatabase;
   readonly vectorStoreVersion: string;
   readonly guard: CredentialGuard;
+  /** Host, content type and Origin checks that come before credentials. */
+  readonly requestGuard: RequestGuard;
   readonly limiter: ApiLimiter;
+  readonly failedAuth: FailedAuthLimiter;
   readonly auth: AuthService;
   readonly tenants: TenantService;
   readonly datasets: DatasetService;
@@ -144,22 +148,14 @@ export async function createServices(config: Config, options: ServiceOptions = {
       await publishing.sync(tenant).catch((error: unknown) => log.warn({ tenant: tenant.name, err: error }, 'sync after a public URL change failed'));
     },
   });
-  const activeDefault = async (tenantId: string | undefined): Promise<VerifyingMarketplace | undefined> => {
-    const id = tenantId ?? (await tenantRepository.findByName(DEFAULT_TENANT))?.id;
-    const marketplace = id ? await marketplaceRepository.getDefault(id) : undefined;
-    return marketplace?.is_active === 1 ? marketplace : undefined;
-  };
   const satellites = new HubSatelliteVerifier({
     hubs,
-    marketplacesForAudience: (username, tenantId) =>
-      tenantId ? marketplaceRepository.listActiveByUsername(tenantId, username) : marketplaceRepository.listActiveByUsernameAnyTenant(username),
-    defaultMarketplace: activeDefault,
+    marketplacesForAudience: (usernames, tenantIds) => marketplaceRepository.listActiveByUsernames(usernames, tenantIds),
+    defaultMarketplace: (tenantId) => marketplaceRepository.activeDefault(tenantId),
+    onAmbiguous: (audience, tenantIds) =>
+      log.warn({ audience, tenants: tenantIds }, 'a satellite token matches the marketplaces of several tenants: refused (421)'),
     ...(options.jwksCooldownMs !== undefined ? { jwksCooldownMs: options.jwksCooldownMs } : {}),
   });
-  const tenantForAudience = async (audience: string): Promise<Tenant | undefined> => {
-    const [marketplace] = await marketplaceRepository.listActiveByUsernameAnyTenant(audience);
-    return marketplace ? tenantRepository.findById(marketplace.tenant_id) : undefined;
-  };
   const tunnelProvider = options.tunnelProvider === undefined ? new NgrokTunnelProvider() : options.tunnelProvider;
   const tunnels = new TunnelManager(
     tunnelProvider ?? undefined,
@@ -199,10 +195,19 @@ export async function createServices(config: Config, options: ServiceOptions = {
     log,
     database,
     vectorStoreVersion,
-    guard: new CredentialGuard(config, tokens, userRepository, tenantRepository, satellites, tenantForAudience),
+    guard: new CredentialGuard({
+      config,
+      tokens,
+      users: userRepository,
+      tenants: tenantRepository,
+      satellites,
+      tenantsServingHost: (hostname) => settingsRepository.tenantIdsWithPublicHost(hostname),
+    }),
+    requestGuard: new RequestGuard({ config, publicHostnames: () => settingsRepository.publicHostnames() }),
     limiter: new ApiLimiter(config, windows),
+    failedAuth: new FailedAuthLimiter(windows),
     auth: new AuthService(db, userRepository, tenantRepository, tokens),
-    tenants: new TenantService(tenantRepository, userRepository),
+    tenants: new TenantService(tenantRepository, userRepository, ingestionRoots),
     datasets: new DatasetService(
       datasetRepository,
       box,

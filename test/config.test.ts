@@ -26,8 +26,8 @@ describe('configuration', () => {
   });
 
   test('registration is closed by default once an admin key is set', () => {
-    expect(loadConfig({ SVC_ADMIN_API_KEY: 'k' }).openRegistration).toBe(false);
-    expect(loadConfig({ SVC_ADMIN_API_KEY: 'k', SVC_OPEN_REGISTRATION: 'true' }).openRegistration).toBe(true);
+    expect(loadConfig({ SVC_ADMIN_API_KEY: 'a-long-enough-admin-key' }).openRegistration).toBe(false);
+    expect(loadConfig({ SVC_ADMIN_API_KEY: 'a-long-enough-admin-key', SVC_OPEN_REGISTRATION: 'true' }).openRegistration).toBe(true);
   });
 
   test('SVC_PUBLIC_URL: unset keeps, empty detects, a URL is used', () => {

@@ -56,6 +56,7 @@ describe('datasets', () => {
           cost_per_query: 0,
         },
         status: 'starting',
+        error: null,
         ingestion: { files_total: 0, files_indexed: 0, files_pending: 0, files_failed: 0, chunks: 0 },
         created_at: expect.stringMatching(ISO_UTC),
         updated_at: expect.stringMatching(ISO_UTC),
@@ -297,7 +298,7 @@ describe('datasets', () => {
       expect(Array.isArray(body)).toBe(true);
       expect(body.map((d: { name: string }) => d.name)).toEqual(names);
       expect(Object.keys(body[0]).sort()).toEqual(
-        ['configuration', 'created_at', 'dtype', 'id', 'ingestion', 'name', 'status', 'summary', 'updated_at'].sort(),
+        ['configuration', 'created_at', 'dtype', 'error', 'id', 'ingestion', 'name', 'status', 'summary', 'updated_at'].sort(),
       );
     });
 

@@ -64,7 +64,6 @@ describe('HTTP basics', () => {
   test('a body that is not JSON, or not an object, is a 422 on body', async () => {
     const cases = [
       { payload: '{"name": ', headers: { 'content-type': 'application/json' } },
-      { payload: 'name=x', headers: { 'content-type': 'text/plain' } },
       { payload: '[1,2,3]', headers: { 'content-type': 'application/json' } },
       { payload: '"just a string"', headers: { 'content-type': 'application/json' } },
       { payload: 'null', headers: { 'content-type': 'application/json' } },
@@ -74,6 +73,14 @@ describe('HTTP basics', () => {
       const response = await t.request({ method: 'POST', url: '/api/v1/models/', token: user.token, payload, headers });
       expect(response.statusCode).toBe(422);
       expect(issueLocs(response)).toEqual(['body']);
+    }
+  });
+
+  test('a body that is not JSON at all is a 415: state-changing routes take application/json only', async () => {
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x']) {
+      const response = await t.request({ method: 'POST', url: '/api/v1/models/', token: user.token, payload: 'name=x', headers: { 'content-type': type } });
+      expect(response.statusCode).toBe(415);
+      expect(response.json().detail).toContain('application/json');
     }
   });
 

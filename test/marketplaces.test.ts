@@ -51,10 +51,17 @@ describe('marketplaces', () => {
     await other.close();
   });
 
+  // One hub account belongs to one record (API-CONTRACT 6): each record gets an account of its own, at both hubs.
+  let accounts = 0;
+  const freshAccount = () => {
+    const username = `acct-${++accounts}`;
+    for (const h of [hub, other]) h.addUser({ username, email: `${username}@hub.example.com`, password: 'hub-password-secret' });
+    return username;
+  };
   const body = (name: string, extra: Record<string, unknown> = {}) => ({
     name,
     url: hub.url,
-    username: 'alice-hub',
+    username: freshAccount(),
     email: 'alice@hub.example.com',
     password: 'hub-password-secret',
     ...extra,
@@ -85,14 +92,12 @@ describe('marketplaces', () => {
   describe('create', () => {
     test('creates a marketplace and answers its view without any password', async () => {
       const user = await t.user();
-      const response = await post(
-        user,
-        body('SyftHub', {
-          accounting_url: 'https://accounting.example.com/',
-          accounting_email: 'billing@example.com',
-          accounting_password: 'accounting-secret',
-        }),
-      );
+      const payload = body('SyftHub', {
+        accounting_url: 'https://accounting.example.com/',
+        accounting_email: 'billing@example.com',
+        accounting_password: 'accounting-secret',
+      });
+      const response = await post(user, payload);
       expect(response.statusCode).toBe(201);
       const view = response.json();
       expect(Object.keys(view).sort()).toEqual(VIEW_KEYS);
@@ -100,7 +105,7 @@ describe('marketplaces', () => {
         id: expect.stringMatching(/^[0-9a-f-]{36}$/),
         name: 'SyftHub',
         url: hub.url,
-        username: 'alice-hub',
+        username: payload.username,
         email: 'alice@hub.example.com',
         is_default: true,
         is_active: true,
@@ -310,9 +315,10 @@ describe('marketplaces', () => {
 
     test('PATCH changes the given fields only', async () => {
       const created = await create(alice, 'patch-me');
+      const { username } = (await get(alice, created.id)).json();
       const response = await patch(alice, created.id, { name: 'patched', url: other.url, is_active: false });
       expect(response.statusCode).toBe(200);
-      expect(response.json()).toMatchObject({ name: 'patched', url: other.url, is_active: false, username: 'alice-hub' });
+      expect(response.json()).toMatchObject({ name: 'patched', url: other.url, is_active: false, username });
     });
 
     test('PATCH validates like create', async () => {

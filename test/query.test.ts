@@ -47,7 +47,7 @@ describe('queries', () => {
   };
 
   beforeAll(async () => {
-    t = await createTestApp({ SVC_ADMIN_API_KEY: 'query-admin-key', SVC_OPEN_REGISTRATION: 'true' });
+    t = await createTestApp({ SVC_ADMIN_API_KEY: 'query-admin-key-for-tests', SVC_OPEN_REGISTRATION: 'true' });
     owner = await t.user('qowner');
     stranger = await t.user('qstranger');
     fake = startFakeOpenAI();
@@ -198,11 +198,11 @@ describe('queries', () => {
   });
 
   test('the admin key and a member’s token may query; others get 401 or 404', async () => {
-    expect((await query('raw-ep', { messages: 'x' }, 'query-admin-key')).statusCode).toBe(404); // admin acts in `default`
+    expect((await query('raw-ep', { messages: 'x' }, 'query-admin-key-for-tests')).statusCode).toBe(404); // admin acts in `default`
     const admin = await t.request({
       method: 'POST',
       url: '/api/v1/endpoints/raw-ep/query',
-      token: 'query-admin-key',
+      token: 'query-admin-key-for-tests',
       headers: { 'x-tenant-name': owner.tenant },
       payload: { messages: 'x' },
     });

@@ -2,7 +2,8 @@ import type { Tenant } from '../tenants/repository.ts';
 
 /** Who is calling, and in which tenant they act: what every service receives instead of a request. */
 export type Principal =
-  | { kind: 'admin'; email: string; tenant: Tenant }
+  /** `tenantNamed`: the request chose the tenant with X-Tenant-Name (else it is `default`). */
+  | { kind: 'admin'; email: string; tenant: Tenant; tenantNamed: boolean }
   | { kind: 'user'; userId: string; email: string; tenant: Tenant }
   | { kind: 'satellite'; email: string; tenant: Tenant };
 
@@ -12,16 +13,18 @@ export interface SatelliteIdentity {
   /** The hub username of the endpoint owner the token was made for (its `aud`), when known. */
   audience?: string;
   /** The tenant whose marketplace vouched for the token: the only tenant the token may query. */
-  tenantId?: string;
+  tenantId: string;
 }
 
 /**
  * Checks satellite tokens with the marketplace that issued them. Answers null for a token that is not
- * valid (401); throws a ServiceUnavailableError when the marketplace cannot be asked (503).
- * `tenantId` is the tenant the request names (X-Tenant-Name): only its marketplaces may vouch then.
+ * valid (401); throws a ServiceUnavailableError when a marketplace that matters cannot be asked (503),
+ * and a MisdirectedRequestError when the marketplaces of two tenants would both vouch (421).
+ * `tenantIds` are the tenants the request points at (X-Tenant-Name, or the Host of their public URL):
+ * only their marketplaces may vouch then; undefined lets any tenant's.
  */
 export interface SatelliteVerifier {
-  verify(token: string, context?: { tenantId?: string }): Promise<SatelliteIdentity | null>;
+  verify(token: string, tenantIds?: readonly string[]): Promise<SatelliteIdentity | null>;
 }
 
 /** The sender e-mail of requests made with the admin key (API-CONTRACT 6). */

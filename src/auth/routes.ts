@@ -1,3 +1,4 @@
+import formbody from '@fastify/formbody';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ValidationError } from '../http/errors.ts';
 import { ErrorBody } from '../http/schemas.ts';
@@ -7,6 +8,9 @@ import type { AuthService } from './service.ts';
 
 export function authRoutes(auth: AuthService): FastifyPluginAsyncTypebox {
   return async (app) => {
+    // Login also takes the form OAuth2 password clients send; every other route takes JSON only (request-guard.ts).
+    await app.register(formbody);
+
     app.post('/auth/register', {
       config: { auth: 'registration' },
       schema: { tags: ['auth'], body: RegisterBody, response: { 201: RegisteredUser, 409: ErrorBody } },
@@ -18,7 +22,7 @@ export function authRoutes(auth: AuthService): FastifyPluginAsyncTypebox {
     });
 
     app.post('/auth/login', {
-      config: { auth: 'public' },
+      config: { auth: 'public', forms: true },
       schema: { tags: ['auth'], body: LoginBody, response: { 200: AccessToken, 401: ErrorBody } },
       handler: async (request) => {
         const email = request.body.email ?? request.body.username;

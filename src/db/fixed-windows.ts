@@ -27,10 +27,16 @@ export class FixedWindows {
   /** Counts one hit against every quota, unless one of them is already used up. */
   consume(quotas: readonly WindowQuota[], nowMs = Date.now()): Promise<WindowVerdict> {
     if (quotas.length === 0) return Promise.resolve({ allowed: true });
-    return this.database.exclusive((sqlite) => this.consumeNow(sqlite, quotas, nowMs));
+    return this.database.exclusive((sqlite) => this.consumeNow(sqlite, quotas, nowMs, true));
   }
 
-  private consumeNow(sqlite: Database, quotas: readonly WindowQuota[], nowMs: number): WindowVerdict {
+  /** Whether a hit would be allowed now, without counting one. */
+  peek(quotas: readonly WindowQuota[], nowMs = Date.now()): Promise<WindowVerdict> {
+    if (quotas.length === 0) return Promise.resolve({ allowed: true });
+    return this.database.exclusive((sqlite) => this.consumeNow(sqlite, quotas, nowMs, false));
+  }
+
+  private consumeNow(sqlite: Database, quotas: readonly WindowQuota[], nowMs: number, count: boolean): WindowVerdict {
     const read = sqlite.query<{ count: number }, [string, number]>(
       'SELECT count FROM rate_windows WHERE key = ? AND window_start = ?',
     );
@@ -51,7 +57,7 @@ export class FixedWindows {
           }
         }
       }
-      if (!refusal.allowed) return refusal;
+      if (!refusal.allowed || !count) return refusal;
       for (const quota of quotas) {
         bump.run(quota.key, nowSeconds - (nowSeconds % quota.periodSeconds));
       }

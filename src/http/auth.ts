@@ -5,50 +5,65 @@ import type { TokenIssuer } from '../auth/tokens.ts';
 import type { Config } from '../config.ts';
 import { safeEqual } from '../security/compare.ts';
 import { DEFAULT_TENANT, type Tenant, type TenantRepository } from '../tenants/repository.ts';
+import { isDirectLocal, requestHost } from './client.ts';
 import { ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from './errors.ts';
 
 /**
  * What a route demands of its caller:
  * - public: nothing;
- * - registration: nothing while registration is open, else the admin key;
+ * - registration: nothing while registration is open (in development mode: to direct local requests only), else the admin key;
  * - tenant: a local JWT or the admin key (management routes);
  * - user: a local JWT (the caller's own account);
- * - admin: the admin key, or nothing in development mode (settings);
+ * - admin: the admin key; in development mode a user's JWT (for its own tenant), or nothing from this machine (settings);
+ * - operator: the admin key, or nothing from this machine in development mode; never a user's JWT (granting folders);
  * - query: a satellite token, or the owner's credentials (a local JWT or the admin key).
  */
-export type AuthMode = 'public' | 'registration' | 'tenant' | 'user' | 'admin' | 'query';
+export type AuthMode = 'public' | 'registration' | 'tenant' | 'user' | 'admin' | 'operator' | 'query';
 
 export const TENANT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
 type Credential = { kind: 'none' } | { kind: 'admin' } | { kind: 'jwt'; token: string };
 
+export interface CredentialGuardDeps {
+  config: Config;
+  tokens: TokenIssuer;
+  users: UserRepository;
+  tenants: TenantRepository;
+  /** Absent until a marketplace client is wired in: then only owner credentials can query. */
+  satellites?: SatelliteVerifier;
+  /** The ids of the tenants whose public URL has this host name (where the hub sends their consumers). */
+  tenantsServingHost?(hostname: string): Promise<string[]>;
+}
+
 export class CredentialGuard {
-  constructor(
-    private readonly config: Config,
-    private readonly tokens: TokenIssuer,
-    private readonly users: UserRepository,
-    private readonly tenants: TenantRepository,
-    /** Absent until a marketplace client is wired in: then only owner credentials can query. */
-    private readonly satellites?: SatelliteVerifier,
-    /** The tenant whose marketplace account has this hub username (a satellite token's audience). */
-    private readonly tenantForAudience?: (audience: string) => Promise<Tenant | undefined>,
-  ) {}
+  constructor(private readonly deps: CredentialGuardDeps) {}
 
   private get developmentMode(): boolean {
-    return this.config.adminApiKey === '';
+    return this.deps.config.adminApiKey === '';
   }
 
   async authenticate(request: FastifyRequest, mode: AuthMode): Promise<Principal | null> {
     if (mode === 'public') return null;
     const credential = this.credential(request);
+    // Development mode needs no credentials, but only from this machine: not through the tunnel, not from the network.
+    const trustedLocal = this.developmentMode && credential.kind === 'none' && isDirectLocal(request);
     switch (mode) {
       case 'registration':
-        if (this.config.openRegistration) return null;
-        return this.requireAdmin(request, credential);
+        if (this.deps.config.openRegistration && (!this.developmentMode || isDirectLocal(request))) return null;
+        if (this.developmentMode && credential.kind === 'none') {
+          throw new ForbiddenError('Registration is open only to requests made on this machine');
+        }
+        await this.requireAdminKey(credential);
+        return null; // the new user's tenant is the one the body names
       case 'admin':
-        if (this.developmentMode && credential.kind === 'none') return this.adminPrincipal(request);
+        if (trustedLocal) return this.adminPrincipal(request);
         if (this.developmentMode && credential.kind === 'jwt') return this.userPrincipal(request, credential.token);
-        return this.requireAdmin(request, credential);
+        await this.requireAdminKey(credential);
+        return this.adminPrincipal(request);
+      case 'operator':
+        if (trustedLocal) return this.adminPrincipal(request);
+        await this.requireAdminKey(credential);
+        return this.adminPrincipal(request);
       case 'user':
         if (credential.kind === 'none') throw new UnauthorizedError('Not authenticated');
         if (credential.kind === 'admin') throw new ForbiddenError('This operation needs a user token, not the admin key');
@@ -60,24 +75,33 @@ export class CredentialGuard {
       case 'query':
         if (credential.kind === 'none') throw new UnauthorizedError('Not authenticated');
         if (credential.kind === 'admin') return this.adminPrincipal(request);
-        if (await this.tokens.verify(credential.token)) return this.userPrincipal(request, credential.token);
+        if (await this.deps.tokens.verify(credential.token)) return this.userPrincipal(request, credential.token);
         return this.satellitePrincipal(request, credential.token);
     }
   }
 
+  /**
+   * Which tenant a satellite token may query (API-CONTRACT 6): the one `X-Tenant-Name` names; else those
+   * whose public URL is the `Host` the consumer used; else any tenant whose marketplace account the token
+   * was made for. The verifier then lets only those tenants' marketplaces vouch, and refuses to choose
+   * between two tenants that both would.
+   */
   private async satellitePrincipal(request: FastifyRequest, token: string): Promise<Principal> {
     const named = requestedTenant(request);
-    let tenant = named === undefined ? undefined : await this.tenants.findByName(named);
-    const identity = this.satellites ? await this.satellites.verify(token, tenant ? { tenantId: tenant.id } : {}) : null;
-    if (!identity) throw new UnauthorizedError('Could not validate credentials');
-    // Only a caller with a good token learns that a tenant does not exist.
-    if (named !== undefined && !tenant) throw new NotFoundError(`Tenant '${named}' not found`);
-    // The tenant whose marketplace vouched for the token, else the audience's, else `default`.
-    tenant ??=
-      (identity.tenantId && (await this.tenants.findById(identity.tenantId))) ||
-      (identity.audience && (await this.tenantForAudience?.(identity.audience))) ||
-      (await this.tenants.findByName(DEFAULT_TENANT));
-    if (!tenant) throw new NotFoundError('No tenant serves this token');
+    let scope: string[] | undefined;
+    if (named !== undefined) {
+      const tenant = await this.deps.tenants.findByName(named);
+      // No such tenant: no marketplace of it can vouch for the token.
+      if (!tenant) throw new UnauthorizedError('Could not validate credentials');
+      scope = [tenant.id];
+    } else {
+      const host = requestHost(request);
+      const serving = host ? ((await this.deps.tenantsServingHost?.(host.hostname)) ?? []) : [];
+      if (serving.length > 0) scope = serving;
+    }
+    const identity = this.deps.satellites ? await this.deps.satellites.verify(token, scope) : null;
+    const tenant = identity && (await this.deps.tenants.findById(identity.tenantId));
+    if (!identity || !tenant) throw new UnauthorizedError('Could not validate credentials');
     return { kind: 'satellite', email: identity.email, tenant };
   }
 
@@ -88,31 +112,31 @@ export class CredentialGuard {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!match?.[1]) return { kind: 'none' };
     const token = match[1];
-    if (!this.developmentMode && safeEqual(token, this.config.adminApiKey)) return { kind: 'admin' };
+    if (!this.developmentMode && safeEqual(token, this.deps.config.adminApiKey)) return { kind: 'admin' };
     return { kind: 'jwt', token };
   }
 
-  private async requireAdmin(request: FastifyRequest, credential: Credential): Promise<Principal> {
+  /** The admin key itself; a valid user token is a credential without this permission, anything else none at all. */
+  private async requireAdminKey(credential: Credential): Promise<void> {
+    if (credential.kind === 'admin') return;
     if (credential.kind === 'none') throw new UnauthorizedError('Not authenticated');
-    if (credential.kind === 'admin') return this.adminPrincipal(request);
-    // A valid user token is a credential without this permission; anything else is not a credential at all.
-    if (await this.tokens.verify(credential.token)) throw new ForbiddenError();
+    if (await this.deps.tokens.verify(credential.token)) throw new ForbiddenError();
     throw new UnauthorizedError('Could not validate credentials');
   }
 
   private async adminPrincipal(request: FastifyRequest): Promise<Principal> {
     const named = requestedTenant(request);
-    if (named === undefined && this.config.multiTenancy) {
+    if (named === undefined && this.deps.config.multiTenancy) {
       throw new ValidationError([{ loc: ['header', 'x-tenant-name'], msg: 'Field required', type: 'missing' }]);
     }
-    const tenant = await this.tenants.findByName(named ?? DEFAULT_TENANT);
+    const tenant = await this.deps.tenants.findByName(named ?? DEFAULT_TENANT);
     if (!tenant) throw new NotFoundError(`Tenant '${named}' not found`);
-    return { kind: 'admin', email: ADMIN_EMAIL, tenant };
+    return { kind: 'admin', email: ADMIN_EMAIL, tenant, tenantNamed: named !== undefined };
   }
 
   private async userPrincipal(request: FastifyRequest, token: string): Promise<Principal> {
-    const claims = await this.tokens.verify(token);
-    const user = claims && (await this.users.findById(claims.sub));
+    const claims = await this.deps.tokens.verify(token);
+    const user = claims && (await this.deps.users.findById(claims.sub));
     if (!claims || !user) throw new UnauthorizedError('Could not validate credentials');
     const named = requestedTenant(request);
     const tenant = await this.memberTenant(user.id, named ?? claims.tenant_name);
@@ -124,8 +148,8 @@ export class CredentialGuard {
   }
 
   private async memberTenant(userId: string, name: string): Promise<Tenant | undefined> {
-    const tenant = await this.tenants.findByName(name);
-    return tenant && (await this.tenants.isMember(tenant.id, userId)) ? tenant : undefined;
+    const tenant = await this.deps.tenants.findByName(name);
+    return tenant && (await this.deps.tenants.isMember(tenant.id, userId)) ? tenant : undefined;
   }
 }
 

@@ -118,6 +118,9 @@ export function registerErrorHandler(app: FastifyInstance): void {
       const context = error.validationContext ?? 'body';
       return reply.code(422).send({ detail: validationIssues(context, error.validation as AjvIssue[]) });
     }
+    if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+      return reply.code(415).send({ detail: 'Content-Type must be application/json' });
+    }
     if (error.code && BODY_PARSE_ERRORS.has(error.code)) {
       const msg = error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 'Body must be JSON' : 'Body is not valid JSON';
       return reply.code(422).send({ detail: [{ loc: ['body'], msg, type: 'json_invalid' }] });

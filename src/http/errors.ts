@@ -47,6 +47,20 @@ export class ConflictError extends HttpError {
   }
 }
 
+/** 415: state-changing routes take JSON only, so a cross-site HTML form cannot reach them. */
+export class UnsupportedMediaTypeError extends HttpError {
+  constructor(detail = 'Content-Type must be application/json') {
+    super(415, detail);
+  }
+}
+
+/** 421: the request was meant for another server (an unknown Host), or names no single tenant. */
+export class MisdirectedRequestError extends HttpError {
+  constructor(detail: string) {
+    super(421, detail);
+  }
+}
+
 export class TooManyRequestsError extends HttpError {
   constructor(retryAfterSeconds: number, detail = 'Rate limit exceeded') {
     super(429, detail, { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) });

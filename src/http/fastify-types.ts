@@ -7,6 +7,8 @@ declare module 'fastify' {
     auth?: AuthMode;
     /** false for routes the general API limits do not count (health). */
     counted?: boolean;
+    /** true for the one route that also takes an HTML form body (`/auth/login`, as OAuth2 password clients send it). */
+    forms?: boolean;
   }
   interface FastifyRequest {
     principal: Principal | null;

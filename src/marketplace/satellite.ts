@@ -1,6 +1,6 @@
 import { createRemoteJWKSet, decodeJwt, type JWTPayload, jwtVerify } from 'jose';
 import type { SatelliteIdentity, SatelliteVerifier } from '../auth/principal.ts';
-import { HttpError, ServiceUnavailableError } from '../http/errors.ts';
+import { HttpError, MisdirectedRequestError, ServiceUnavailableError } from '../http/errors.ts';
 import { ExpiringCache } from './expiring-cache.ts';
 import type { HubClients, StoredMarketplace } from './hub-client.ts';
 
@@ -11,12 +11,14 @@ export interface VerifyingMarketplace extends StoredMarketplace {
 
 export interface SatelliteVerifierDeps {
   hubs: HubClients;
-  /** Active marketplaces whose hub username is `username` (case-insensitive): of one tenant, or of every tenant. */
-  marketplacesForAudience(username: string, tenantId: string | undefined): Promise<VerifyingMarketplace[]>;
+  /** Active marketplaces whose hub username is one of `usernames` (case-insensitive), of these tenants (all when undefined). */
+  marketplacesForAudience(usernames: readonly string[], tenantIds: readonly string[] | undefined): Promise<VerifyingMarketplace[]>;
   /** The active default marketplace of a tenant; without a tenant id, of the `default` tenant. */
   defaultMarketplace(tenantId: string | undefined): Promise<VerifyingMarketplace | undefined>;
   /** How soon an unknown `kid` may fetch the key set again (jose's cooldown; 30 s by default). */
   jwksCooldownMs?: number;
+  /** Told when a token's audience matches the marketplaces of several tenants (the request is refused). */
+  onAmbiguous?(audience: string, tenantIds: readonly string[]): void;
 }
 
 const OPAQUE_TOKEN = /^sat_(live|test)_/;
@@ -40,13 +42,15 @@ const TOKEN_PROBLEMS = new Set([
 ]);
 
 /**
- * Satellite tokens (API-CONTRACT 9). A JWT is checked locally first (RS256 signature with the hub's
+ * Satellite tokens (API-CONTRACT 6 and 9). A JWT is checked locally first (RS256 signature with the hub's
  * key set, expiry, audience = the marketplace's hub username), so a bad token costs the hub nothing;
  * then the hub's /verify names the caller's e-mail, and that answer is kept until the token expires.
  * Opaque `sat_live_`/`sat_test_` tokens can only be judged by /verify.
  *
- * The marketplace that vouches for a token also fixes the tenant it may query: a token is never
- * checked by one tenant's marketplace and then used against another tenant.
+ * The marketplace that vouches for a token also fixes the tenant it may query, and the token is only
+ * ever sent to that tenant's marketplace. Another tenant can add a record with the same hub username and
+ * a server of its own that republishes the hub's keys: such a token then verifies for both, and knode
+ * refuses to choose (421) rather than take the oldest record, and never sends the token to either.
  */
 export class HubSatelliteVerifier implements SatelliteVerifier {
   private readonly keySets = new Map<string, ReturnType<typeof createRemoteJWKSet>>();
@@ -56,18 +60,21 @@ export class HubSatelliteVerifier implements SatelliteVerifier {
 
   constructor(private readonly deps: SatelliteVerifierDeps) {}
 
-  verify(token: string, context: { tenantId?: string } = {}): Promise<SatelliteIdentity | null> {
-    const key = `${context.tenantId ?? ''}:${token}`;
+  verify(token: string, tenantIds?: readonly string[]): Promise<SatelliteIdentity | null> {
+    const key = `${tenantIds?.join(',') ?? '*'}:${token}`;
     let pending = this.pending.get(key);
     if (!pending) {
-      pending = this.verifyNow(token, context.tenantId).finally(() => this.pending.delete(key));
+      pending = this.verifyNow(token, tenantIds).finally(() => this.pending.delete(key));
       this.pending.set(key, pending);
     }
     return pending;
   }
 
-  private async verifyNow(token: string, tenantId: string | undefined): Promise<SatelliteIdentity | null> {
-    if (OPAQUE_TOKEN.test(token)) return this.verifyOpaque(token, tenantId);
+  private async verifyNow(token: string, tenantIds: readonly string[] | undefined): Promise<SatelliteIdentity | null> {
+    if (OPAQUE_TOKEN.test(token)) {
+      const marketplace = await this.fallback(tenantIds, 'an opaque token');
+      return marketplace ? this.askOnce(marketplace, token, Date.now() + OPAQUE_CACHE_MS, marketplace.username.toLowerCase()) : null;
+    }
     let claims: JWTPayload;
     try {
       claims = decodeJwt(token);
@@ -76,54 +83,87 @@ export class HubSatelliteVerifier implements SatelliteVerifier {
     }
     // An expired token is refused without asking anyone.
     if (typeof claims.exp !== 'number' || claims.exp * 1000 <= Date.now()) return null;
-    const audiences = (Array.isArray(claims.aud) ? claims.aud : [claims.aud]).filter((aud): aud is string => typeof aud === 'string');
-
-    const candidates: VerifyingMarketplace[] = [];
-    for (const audience of new Set(audiences.map((aud) => aud.toLowerCase()))) {
-      candidates.push(...(await this.deps.marketplacesForAudience(audience, tenantId)));
+    const expiresAt = claims.exp * 1000;
+    const audiences = [...new Set((Array.isArray(claims.aud) ? claims.aud : [claims.aud]).filter((aud): aud is string => typeof aud === 'string'))];
+    const candidates = await this.deps.marketplacesForAudience(
+      audiences.map((aud) => aud.toLowerCase()),
+      tenantIds,
+    );
+    if (candidates.length === 0) {
+      // No marketplace account is named like the audience (e.g. it was entered as an e-mail): the default
+      // marketplace of the one tenant in question may still vouch; the hub's /verify checks the audience.
+      const marketplace = await this.fallback(tenantIds, `audience '${audiences[0] ?? ''}'`);
+      if (!marketplace || !(await this.signedFor(marketplace, token, false))) return null;
+      return this.askOnce(marketplace, token, expiresAt, audiences[0]);
     }
-    // No marketplace account is named like the audience (e.g. it was entered as an e-mail): the default
-    // marketplace may still vouch, and the hub's /verify checks the audience against its account.
-    const byAudience = candidates.length > 0;
-    if (!byAudience) {
-      const fallback = await this.deps.defaultMarketplace(tenantId);
-      if (fallback) candidates.push(fallback);
-    }
-
-    let unavailable: ServiceUnavailableError | undefined;
-    for (const marketplace of candidates) {
-      const key = `${marketplace.id}:${token}`;
-      const known = this.verified.get(key);
-      if (known) return known;
-      try {
-        await jwtVerify(token, this.keySet(marketplace.url), {
-          algorithms: ['RS256'],
-          requiredClaims: ['exp'],
-          ...(byAudience ? { audience: marketplace.username.toLowerCase() } : {}),
-        });
-      } catch (error) {
-        if (isTokenProblem(error)) continue;
-        unavailable ??= new ServiceUnavailableError(
-          `Marketplace '${marketplace.name}' cannot be asked for its signing keys: ${error instanceof Error ? error.message : String(error)}`,
-        );
-        continue;
-      }
-      const identity = await this.ask(marketplace, token, audiences[0]);
-      if (identity) this.verified.set(key, identity, claims.exp * 1000);
-      return identity;
-    }
-    if (unavailable) throw unavailable;
-    return null;
+    const vouching = await this.vouchingMarketplace(candidates, token, audiences[0] ?? '');
+    return vouching ? this.askOnce(vouching, token, expiresAt, audiences[0]) : null;
   }
 
-  private async verifyOpaque(token: string, tenantId: string | undefined): Promise<SatelliteIdentity | null> {
-    const marketplace = await this.deps.defaultMarketplace(tenantId);
-    if (!marketplace) return null;
+  /**
+   * The marketplace that may vouch for the token among those named like its audience: the signature is
+   * checked with each one's own key set (fetching keys sends no token). Exactly one tenant must accept it.
+   * A key set that cannot be fetched leaves the answer open, so it is a 503 unless only the accepting
+   * tenant's own marketplaces are in doubt.
+   */
+  private async vouchingMarketplace(candidates: VerifyingMarketplace[], token: string, audience: string): Promise<VerifyingMarketplace | undefined> {
+    const accepted: VerifyingMarketplace[] = [];
+    const unknown: { marketplace: VerifyingMarketplace; error: ServiceUnavailableError }[] = [];
+    for (const marketplace of candidates) {
+      try {
+        if (await this.signedFor(marketplace, token, true)) accepted.push(marketplace);
+      } catch (error) {
+        if (!(error instanceof ServiceUnavailableError)) throw error;
+        unknown.push({ marketplace, error });
+      }
+    }
+    const tenants = [...new Set(accepted.map((marketplace) => marketplace.tenant_id))];
+    if (tenants.length > 1) {
+      this.deps.onAmbiguous?.(audience, tenants);
+      throw new MisdirectedRequestError(
+        `Ambiguous audience '${audience}': marketplaces of several tenants would vouch for this token; send X-Tenant-Name`,
+      );
+    }
+    const inDoubt = unknown.find(({ marketplace }) => marketplace.tenant_id !== tenants[0]);
+    if (inDoubt) throw inDoubt.error;
+    return accepted[0];
+  }
+
+  /** Whether the token carries this marketplace's hub signature (and, with `audience`, names its account). */
+  private async signedFor(marketplace: VerifyingMarketplace, token: string, audience: boolean): Promise<boolean> {
+    try {
+      await jwtVerify(token, this.keySet(marketplace.url), {
+        algorithms: ['RS256'],
+        requiredClaims: ['exp'],
+        ...(audience ? { audience: marketplace.username.toLowerCase() } : {}),
+      });
+      return true;
+    } catch (error) {
+      if (isTokenProblem(error)) return false;
+      throw new ServiceUnavailableError(
+        `Marketplace '${marketplace.name}' cannot be asked for its signing keys: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+  }
+
+  /**
+   * The default marketplace that may vouch when nothing else points at one: that of the one tenant the
+   * request names, or of the `default` tenant when it names none. Several tenants (a public host they
+   * share) cannot be told apart this way.
+   */
+  private async fallback(tenantIds: readonly string[] | undefined, what: string): Promise<VerifyingMarketplace | undefined> {
+    if (tenantIds === undefined) return this.deps.defaultMarketplace(undefined);
+    if (tenantIds.length === 1) return this.deps.defaultMarketplace(tenantIds[0]);
+    throw new MisdirectedRequestError(`Several tenants are served at this host and ${what} does not say which: send X-Tenant-Name`);
+  }
+
+  /** The hub's answer for this marketplace and token, asked once and kept until `expiresAt`. */
+  private async askOnce(marketplace: VerifyingMarketplace, token: string, expiresAt: number, audience: string | undefined): Promise<SatelliteIdentity | null> {
     const key = `${marketplace.id}:${token}`;
     const known = this.verified.get(key);
     if (known) return known;
-    const identity = await this.ask(marketplace, token, marketplace.username.toLowerCase());
-    if (identity) this.verified.set(key, identity, Date.now() + OPAQUE_CACHE_MS);
+    const identity = await this.ask(marketplace, token, audience);
+    if (identity) this.verified.set(key, identity, expiresAt);
     return identity;
   }
 

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { DbOrTransaction } from '../db/database.ts';
 import type { MarketplaceTable } from '../db/schema.ts';
+import { DEFAULT_TENANT } from '../tenants/repository.ts';
 
 export type MarketplaceRow = MarketplaceTable;
 
@@ -30,32 +31,35 @@ export class MarketplaceRepository {
       .execute();
   }
 
-  /** The tenant's active marketplaces whose hub username is `username` (compared case-insensitively). */
-  async listActiveByUsername(tenantId: string, username: string): Promise<MarketplaceRow[]> {
-    return this.db
+  /**
+   * Active marketplaces whose hub username is one of `usernames` (compared case-insensitively), of the
+   * given tenants or of every tenant: the accounts a satellite token may be for (its audience). Internal to
+   * token verification, never reachable with a tenant's credentials.
+   */
+  async listActiveByUsernames(usernames: readonly string[], tenantIds?: readonly string[]): Promise<MarketplaceRow[]> {
+    if (usernames.length === 0 || tenantIds?.length === 0) return [];
+    let query = this.db
       .selectFrom('marketplaces')
       .selectAll()
-      .where('tenant_id', '=', tenantId)
       .where('is_active', '=', 1)
-      .where(sql<string>`lower(username)`, '=', username.toLowerCase())
-      .orderBy('created_at')
-      .orderBy(sql`rowid`)
-      .execute();
+      .where(sql<string>`lower(username)`, 'in', usernames.map((name) => name.toLowerCase()));
+    if (tenantIds) query = query.where('tenant_id', 'in', tenantIds);
+    return query.orderBy('created_at').orderBy(sql`rowid`).execute();
   }
 
-  /**
-   * Every tenant's active marketplaces with that hub username: whose endpoints a satellite token is
-   * for (its audience). Internal to token verification, never reachable with a tenant's credentials.
-   */
-  async listActiveByUsernameAnyTenant(username: string): Promise<MarketplaceRow[]> {
-    return this.db
-      .selectFrom('marketplaces')
-      .selectAll()
-      .where('is_active', '=', 1)
-      .where(sql<string>`lower(username)`, '=', username.toLowerCase())
-      .orderBy('created_at')
-      .orderBy(sql`rowid`)
-      .execute();
+  /** The active default marketplace of a tenant, or of the `default` tenant when none is given. */
+  async activeDefault(tenantId: string | undefined): Promise<MarketplaceRow | undefined> {
+    let query = this.db.selectFrom('marketplaces').selectAll('marketplaces').where('marketplaces.is_default', '=', 1).where('marketplaces.is_active', '=', 1);
+    query =
+      tenantId === undefined
+        ? query.innerJoin('tenants', 'tenants.id', 'marketplaces.tenant_id').where('tenants.name', '=', DEFAULT_TENANT)
+        : query.where('marketplaces.tenant_id', '=', tenantId);
+    return query.executeTakeFirst();
+  }
+
+  /** The record (of any tenant) that holds this hub account (see account.ts). */
+  async findByAccount(account: string): Promise<MarketplaceRow | undefined> {
+    return this.db.selectFrom('marketplaces').selectAll().where('account', '=', account).executeTakeFirst();
   }
 
   async getDefault(tenantId: string): Promise<MarketplaceRow | undefined> {

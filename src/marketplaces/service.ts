@@ -5,6 +5,7 @@ import { ConflictError, NotFoundError, ValidationError } from '../http/errors.ts
 import type { HubClients } from '../marketplace/hub-client.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import type { Tenant } from '../tenants/repository.ts';
+import { hubAccountKey } from './account.ts';
 import type { MarketplaceRepository, MarketplaceRow } from './repository.ts';
 import type { CreateMarketplaceBody, MarketplaceView, UpdateMarketplaceBody } from './schemas.ts';
 
@@ -31,6 +32,8 @@ export class MarketplaceService {
     }
     const id = crypto.randomUUID();
     const url = body.url.replace(/\/+$/, '');
+    const account = hubAccountKey(url, body.username);
+    await this.requireFreeAccount(tenant, account, undefined); // before the login, which the hub rations
     await this.hubs.connect(id, { name: body.name, url, username: body.username, password: body.password });
     const timestamp = now();
     const row: MarketplaceRow = {
@@ -46,11 +49,13 @@ export class MarketplaceService {
       accounting_url: body.accounting_url?.replace(/\/+$/, '') ?? null,
       accounting_email: body.accounting_email ?? null,
       accounting_password: body.accounting_password ? this.box.encrypt(body.accounting_password) : null,
+      account,
       created_at: timestamp,
       updated_at: timestamp,
     };
     try {
-      await conflictAs(`Marketplace named '${body.name}' already exists`, () =>
+      // A request that raced this one to the same name or hub account loses at the unique index.
+      await conflictAs(`Marketplace named '${body.name}', or this hub account, is already connected`, () =>
         inTransaction(this.db, async (trx) => {
           const first = (await this.marketplaces.count(tenant.id, trx)) === 0;
           if (first || body.is_default) {
@@ -86,10 +91,15 @@ export class MarketplaceService {
     const url = body.url?.replace(/\/+$/, '');
     const username = body.username ?? row.username;
     const password = body.password ?? this.box.decrypt(row.password);
+    const account = hubAccountKey(url ?? row.url, username);
+    // A record deactivated as a duplicate (migration 0005) has no account until it proves it is free.
+    const claimsAccount = account !== row.account && (row.account !== null || body.is_active === true || row.is_active === 1);
+    if (claimsAccount) await this.requireFreeAccount(tenant, account, id);
     if ((url !== undefined && url !== row.url) || username !== row.username || body.password !== undefined) {
       await this.hubs.connect(id, { name: body.name ?? row.name, url: url ?? row.url, username, password });
     }
     const changes: Partial<MarketplaceRow> = { updated_at: now() };
+    if (claimsAccount) changes.account = account;
     if (body.name !== undefined) changes.name = body.name;
     if (url !== undefined) changes.url = url;
     if (body.username !== undefined) changes.username = body.username;
@@ -101,7 +111,7 @@ export class MarketplaceService {
     if (body.accounting_password !== undefined) {
       changes.accounting_password = body.accounting_password ? this.box.encrypt(body.accounting_password) : null;
     }
-    await conflictAs(`Marketplace named '${body.name}' already exists`, () =>
+    await conflictAs(`Marketplace named '${body.name ?? row.name}', or this hub account, is already connected`, () =>
       inTransaction(this.db, async (trx) => {
         if (body.is_default === true) {
           await this.marketplaces.clearDefault(tenant.id, trx);
@@ -124,6 +134,19 @@ export class MarketplaceService {
         if (next) await this.marketplaces.update(tenant.id, next.id, { is_default: 1 }, trx);
       }
     });
+  }
+
+  /**
+   * One hub account belongs to one tenant (API-CONTRACT 6): a second record for it, above all in another
+   * tenant, would let that tenant be chosen for the first one's satellite tokens. The other tenant is not named.
+   */
+  private async requireFreeAccount(tenant: Tenant, account: string, exceptId: string | undefined): Promise<void> {
+    const holder = await this.marketplaces.findByAccount(account);
+    if (!holder || holder.id === exceptId) return;
+    if (holder.tenant_id === tenant.id) {
+      throw new ConflictError(`This hub account is already connected as marketplace '${holder.name}'`);
+    }
+    throw new ConflictError('This hub account is already connected to another tenant of this server: a hub account belongs to one tenant');
   }
 
   private async require(tenant: Tenant, id: string): Promise<MarketplaceRow> {

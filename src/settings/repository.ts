@@ -42,4 +42,27 @@ export class SettingsRepository {
       .execute();
     return rows.map((row) => ({ tenant_id: row.tenant_id, tunnel_token: row.tunnel_token as string }));
   }
+
+  /** The ids of the tenants whose public URL has this host name (lower case; IPv6 in brackets). */
+  async tenantIdsWithPublicHost(hostname: string): Promise<string[]> {
+    return (await this.publicUrls()).filter((row) => hostnameOf(row.public_url) === hostname).map((row) => row.tenant_id);
+  }
+
+  /** The host names of every tenant's public URL. */
+  async publicHostnames(): Promise<string[]> {
+    return [...new Set((await this.publicUrls()).map((row) => hostnameOf(row.public_url)).filter((host): host is string => host !== undefined))];
+  }
+
+  private async publicUrls(): Promise<{ tenant_id: string; public_url: string }[]> {
+    const rows = await this.db.selectFrom('tenant_settings').select(['tenant_id', 'public_url']).where('public_url', 'is not', null).execute();
+    return rows.map((row) => ({ tenant_id: row.tenant_id, public_url: row.public_url as string }));
+  }
+}
+
+function hostnameOf(url: string): string | undefined {
+  try {
+    return new URL(url).hostname.toLowerCase();
+  } catch {
+    return undefined;
+  }
 }

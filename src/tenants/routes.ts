@@ -1,13 +1,26 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { requirePrincipal } from '../http/principal.ts';
-import { AddMemberBody, MemberView, TenantParams } from './schemas.ts';
+import { AddMemberBody, MemberView, TenantParams, TenantView, UpdateTenantBody } from './schemas.ts';
 import type { TenantService } from './service.ts';
 
 export function tenantRoutes(tenants: TenantService): FastifyPluginAsyncTypebox {
   return async (app) => {
     const common = { config: { auth: 'tenant' as const } };
     const tags = ['tenants'];
+
+    app.get('/tenants/:name', {
+      ...common,
+      schema: { tags, params: TenantParams, response: { 200: TenantView } },
+      handler: async (request) => tenants.get(requirePrincipal(request), request.params.name),
+    });
+
+    // Only the operator grants folders: the admin key, or this machine in development mode; never a user's token.
+    app.patch('/tenants/:name', {
+      config: { auth: 'operator' as const },
+      schema: { tags, params: TenantParams, body: UpdateTenantBody, response: { 200: TenantView } },
+      handler: async (request) => tenants.grantRoots(request.params.name, request.body.ingestion_roots),
+    });
 
     app.post('/tenants/:name/members', {
       ...common,

@@ -12,3 +12,15 @@ export const MemberView = Type.Object({
   role: Type.Enum(['owner', 'member']),
   created_at: Timestamp,
 });
+
+/** The folders the operator grants a tenant (API-CONTRACT 3): absolute paths of existing folders. */
+export const UpdateTenantBody = Type.Object({
+  ingestion_roots: Type.Array(Type.String({ minLength: 1, maxLength: 4096 }), { maxItems: 100 }),
+});
+
+export const TenantView = Type.Object({
+  name: Type.String(),
+  /** Every folder the tenant may index: what the operator granted, and SVC_INGESTION_ROOTS for its first owner. */
+  ingestion_roots: Type.Array(Type.String()),
+  created_at: Timestamp,
+});

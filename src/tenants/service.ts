@@ -2,6 +2,11 @@ import type { Principal } from '../auth/principal.ts';
 import type { UserRepository } from '../auth/repository.ts';
 import { conflictAs } from '../http/conflicts.ts';
 import { ForbiddenError, NotFoundError } from '../http/errors.ts';
+import { statSync } from 'node:fs';
+import { isAbsolute } from 'node:path';
+import { Issues } from '../http/issues.ts';
+import { realPath } from '../util/paths.ts';
+import type { IngestionRoots } from './ingestion-roots.ts';
 import type { Tenant, TenantRepository } from './repository.ts';
 
 export interface MemberViewData {
@@ -12,12 +17,42 @@ export interface MemberViewData {
   created_at: string;
 }
 
-/** Tenant membership: a member of a tenant (or the admin) can let another registered user in. */
+export interface TenantViewData {
+  name: string;
+  ingestion_roots: string[];
+  created_at: string;
+}
+
+/**
+ * Tenants: membership (a member of a tenant, or the admin, can let another registered user in) and the
+ * folders the operator lets a tenant index.
+ */
 export class TenantService {
   constructor(
     private readonly tenants: TenantRepository,
     private readonly users: UserRepository,
+    private readonly roots: IngestionRoots,
   ) {}
+
+  async get(principal: Principal, tenantName: string): Promise<TenantViewData> {
+    return this.view(await this.requireAccess(principal, tenantName));
+  }
+
+  /** Replaces the folders granted to a tenant; each must be an existing folder, and is kept as its real path. */
+  async grantRoots(tenantName: string, folders: readonly string[]): Promise<TenantViewData> {
+    const tenant = await this.tenants.findByName(tenantName);
+    if (!tenant) throw new NotFoundError(`Tenant '${tenantName}' not found`);
+    const issues = new Issues(['body', 'ingestion_roots']);
+    const real = folders.map((folder, index) => {
+      const resolved = isAbsolute(folder) ? realPath(folder) : undefined;
+      if (!isAbsolute(folder)) issues.add([index], 'Must be an absolute path', 'value_error');
+      else if (resolved === undefined || !statSync(resolved).isDirectory()) issues.add([index], `'${folder}' is not an existing folder`, 'value_error');
+      return resolved ?? folder;
+    });
+    issues.throwIfAny();
+    await this.roots.grant(tenant, [...new Set(real)]);
+    return this.view(tenant);
+  }
 
   async addMember(principal: Principal, tenantName: string, email: string): Promise<MemberViewData> {
     const tenant = await this.requireAccess(principal, tenantName);
@@ -36,10 +71,20 @@ export class TenantService {
     return (await this.tenants.listMembers(tenant.id)).map((member) => ({ ...member, tenant_name: tenant.name }));
   }
 
-  /** The admin may manage any tenant; a user only the tenants it belongs to. */
+  private async view(tenant: Tenant): Promise<TenantViewData> {
+    return { name: tenant.name, ingestion_roots: await this.roots.of(tenant.id), created_at: tenant.created_at };
+  }
+
+  /**
+   * The admin may manage any tenant, or, when it names one with X-Tenant-Name, that tenant only; a user
+   * only the tenants it belongs to.
+   */
   private async requireAccess(principal: Principal, tenantName: string): Promise<Tenant> {
     const tenant = await this.tenants.findByName(tenantName);
     if (principal.kind === 'admin') {
+      if (principal.tenantNamed && principal.tenant.name.toLowerCase() !== tenantName.toLowerCase()) {
+        throw new ForbiddenError(`The admin key acts for tenant '${principal.tenant.name}' here (X-Tenant-Name), not '${tenantName}'`);
+      }
       if (!tenant) throw new NotFoundError(`Tenant '${tenantName}' not found`);
       return tenant;
     }

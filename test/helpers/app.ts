@@ -20,8 +20,11 @@ export interface TestApp {
   dataDir: string;
   /** Sends a request; `token` sets the bearer header. */
   request(options: InjectOptions & { token?: string }): Promise<LightMyRequestResponse>;
-  /** Registers a user with its own tenant and logs it in. */
-  user(name?: string): Promise<TestUser>;
+  /**
+   * Registers a user with its own tenant and logs it in. Unless `grantRoots` is false, the operator then
+   * grants the tenant the test's data directory, so that it may create datasets there (API-CONTRACT 3).
+   */
+  user(name?: string, options?: { grantRoots?: boolean }): Promise<TestUser>;
   /** Closes the app; with `keepData` the data directory stays for a restart. */
   close(options?: { keepData?: boolean }): Promise<void>;
 }
@@ -52,11 +55,14 @@ export async function createTestApp(env: Record<string, string> = {}, dataDir = 
   const request = ({ token, headers, ...options }: InjectOptions & { token?: string }) =>
     app.inject({ ...options, headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers } });
 
-  const user = async (name = `user${++counter}`): Promise<TestUser> => {
+  // What the operator sends: the admin key, or nothing at all from this machine in development mode.
+  const operatorHeaders: Record<string, string> = config.adminApiKey ? { authorization: `Bearer ${config.adminApiKey}` } : {};
+
+  const user = async (name = `user${++counter}`, { grantRoots = true } = {}): Promise<TestUser> => {
     const email = `${name}@example.com`;
     const password = 'correct horse battery';
     const tenant = `${name}-tenant`;
-    const adminHeaders = config.openRegistration ? {} : { authorization: `Bearer ${config.adminApiKey}` };
+    const adminHeaders = config.openRegistration ? {} : operatorHeaders;
     const registered = await app.inject({
       method: 'POST',
       url: '/api/v1/auth/register',
@@ -67,6 +73,15 @@ export async function createTestApp(env: Record<string, string> = {}, dataDir = 
     const login = await app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password } });
     if (login.statusCode !== 200) throw new Error(`login failed: ${login.statusCode} ${login.body}`);
     const token = login.json().access_token as string;
+    if (grantRoots) {
+      const granted = await app.inject({
+        method: 'PATCH',
+        url: `/api/v1/tenants/${tenant}`,
+        headers: operatorHeaders,
+        payload: { ingestion_roots: [dataDir] },
+      });
+      if (granted.statusCode !== 200) throw new Error(`granting roots failed: ${granted.statusCode} ${granted.body}`);
+    }
     return { email, password, tenant, token, headers: { authorization: `Bearer ${token}` } };
   };
 
