@@ -76,7 +76,9 @@ function checkContentType(request: FastifyRequest): void {
 /** The page was served by this very server (e.g. a console at `/`): its origin's host is the request's Host. */
 function isSameOrigin(origin: string, request: FastifyRequest): boolean {
   try {
-    return new URL(origin).host === request.headers.host?.toLowerCase();
+    const page = new URL(origin);
+    // Parsed alike, so that `localhost:80` and `http://localhost` compare equal.
+    return request.headers.host !== undefined && page.host === new URL(`${page.protocol}//${request.headers.host}`).host;
   } catch {
     return false;
   }
