@@ -11,6 +11,7 @@ import { endpointRoutes } from './endpoints/routes.ts';
 import { healthRoutes } from './health/routes.ts';
 import { registerErrorHandler } from './http/error-handler.ts';
 import './http/fastify-types.ts';
+import { registerJsonBodyParser } from './http/json-body.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { marketplaceRoutes } from './marketplaces/routes.ts';
 import { modelRoutes } from './models/routes.ts';
@@ -41,6 +42,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
 
   app.setValidatorCompiler(validatorCompiler);
   registerErrorHandler(app);
+  registerJsonBodyParser(app);
   app.decorateRequest('principal', null);
 
   await app.register(cors, {

@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { EMBEDDER_PATTERN } from '../config.ts';
-import { Issues, rejectMaskedSecrets, optionalInteger, optionalNumber, optionalString } from '../http/issues.ts';
+import { enforceConfigurationLimits, Issues, rejectMaskedSecrets, optionalInteger, optionalNumber, optionalString } from '../http/issues.ts';
 import type { Configuration } from '../security/secret-config.ts';
 import { isInsideAny, realPath } from '../util/paths.ts';
 import { isHttpUrl } from '../util/url.ts';
@@ -29,6 +29,7 @@ export function normalizeDatasetConfiguration(
   datasetName: string,
   rules: DatasetRules,
 ): Configuration {
+  enforceConfigurationLimits(input);
   const issues = new Issues(['body', 'configuration']);
   rejectMaskedSecrets(issues, input);
   const ingestionPath = checkIngestionPath(issues, input.ingestionPath, rules.ingestionRoots);

@@ -1,5 +1,18 @@
 import { maskedSecretKeys } from '../security/secret-config.ts';
 import { ValidationError, type ValidationIssue } from './errors.ts';
+import { pathBeyondDepth } from './json-body.ts';
+
+/**
+ * Levels a free-form `configuration` may nest, itself counted: real ones use two or three (headers,
+ * per-call options); ten leaves room for any of them and keeps every walk over the value shallow.
+ */
+export const MAX_CONFIGURATION_DEPTH = 10;
+
+/**
+ * Bytes of a `configuration` as JSON. Every query opens the configurations it uses and every view shows
+ * them, so their size is paid again and again; 64 KiB holds any real one, a long system prompt included.
+ */
+export const MAX_CONFIGURATION_BYTES = 64 * 1024;
 
 /** Collects every problem of a body before answering, so the client can fix them all in one go. */
 export class Issues {
@@ -89,7 +102,26 @@ export function optionalBoolean(
   return value;
 }
 
-/** A secret sent as the mask, where no stored value can stand behind it (e.g. on create). */
+/**
+ * The depth and size bounds of a `configuration` (422 at `body.configuration...` when broken). Called before
+ * anything else looks at the value: the depth is measured without recursion, and only a value within it
+ * is serialised to measure its size.
+ */
+export function enforceConfigurationLimits(config: Record<string, unknown>): void {
+  const issues = new Issues(['body', 'configuration']);
+  const tooDeep = pathBeyondDepth(config, MAX_CONFIGURATION_DEPTH);
+  if (tooDeep !== undefined) {
+    issues.add(tooDeep, `Configuration should nest at most ${MAX_CONFIGURATION_DEPTH} levels deep`, 'too_deep');
+  } else {
+    const bytes = Buffer.byteLength(JSON.stringify(config));
+    if (bytes > MAX_CONFIGURATION_BYTES) {
+      issues.add([], `Configuration should be at most ${MAX_CONFIGURATION_BYTES} bytes as JSON, not ${bytes}`, 'too_long');
+    }
+  }
+  issues.throwIfAny();
+}
+
+/** A secret (or a URL's user-info) sent as the mask, where no stored value can stand behind it (e.g. on create). */
 export function rejectMaskedSecrets(issues: Issues, config: Record<string, unknown>): void {
   for (const path of maskedSecretKeys(config)) {
     issues.add(path, "'********' is how responses hide a secret, not a value: send the secret itself", 'value_error');

@@ -1,6 +1,6 @@
 import { coreCount } from '../util/cores.ts';
 import { isAbsolute } from 'node:path';
-import { Issues, rejectMaskedSecrets } from '../http/issues.ts';
+import { enforceConfigurationLimits, Issues, rejectMaskedSecrets } from '../http/issues.ts';
 import { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_TIMEOUT_MS } from '../llm/openai.ts';
 import { MODEL_DTYPES, type ModelDtype, validateModelConfiguration } from '../llm/registry.ts';
 import type { Configuration } from '../security/secret-config.ts';
@@ -12,6 +12,7 @@ export { MODEL_DTYPES, type ModelDtype };
  * defaults filled in, so what is stored says how the model runs. Unknown keys are kept as given.
  */
 export function normalizeModelConfiguration(dtype: ModelDtype, input: Configuration): Configuration {
+  enforceConfigurationLimits(input);
   const issues = new Issues(['body', 'configuration']);
   rejectMaskedSecrets(issues, input);
   const problems = validateModelConfiguration(dtype, input);

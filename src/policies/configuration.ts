@@ -1,5 +1,5 @@
 import { RE2JS } from 're2js';
-import { Issues, optionalBoolean } from '../http/issues.ts';
+import { enforceConfigurationLimits, Issues, optionalBoolean } from '../http/issues.ts';
 import type { Configuration } from '../security/secret-config.ts';
 
 export const POLICY_TYPES = ['access', 'rate_limit', 'accounting'] as const;
@@ -27,6 +27,8 @@ const MAX_PATTERN_LENGTH = 500;
 
 /** Checks a policy configuration for its type and returns it normalised (only the known keys). */
 export function normalizePolicyConfiguration(type: PolicyType, input: Configuration): Configuration {
+  // Unknown keys are dropped below, but the bounds hold for every configuration the API takes.
+  enforceConfigurationLimits(input);
   const issues = new Issues(['body', 'configuration']);
   let normalized: Configuration;
   switch (type) {
