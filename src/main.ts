@@ -27,8 +27,15 @@ Configuration (environment variables):
   SVC_TUNNEL_DOMAIN         tunnel host suffix (default syfthub.ngrok.app)
   SVC_EMBEDDER              default embedder of new datasets (default use-lite)
   SVC_ALLOW_MODEL_DOWNLOAD  let transformers.js download embedding models (default false)
+  SVC_MAX_FILE_MB           largest file indexed, in MB (default 100)
+  SVC_MAX_TEXT_MB           most text indexed from one file, in MB (default 20)
   SVC_LOG_LEVEL             fatal, error, warn, info, debug, trace or silent (default info)
 `;
+
+/** The graceful stop gets this long; then the process exits anyway (systemd and Docker wait 10 s). */
+const STOP_DEADLINE_MS = 8_000;
+/** Exit status when the graceful stop did not complete. */
+const EXIT_ON_SIGNAL = 1;
 
 async function main(argv: string[]): Promise<number> {
   if (await runForkedVendorScript(argv)) return -1; // node-llama-cpp's addon test, in the binary only
@@ -60,10 +67,25 @@ async function main(argv: string[]): Promise<number> {
   const server = await startServer(config);
   let stopping = false;
   const shutdown = async (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      // A second Ctrl-C or SIGTERM: the operator does not want to wait for the graceful stop.
+      server.app.log.warn({ signal }, 'second signal: exiting now');
+      process.exit(EXIT_ON_SIGNAL);
+    }
     stopping = true;
     server.app.log.info({ signal }, 'shutting down');
-    await server.stop();
+    // Whatever the graceful stop waits on (a slow request, a model server that does not answer), the
+    // process is gone before the usual 10 s after which service managers kill it without a word.
+    setTimeout(() => {
+      server.app.log.error({ signal, seconds: STOP_DEADLINE_MS / 1000 }, 'graceful stop took too long: exiting');
+      process.exit(EXIT_ON_SIGNAL);
+    }, STOP_DEADLINE_MS);
+    try {
+      await server.stop();
+    } catch (error) {
+      server.app.log.error({ err: error }, 'graceful stop failed');
+      process.exit(EXIT_ON_SIGNAL);
+    }
     process.exit(0);
   };
   // `on`, not `once`: node-llama-cpp loads signal-exit, whose own listener re-sends the signal (killing

@@ -27,7 +27,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
-      await app.close(); // stops accepting, waits for in-flight requests
+      // Ingestion is cancelled while in-flight requests finish, not after: a file being embedded must not
+      // hold up the stop (its work is queued again for the next start).
+      await Promise.all([app.close(), services.ingestion.close()]); // app.close stops accepting, waits for in-flight requests
       await services.close();
     })());
   return { app, services, url, stop };

@@ -191,7 +191,8 @@ describe('local_file ingestion', () => {
     const folder = join(t.dataDir, 'big');
     mkdirSync(folder);
     const paragraph = 'The quick brown fox jumps over the lazy dog near the riverbank at dawn. ';
-    const body = `${paragraph.repeat(Math.ceil((20 * 1024 * 1024) / paragraph.length))}UNIQUEMARKER at the very end.`;
+    // Just under SVC_MAX_TEXT_MB's default (20 MB): a file yielding more text fails with that reason.
+    const body = `${paragraph.repeat(Math.floor((20 * 1024 * 1024 - 64) / paragraph.length))}UNIQUEMARKER at the very end.`;
     writeFileSync(join(folder, 'big.txt'), body);
     const dataset = await createDataset(t, user, folder, { chunkSize: 2000, chunkOverlap: 200, embedder: 'openai:fake-embed', base_url: fake.url });
     const files = await dataset.settled();

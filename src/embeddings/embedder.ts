@@ -108,14 +108,23 @@ function cacheKey(spec: EmbedderSpec, options: EmbedderOptions): string {
   }
 }
 
-/** Closes every shared embedder (at shutdown, and between tests). */
+/** How long closing waits for an embedder still loading (or for the batches it is running). */
+const CLOSE_WAIT_MS = 2_000;
+
+/**
+ * Closes every shared embedder (at shutdown, and between tests). One still loading, because its model
+ * server does not answer, is closed whenever it arrives rather than waited for: a stop must not hang on it.
+ */
 export async function closeEmbedders(): Promise<void> {
   const all = [...instances.values()];
   instances.clear();
   await Promise.all(
-    all.map(async (pending) => {
-      const embedder = await pending.catch(() => undefined);
-      await embedder?.close?.();
+    all.map((pending) => {
+      const closed = pending.then(
+        (embedder) => embedder.close?.(),
+        () => undefined,
+      );
+      return Promise.race([closed, new Promise<void>((resolve) => setTimeout(resolve, CLOSE_WAIT_MS).unref())]);
     }),
   );
 }

@@ -1,25 +1,41 @@
 import type { FSWatcher } from 'chokidar';
 import { existsSync } from 'node:fs';
-import { lstat } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { DatasetRepository } from '../datasets/repository.ts';
 import { SerialQueue } from '../util/serial-queue.ts';
+import { isInsideAny } from '../util/paths.ts';
 import { datasetEmbedder, type Embedder } from '../embeddings/embedder.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import { openSecrets } from '../security/secret-config.ts';
 import type { ChunkInput, VectorStore } from '../vectors/store.ts';
+import { EmbeddingScheduler, type SliceLimits } from './embedding-scheduler.ts';
 import type { ClaimedFile, FileRepository } from './files-repository.ts';
 import { type FileFacts, scanFolder } from './folder.ts';
-import type { PreparedFile } from './parse-worker.ts';
+import type { PreparedFile, PrepareOptions } from './parse-worker.ts';
 import { type ParserPool, ParserPoolClosedError } from './parser-pool.ts';
+import { TurnGate } from './turn-gate.ts';
 import { watchFolder } from './watcher.ts';
 
-/** Files claimed at once: their parsing (on the parse thread) overlaps the embedding of the ones before. */
-const BATCH_FILES = 16;
-/** Chunks embedded in one call: large enough for the embedder's own batching to pay off. */
-const EMBED_BATCH_CHUNKS = 64;
+/** Files of one dataset in progress at once: enough to keep the parse thread and the embedder fed. */
+const DATASET_FILES_IN_FLIGHT = 32;
+/** Files a dataset claims in one turn. */
+const CLAIM_FILES = 16;
+/**
+ * A dataset whose parsed text already waiting for the embedder exceeds this parses nothing more until it
+ * drains: memory stays bounded (a few files of SVC_MAX_TEXT_MB at most) however large its files are.
+ */
+const DATASET_BACKLOG_CHARACTERS = 256_000;
+/** About a second of USE-lite work on two threads; an OpenAI-compatible server gets one request. */
+const SLICE: SliceLimits = { texts: 64, characters: 16_000 };
+/** Two slices at once keep both embedding threads busy across the gap between slices. */
+const EMBED_CONCURRENCY = 2;
+/** How often a busy dataset logs its progress. */
+const PROGRESS_LOG_MS = 10_000;
+/** How long closing waits for datasets still starting (loading their embedder). */
+const STARTING_WAIT_MS = 2_000;
 
 export interface IngestionEngineDeps {
   config: Config;
@@ -36,23 +52,60 @@ export interface IngestionEngineDeps {
 /** What a running dataset needs while it ingests. */
 interface Runtime {
   readonly datasetId: string;
+  readonly tenantId: string;
+  /** The ingestionPath as configured: what reasons name. */
+  readonly configuredPath: string;
+  /** Its real path, checked against the tenant's roots at start: watched, scanned and read from. */
   readonly root: string;
+  /** The tenant's roots (real paths), refreshed whenever files are claimed. */
+  roots: readonly string[];
   readonly fileTypes: ReadonlySet<string>;
   readonly chunkSize: number;
   readonly chunkOverlap: number;
   readonly embedder: Embedder;
   /** Every change to the dataset's index goes through here, one at a time (see `commit`). */
   readonly serial: SerialQueue;
+  /** Files claimed and not finished: what a stop, a deletion or a change cancels. */
+  readonly jobs: Set<FileJob>;
+  readonly progress: { files: number; chunks: number; since: number };
   watcher?: FSWatcher;
   stopped: boolean;
 }
 
-type Outcome = { file: ClaimedFile; prepared: PreparedFile } | { file: ClaimedFile; error: unknown };
+/** One claimed file on its way through parsing, embedding and commit. */
+interface FileJob {
+  readonly runtime: Runtime;
+  readonly file: ClaimedFile;
+  readonly controller: AbortController;
+  done?: Promise<void>;
+}
+
+type CancelCause = 'removed' | 'changed' | 'stopped' | 'closed';
+
+/** The reason a job's signal aborts with; what becomes of the file's row depends on the cause. */
+class Cancelled extends Error {
+  override readonly name = 'Cancelled';
+
+  constructor(readonly why: CancelCause) {
+    super(`indexing cancelled (${why})`);
+  }
+}
+
+/** The embedder failed (the file's content is not at fault, but the file cannot be indexed now). */
+class EmbeddingFailed extends Error {
+  override readonly name = 'EmbeddingFailed';
+}
 
 /**
  * Keeps each running `local_file` dataset's index equal to its folder: watches the folder, records every
- * file in `dataset_files` (the durable queue), and indexes queued files in batches: parsed and chunked
- * on the parse thread, embedded, then written in one transaction per file.
+ * file in `dataset_files` (the durable queue), and indexes queued files: parsed and chunked on the parse
+ * thread, embedded in slices, then written in one transaction per file.
+ *
+ * Datasets take turns at every stage, so one huge file never starves another dataset: files are
+ * claimed in rounds across datasets, the parse thread takes one file of each dataset in turn, and
+ * embedding runs in slices of about a second that alternate between datasets (embedding-scheduler.ts).
+ * Every file's work carries an AbortSignal: deleting the file, stopping or deleting its dataset, or
+ * closing the engine cancels it within moments (the parse thread is replaced, waiting slices dropped).
  *
  * Races are settled by generations: every change seen on disk bumps the file's generation, and work
  * started on an older generation is dropped at commit, where the check and the write run in the
@@ -61,11 +114,19 @@ type Outcome = { file: ClaimedFile; prepared: PreparedFile } | { file: ClaimedFi
 export class IngestionEngine {
   private readonly runtimes = new Map<string, Runtime>();
   private readonly starting = new Map<string, Promise<void>>();
+  private readonly embedding: EmbeddingScheduler;
+  private readonly parseTurns: TurnGate;
   private pumping: Promise<void> | undefined;
+  private closing: Promise<void> | undefined;
   private wake = false;
   private closed = false;
 
-  constructor(private readonly deps: IngestionEngineDeps) {}
+  constructor(private readonly deps: IngestionEngineDeps) {
+    this.embedding = new EmbeddingScheduler({ concurrency: EMBED_CONCURRENCY, slice: SLICE, onProgress: () => this.parseTurns.recheck() });
+    // One file parsing per thread and one more ready to go: the pool's own queue stays short, so the
+    // order of turns is decided here, fairly, and not by whoever queued first.
+    this.parseTurns = new TurnGate(deps.pool.size + 1, (datasetId) => this.embedding.waitingCharacters(datasetId) < DATASET_BACKLOG_CHARACTERS);
+  }
 
   /** At start-up: every dataset that was ingesting resumes, and its folder is reconciled with the index. */
   async resumeAll(): Promise<void> {
@@ -96,17 +157,30 @@ export class IngestionEngine {
     let runtime: Runtime | undefined;
     try {
       const configuration = openSecrets(JSON.parse(row.configuration), box);
+      const configuredPath = String(configuration.ingestionPath);
+      const folder = await this.checkFolder(row.tenant_id, configuredPath);
+      if ('refused' in folder) {
+        log.warn({ dataset: datasetId, reason: folder.refused }, 'dataset folder refused');
+        await datasets.setStatus(datasetId, 'error', folder.refused);
+        return;
+      }
       const embedder = await datasetEmbedder(configuration, { dataDir: config.dataDir, allowDownload: config.allowModelDownload });
+      if (this.closed) return; // it resumes at the next start-up (its status is still `starting`)
       await store.createDatasetIndex(datasetId, embedder.dimension);
       await files.requeueInterrupted(datasetId);
       runtime = {
         datasetId,
-        root: String(configuration.ingestionPath),
+        tenantId: row.tenant_id,
+        configuredPath,
+        root: folder.real,
+        roots: folder.roots,
         fileTypes: new Set(String(configuration.fileTypes).split(',')),
         chunkSize: Number(configuration.chunkSize),
         chunkOverlap: Number(configuration.chunkOverlap),
         embedder,
         serial: new SerialQueue(),
+        jobs: new Set(),
+        progress: { files: 0, chunks: 0, since: performance.now() },
         stopped: false,
       };
       const current = runtime;
@@ -118,22 +192,51 @@ export class IngestionEngine {
       });
       this.runtimes.set(datasetId, runtime);
       await this.reconcile(runtime);
+      if (runtime.stopped || this.closed) return; // stopped (or the engine closed) while the folder was scanned
       await datasets.setStatus(datasetId, 'running');
       log.info({ dataset: datasetId, folder: runtime.root, embedder: embedder.id }, 'dataset ingestion started');
       this.kick();
     } catch (error) {
+      if (this.closed && !runtime) return; // the database may be closed already
       log.error({ dataset: datasetId, err: error }, 'dataset could not start');
-      if (runtime) await this.shutDown(runtime);
-      await datasets.setStatus(datasetId, 'error');
+      if (runtime) await this.shutDown(runtime, 'stopped');
+      await datasets.setStatus(datasetId, 'error', `the dataset could not start: ${messageOf(error)}`);
     }
   }
 
-  /** Pauses a dataset: no watching, no indexing; its index stays searchable. */
+  /**
+   * The dataset folder's real path, checked against the tenant's roots now: the folder (or one above
+   * it) may have been swapped for a symbolic link since the dataset was created or last started.
+   */
+  private async checkFolder(tenantId: string, configured: string): Promise<{ real: string; roots: readonly string[] } | { refused: string }> {
+    const roots = await this.deps.rootsOf(tenantId);
+    let real: string;
+    try {
+      real = await realpath(configured);
+    } catch {
+      return { refused: `the folder '${configured}' does not exist or cannot be read` };
+    }
+    if (!isInsideAny(roots, real)) {
+      const where = real === configured ? 'is' : `now resolves to '${real}',`;
+      return { refused: `the folder '${configured}' ${where} outside this tenant's ingestion roots` };
+    }
+    const facts = await stat(real).catch(() => undefined);
+    if (!facts?.isDirectory()) return { refused: `'${configured}' is not a folder` };
+    return { real, roots };
+  }
+
+  /** Pauses a dataset: no watching, no indexing; its index stays searchable. Work in progress is cancelled. */
   async stop(datasetId: string, status: 'stopped' | null = 'stopped'): Promise<void> {
+    // A dataset still scanning its folder is registered already: it stops at the next file, not after the scan.
+    await this.stopRuntime(datasetId, 'stopped');
     await this.starting.get(datasetId);
-    const runtime = this.runtimes.get(datasetId);
-    if (runtime) await this.shutDown(runtime);
+    await this.stopRuntime(datasetId, 'stopped');
     if (status) await this.deps.datasets.setStatus(datasetId, status);
+  }
+
+  private async stopRuntime(datasetId: string, cause: 'stopped' | 'closed'): Promise<void> {
+    const runtime = this.runtimes.get(datasetId);
+    if (runtime) await this.shutDown(runtime, cause);
   }
 
   /** Before a dataset is deleted: stops it and drops its index. */
@@ -142,30 +245,75 @@ export class IngestionEngine {
     await this.deps.store.dropDatasetIndex(datasetId);
   }
 
-  /** Indexes every file again from scratch (e.g. after changing the embedder's model files). */
+  /**
+   * Indexes every file again from scratch (e.g. after changing the embedder's model files). The folder
+   * is checked again first: one that now resolves outside the tenant's roots stops the dataset
+   * (status `error`), and one that now leads to another allowed folder is watched and read from there.
+   */
   async reindex(datasetId: string): Promise<void> {
+    await this.starting.get(datasetId);
+    const runtime = this.runtimes.get(datasetId);
+    if (runtime) {
+      const folder = await this.checkFolder(runtime.tenantId, runtime.configuredPath);
+      if ('refused' in folder) return this.refuse(runtime, folder.refused);
+      if (folder.real !== runtime.root) {
+        await this.shutDown(runtime, 'stopped');
+        await this.deps.files.requeueAll(datasetId);
+        return this.start(datasetId);
+      }
+      runtime.roots = folder.roots;
+    }
     await this.deps.files.requeueAll(datasetId);
     this.kick();
   }
 
-  async close(): Promise<void> {
-    this.closed = true;
-    await Promise.allSettled([...this.starting.values()]);
-    await Promise.all([...this.runtimes.values()].map((runtime) => this.shutDown(runtime)));
-    await this.pumping;
+  /** Cancels everything in progress (files go back to the queue) and stops every dataset; safe to call twice. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.closed = true;
+      const stopAll = () => Promise.all([...this.runtimes.keys()].map((datasetId) => this.stopRuntime(datasetId, 'closed')));
+      await stopAll(); // running datasets, and those still scanning their folder
+      // A dataset whose embedder is still loading (or whose model server does not answer) is not waited
+      // for long: it never touches the database once the engine is closed, and resumes at the next start-up.
+      await Promise.race([Promise.allSettled([...this.starting.values()]), delay(STARTING_WAIT_MS)]);
+      await stopAll();
+      await this.pumping;
+    })();
+    return this.closing;
   }
 
-  private async shutDown(runtime: Runtime): Promise<void> {
+  /** The folder may no longer be read: everything stops, and the dataset shows why. */
+  private async refuse(runtime: Runtime, reason: string): Promise<void> {
+    this.deps.log.warn({ dataset: runtime.datasetId, reason }, 'dataset folder refused');
+    await this.shutDown(runtime, 'stopped');
+    await this.deps.datasets.setStatus(runtime.datasetId, 'error', reason);
+  }
+
+  private async shutDown(runtime: Runtime, cause: 'stopped' | 'closed'): Promise<void> {
     runtime.stopped = true;
-    this.runtimes.delete(runtime.datasetId);
+    if (this.runtimes.get(runtime.datasetId) === runtime) this.runtimes.delete(runtime.datasetId);
+    const jobs = [...runtime.jobs];
+    for (const job of jobs) job.controller.abort(new Cancelled(cause));
     await runtime.watcher?.close();
+    await Promise.allSettled(jobs.map((job) => job.done));
     await runtime.serial.run(async () => undefined); // let a commit in progress finish
+  }
+
+  /** Cancels the jobs `matches` picks: their parsing stops, their waiting slices leave the line. */
+  private cancelJobs(runtime: Runtime, cause: CancelCause, matches: (job: FileJob) => boolean): void {
+    for (const job of runtime.jobs) if (matches(job)) job.controller.abort(new Cancelled(cause));
   }
 
   private async onChanged(runtime: Runtime, file: FileFacts): Promise<void> {
     if (runtime.stopped) return;
     try {
-      if (await this.deps.files.seen(runtime.datasetId, file)) this.kick();
+      if (!(await this.deps.files.seen(runtime.datasetId, file))) return;
+      // Work on an older version is wasted: the new one is queued already.
+      const generation = await this.deps.files.generationOf(runtime.datasetId, file.path);
+      if (generation !== undefined) {
+        this.cancelJobs(runtime, 'changed', (job) => job.file.path === file.path && job.file.generation < generation);
+      }
+      this.kick();
     } catch (error) {
       this.deps.log.error({ dataset: runtime.datasetId, file: file.path, err: error }, 'recording a changed file failed');
     }
@@ -173,6 +321,9 @@ export class IngestionEngine {
 
   private async onRemoved(runtime: Runtime, path: string, folder: boolean): Promise<void> {
     if (runtime.stopped) return;
+    // Cancelled first: a file being embedded stops now, not after its removal is written.
+    const prefix = `${path}/`;
+    this.cancelJobs(runtime, 'removed', (job) => job.file.path === path || (folder && job.file.path.startsWith(prefix)));
     const { files } = this.deps;
     const paths = folder ? await files.livePathsUnder(runtime.datasetId, path) : [path];
     for (const removed of paths) await this.removeFile(runtime, removed);
@@ -191,15 +342,19 @@ export class IngestionEngine {
    */
   private async reconcile(runtime: Runtime): Promise<void> {
     const found = await scanFolder(runtime.root, runtime.fileTypes);
-    for (const file of found) await this.deps.files.seen(runtime.datasetId, file);
+    for (const file of found) {
+      if (runtime.stopped || this.closed) return;
+      await this.deps.files.seen(runtime.datasetId, file);
+    }
     const present = new Set(found.map((file) => file.path));
     for (const path of await this.deps.files.livePaths(runtime.datasetId)) {
+      if (runtime.stopped || this.closed) return;
       // A file created after the scan read its folder is on disk, just not in `found`.
       if (!present.has(path) && !existsSync(join(runtime.root, path))) await this.removeFile(runtime, path);
     }
   }
 
-  /** Makes sure the queue is being worked; cheap to call often. */
+  /** Makes sure the queue is being worked; cheap to call often (every finished file calls it). */
   private kick(): void {
     if (this.closed) return;
     this.wake = true;
@@ -214,119 +369,124 @@ export class IngestionEngine {
   private async pump(): Promise<void> {
     while (this.wake && !this.closed) {
       this.wake = false;
-      // Two batches in flight: while one is embedded, the next is already parsed and its embedding queued,
-      // so the embedder never waits for parsing or for the database.
-      let current: Promise<void> | undefined;
-      for (;;) {
-        const batch = await this.deps.files.claim([...this.runtimes.keys()], BATCH_FILES);
-        if (batch.length === 0) break;
-        const next = this.processBatch(batch).catch((error: unknown) => {
-          this.deps.log.error({ err: error }, 'an ingestion batch failed');
-        });
-        await current;
-        current = next;
-      }
-      await current;
+      while (!this.closed && (await this.claimRound()) > 0);
     }
   }
 
-  private async processBatch(batch: ClaimedFile[]): Promise<void> {
-    const datasetId = batch[0]?.datasetId;
-    const runtime = datasetId ? this.runtimes.get(datasetId) : undefined;
-    if (!runtime) {
-      for (const file of batch) await this.deps.files.release(file);
-      return;
-    }
-    const started = performance.now();
-    // Every file is handed to the parse thread at once; embedding starts as soon as enough chunks are ready.
-    const outcomes = batch.map((file) => this.prepare(runtime, file));
-    let waiting: { file: ClaimedFile; prepared: PreparedFile }[] = [];
-    let waitingChunks = 0;
-    let chunks = 0;
-    for (const pending of outcomes) {
-      const outcome = await pending;
-      if (runtime.stopped) {
-        await this.deps.files.release(outcome.file);
+  /**
+   * One turn for every running dataset with room: it claims a few queued files (the oldest first) and
+   * starts them. Rounds go on while anything was claimed; a finished file starts the next round.
+   */
+  private async claimRound(): Promise<number> {
+    let claimed = 0;
+    for (const runtime of [...this.runtimes.values()]) {
+      const room = DATASET_FILES_IN_FLIGHT - runtime.jobs.size;
+      if (runtime.stopped || room <= 0) continue;
+      const files = await this.deps.files.claim([runtime.datasetId], Math.min(room, CLAIM_FILES));
+      if (files.length === 0) continue;
+      claimed += files.length;
+      if (runtime.stopped || !(await this.refreshRoots(runtime))) {
+        for (const file of files) await this.deps.files.release(file);
         continue;
       }
-      if ('error' in outcome) {
-        if (outcome.error instanceof ParserPoolClosedError) await this.deps.files.release(outcome.file);
-        else await this.fail(runtime, outcome.file, messageOf(outcome.error));
-      } else if (outcome.prepared.unchanged) {
-        await runtime.serial.run(() => this.deps.files.unchanged(outcome.file));
-      } else {
-        waiting.push(outcome);
-        waitingChunks += outcome.prepared.chunks.length;
-        if (waitingChunks >= EMBED_BATCH_CHUNKS) {
-          chunks += await this.embedAndCommit(runtime, waiting);
-          waiting = [];
-          waitingChunks = 0;
-        }
-      }
+      for (const file of files) this.startJob(runtime, file);
     }
-    if (waiting.length > 0) chunks += await this.embedAndCommit(runtime, waiting);
-    const seconds = (performance.now() - started) / 1000;
-    this.deps.log.info(
-      { dataset: runtime.datasetId, files: batch.length, chunks, seconds: Number(seconds.toFixed(2)), chunks_per_second: Math.round(chunks / seconds) },
-      'ingested a batch',
-    );
+    return claimed;
   }
 
-  private async prepare(runtime: Runtime, file: ClaimedFile): Promise<Outcome> {
-    const path = join(runtime.root, file.path);
-    try {
-      // The watcher and scanner skip links, but a file can be replaced by one afterwards: never follow it.
-      const facts = await lstat(path);
-      if (!facts.isFile()) throw new Error(facts.isSymbolicLink() ? 'symbolic links are not indexed' : 'not a regular file');
-      const prepared = await this.deps.pool.prepare(path, {
-        chunkSize: runtime.chunkSize,
-        chunkOverlap: runtime.chunkOverlap,
-        knownHash: file.contentHash,
+  /** The operator may have taken a root away from the tenant since the dataset started. */
+  private async refreshRoots(runtime: Runtime): Promise<boolean> {
+    const roots = await this.deps.rootsOf(runtime.tenantId);
+    if (runtime.stopped) return false;
+    if (!isInsideAny(roots, runtime.root)) {
+      await this.refuse(runtime, `the folder '${runtime.configuredPath}' is no longer inside this tenant's ingestion roots`);
+      return false;
+    }
+    runtime.roots = roots;
+    return true;
+  }
+
+  private startJob(runtime: Runtime, file: ClaimedFile): void {
+    // Progress is measured from the moment work resumes, not from the last file hours ago.
+    if (runtime.jobs.size === 0 && runtime.progress.files === 0) runtime.progress.since = performance.now();
+    const job: FileJob = { runtime, file, controller: new AbortController() };
+    runtime.jobs.add(job);
+    job.done = this.runJob(job)
+      .catch((error: unknown) => this.deps.log.error({ dataset: runtime.datasetId, file: file.path, err: error }, 'indexing a file failed unexpectedly'))
+      .finally(() => {
+        runtime.jobs.delete(job);
+        this.logProgress(runtime);
+        this.kick();
       });
-      return { file, prepared };
-    } catch (error) {
-      return { file, error };
-    }
   }
 
-  /** Embeds the chunks of several files in one go, then writes each file's chunks in its own transaction. */
-  private async embedAndCommit(runtime: Runtime, items: { file: ClaimedFile; prepared: PreparedFile }[]): Promise<number> {
-    const texts = items.flatMap((item) => item.prepared.chunks.map((chunk) => chunk.text));
-    let vectors: Float32Array[];
+  /** Parse (taking turns on the parse thread), embed (in slices taking turns), commit; or record why not. */
+  private async runJob(job: FileJob): Promise<void> {
+    const { runtime, file } = job;
+    const signal = job.controller.signal;
     try {
-      vectors = await runtime.embedder.embed(texts);
+      const release = await this.parseTurns.acquire(runtime.datasetId, signal);
+      let prepared: PreparedFile;
+      try {
+        prepared = await this.deps.pool.prepare(join(runtime.root, file.path), this.prepareOptions(runtime, file), signal);
+      } catch (error) {
+        release();
+        throw error;
+      }
+      if (prepared.unchanged) {
+        release();
+        await runtime.serial.run(() => this.deps.files.unchanged(file));
+        return;
+      }
+      // Queued before the permit goes back, so the gate already counts this file's text as waiting.
+      const embedding = this.embedding.embed(runtime.datasetId, runtime.embedder, prepared.chunks.map((chunk) => chunk.text), signal);
+      release();
+      const vectors = await embedding.catch((error: unknown) => {
+        throw signal.aborted ? signal.reason : new EmbeddingFailed(`embedding failed: ${messageOf(error)}`);
+      });
+      const written = await this.commit(job, chunkInputs(file, prepared, vectors), prepared.hash);
+      if (written) {
+        runtime.progress.files++;
+        runtime.progress.chunks += vectors.length;
+      }
     } catch (error) {
-      for (const item of items) await this.fail(runtime, item.file, `embedding failed: ${messageOf(error)}`);
-      return 0;
+      await this.settleFailure(job, error);
     }
-    let offset = 0;
-    let written = 0;
-    for (const { file, prepared } of items) {
-      const fileType = extname(file.path).slice(1).toLowerCase();
-      const chunks: ChunkInput[] = prepared.chunks.map((chunk, index) => ({
-        content: chunk.text,
-        metadata: {
-          source: file.path,
-          file_type: fileType,
-          chunk_index: chunk.chunk_index,
-          ...(chunk.page !== undefined ? { page: chunk.page } : {}),
-          ...(prepared.title ? { title: prepared.title } : {}),
-        },
-        embedding: vectors[offset + index] as Float32Array,
-      }));
-      offset += chunks.length;
-      if (await this.commit(runtime, file, chunks, prepared.hash)) written += chunks.length;
-    }
-    return written;
   }
 
-  /** Writes a file's chunks, unless the file changed (or the dataset stopped) while they were made. */
-  private commit(runtime: Runtime, file: ClaimedFile, chunks: ChunkInput[], hash: string): Promise<boolean> {
+  private prepareOptions(runtime: Runtime, file: ClaimedFile): PrepareOptions {
+    return {
+      chunkSize: runtime.chunkSize,
+      chunkOverlap: runtime.chunkOverlap,
+      knownHash: file.contentHash,
+      folder: runtime.root,
+      roots: runtime.roots,
+      maxFileBytes: this.deps.config.maxFileBytes,
+      maxTextBytes: this.deps.config.maxTextBytes,
+    };
+  }
+
+  /**
+   * A cancelled file is left as its cause says: stopped or closed → queued again for later; removed or
+   * changed → its row has moved on already. Anything else is the file's failure, with the reason.
+   */
+  private async settleFailure(job: FileJob, error: unknown): Promise<void> {
+    const { runtime, file } = job;
+    const reason: unknown = job.controller.signal.reason;
+    const cause = reason instanceof Cancelled ? reason.why : undefined;
+    if (cause === 'removed' || cause === 'changed') return;
+    if (cause === 'stopped' || cause === 'closed' || error instanceof ParserPoolClosedError) {
+      await this.deps.files.release(file);
+      return;
+    }
+    await this.fail(runtime, file, messageOf(error));
+  }
+
+  /** Writes a file's chunks, unless the file changed, or its work was cancelled, while they were made. */
+  private commit(job: FileJob, chunks: ChunkInput[], hash: string): Promise<boolean> {
+    const { runtime, file } = job;
     return runtime.serial.run(async () => {
-      if (runtime.stopped) {
-        await this.deps.files.release(file);
-        return false;
-      }
+      if (job.controller.signal.aborted) throw job.controller.signal.reason;
       if ((await this.deps.files.generationOf(file.datasetId, file.path)) !== file.generation) return false;
       await this.deps.store.replaceFileChunks(file.datasetId, file.path, chunks);
       return this.deps.files.indexed(file, hash, chunks.length);
@@ -341,6 +501,48 @@ export class IngestionEngine {
       await this.deps.files.failed(file, reason);
     });
   }
+
+  /** Files and chunks per second, every few seconds while busy and once when the dataset's queue drains. */
+  private logProgress(runtime: Runtime): void {
+    const { progress } = runtime;
+    const elapsed = performance.now() - progress.since;
+    if (progress.files === 0 || (runtime.jobs.size > 0 && elapsed < PROGRESS_LOG_MS)) return;
+    const seconds = elapsed / 1000;
+    this.deps.log.info(
+      {
+        dataset: runtime.datasetId,
+        files: progress.files,
+        chunks: progress.chunks,
+        seconds: Number(seconds.toFixed(2)),
+        chunks_per_second: Math.round(progress.chunks / seconds),
+      },
+      'ingested files',
+    );
+    progress.files = 0;
+    progress.chunks = 0;
+    progress.since = performance.now();
+  }
+}
+
+/** The store's rows for a file: each chunk with its vector and the metadata search shows. */
+function chunkInputs(file: ClaimedFile, prepared: PreparedFile, vectors: Float32Array[]): ChunkInput[] {
+  const fileType = extname(file.path).slice(1).toLowerCase();
+  return prepared.chunks.map((chunk, index) => ({
+    content: chunk.text,
+    metadata: {
+      source: file.path,
+      file_type: fileType,
+      chunk_index: chunk.chunk_index,
+      ...(chunk.page !== undefined ? { page: chunk.page } : {}),
+      ...(prepared.title ? { title: prepared.title } : {}),
+    },
+    embedding: vectors[index] as Float32Array,
+  }));
+}
+
+/** A timer that does not keep the process alive. */
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
 function messageOf(error: unknown): string {

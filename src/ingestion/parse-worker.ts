@@ -8,7 +8,8 @@
  * when they are listed.
  */
 import { type Chunk, chunkDocument } from './chunker.ts';
-import { ParseError, parseFile, type ParsedDocument, type ParseErrorCode } from './parsers/index.ts';
+import { ParseError, parseBytes, parseFile, type ParsedDocument, type ParseErrorCode } from './parsers/index.ts';
+import { readFileLimited } from './read-file.ts';
 
 /** What ingestion asks of a file besides its text: chunks of this size, unless its hash is known already. */
 export interface PrepareOptions {
@@ -16,6 +17,13 @@ export interface PrepareOptions {
   chunkOverlap: number;
   /** The hash of the content last indexed: the same content is not parsed again. */
   knownHash: string | null;
+  /** Real path of the dataset folder: the file must really be inside it (see read-file.ts). */
+  folder: string;
+  /** Real paths of the tenant's ingestion roots: the file must really be inside one of them too. */
+  roots: readonly string[];
+  /** SVC_MAX_FILE_MB and SVC_MAX_TEXT_MB, in bytes. */
+  maxFileBytes: number;
+  maxTextBytes: number;
 }
 
 /** A file ready for embedding, or the news that its content has not changed. */
@@ -43,17 +51,16 @@ self.onmessage = async (event: MessageEvent<ParseRequest>) => {
   postMessage(await answer(id, path, prepare));
 };
 
-/** Hashing and chunking run here too: for a 20 MB file each is work the HTTP thread should not do. */
+/**
+ * Reads the file once, confined to the dataset folder and the tenant's roots and within the size limit;
+ * hashes, parses and chunks those same bytes. Hashing and chunking run here too: for a 20 MB file each
+ * is work the HTTP thread should not do.
+ */
 async function prepareFile(path: string, options: PrepareOptions): Promise<PreparedFile> {
-  let bytes: Uint8Array;
-  try {
-    bytes = await Bun.file(path).bytes();
-  } catch {
-    throw new ParseError('not_found', 'file not found');
-  }
+  const bytes = await readFileLimited(path, options, { folder: options.folder, roots: options.roots });
   const hash = new Bun.CryptoHasher('sha256').update(bytes).digest('hex');
   if (hash === options.knownHash) return { hash, unchanged: true, chunks: [] };
-  const doc = await parseFile(path);
+  const doc = await parseBytes(path, bytes, options);
   return { hash, unchanged: false, title: doc.title, chunks: chunkDocument(doc, options) };
 }
 

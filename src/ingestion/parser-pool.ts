@@ -6,6 +6,8 @@ import { isParseErrorCode, ParseError, type ParsedDocument } from './parsers/typ
  * Runs parseFile on a few Bun Worker threads so that a 500-page PDF never stalls the HTTP thread.
  * Each thread takes one file at a time; files queue in arrival order. A thread that crashes or runs
  * past the timeout is terminated and replaced, and only the file it was on fails (with a reason).
+ * A file can also be cancelled (deleted, its dataset stopped): its thread is terminated the same way,
+ * since pdf.js or mammoth cannot be interrupted in the middle of a file any other way.
  */
 
 export interface ParserPoolOptions {
@@ -38,7 +40,7 @@ interface Task {
   path: string;
   prepare?: PrepareOptions;
   resolve: (result: ParsedDocument | PreparedFile) => void;
-  reject: (error: Error) => void;
+  reject: (error: unknown) => void;
 }
 
 interface Slot {
@@ -74,17 +76,52 @@ export class ParserPool {
     return this.submit(path) as Promise<ParsedDocument>;
   }
 
-  /** Hashes, parses and chunks a file off this thread; an unchanged hash skips the parsing. */
-  prepare(path: string, options: PrepareOptions): Promise<PreparedFile> {
-    return this.submit(path, options) as Promise<PreparedFile>;
+  /**
+   * Hashes, parses and chunks a file off this thread; an unchanged hash skips the parsing. When `signal`
+   * aborts, the promise rejects with its reason at once: a waiting file leaves the queue, a file being
+   * parsed loses its thread (a new one starts for the next file).
+   */
+  prepare(path: string, options: PrepareOptions, signal?: AbortSignal): Promise<PreparedFile> {
+    return this.submit(path, options, signal) as Promise<PreparedFile>;
   }
 
-  private submit(path: string, prepare?: PrepareOptions): Promise<ParsedDocument | PreparedFile> {
+  private submit(path: string, prepare?: PrepareOptions, signal?: AbortSignal): Promise<ParsedDocument | PreparedFile> {
     if (this.closed) return Promise.reject(new ParserPoolClosedError());
+    if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise((resolve, reject) => {
-      this.queue.push({ id: this.nextId++, path, ...(prepare ? { prepare } : {}), resolve, reject });
+      const onAbort = () => this.cancel(task, signal?.reason);
+      const done = () => signal?.removeEventListener('abort', onAbort);
+      const task: Task = {
+        id: this.nextId++,
+        path,
+        ...(prepare ? { prepare } : {}),
+        resolve: (result) => {
+          done();
+          resolve(result);
+        },
+        reject: (error) => {
+          done();
+          reject(error);
+        },
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.queue.push(task);
       this.dispatch();
     });
+  }
+
+  private cancel(task: Task, reason: unknown): void {
+    const waiting = this.queue.indexOf(task);
+    if (waiting >= 0) {
+      this.queue.splice(waiting, 1);
+      task.reject(reason);
+      return;
+    }
+    const slot = this.slots.find((candidate) => candidate.task === task);
+    if (!slot) return; // settled meanwhile
+    this.retire(slot);
+    task.reject(reason);
+    this.dispatch();
   }
 
   /** Stops every thread; files still waiting or running reject with ParserPoolClosedError. */

@@ -1,5 +1,7 @@
 import mammoth from 'mammoth';
+import { openDocx } from './docx-zip.ts';
 import { htmlToText } from './html.ts';
+import type { FileLimits } from './limits.ts';
 import { ParseError, type ParsedDocument } from './types.ts';
 
 /**
@@ -13,16 +15,21 @@ const STYLE_MAP = ["p[style-name='Title'] => h1:fresh", "p[style-name='Subtitle'
 
 const HEADING = /<h([1-6])\b[^>]*>([\s\S]*?)<\/h\1>/i;
 
-export async function parseDocx(bytes: Uint8Array): Promise<ParsedDocument> {
+export async function parseDocx(bytes: Uint8Array, limits: FileLimits): Promise<ParsedDocument> {
+  // Opened here, with its sizes checked, rather than by mammoth (see docx-zip.ts). `file` is the input
+  // mammoth's own openZip accepts besides `path` and `buffer`, though its typings list only those two;
+  // were it ever dropped, every DOCX would fail loudly ("Could not find file in options"), never unchecked.
+  const file = await openDocx(bytes, limits);
   let html: string;
   try {
     const result = await mammoth.convertToHtml(
-      { buffer: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) },
+      { file } as unknown as { buffer: Buffer },
       // Images would become huge data: URIs that the text converter then has to skip.
       { styleMap: STYLE_MAP, convertImage: mammoth.images.imgElement(async () => ({ src: '' })) },
     );
     html = result.value;
   } catch (error) {
+    if (error instanceof ParseError) throw error; // a limit, with its own reason
     throw new ParseError('damaged', `DOCX is damaged: ${describe(error)}`);
   }
   const text = htmlToText(html);

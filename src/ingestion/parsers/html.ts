@@ -1,5 +1,5 @@
 import { compile, type SelectorDefinition } from 'html-to-text';
-import { decodeText } from './text.ts';
+import { decodeTextFile } from './text.ts';
 import type { ParsedDocument } from './types.ts';
 
 /**
@@ -49,7 +49,7 @@ export function htmlToText(html: string): string {
 const TITLE = /<title\b[^>]*>([\s\S]*?)<\/title\s*>/i;
 
 export function parseHtml(bytes: Uint8Array): ParsedDocument {
-  const html = decodeText(bytes);
+  const html = decodeTextFile(bytes);
   const text = htmlToText(html);
   const rawTitle = TITLE.exec(html)?.[1];
   // Run the title through the converter too, so entities (&amp;) decode and whitespace collapses.

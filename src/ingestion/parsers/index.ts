@@ -1,14 +1,17 @@
-import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
+import { readFileLimited } from '../read-file.ts';
 import { parseDocx } from './docx.ts';
 import { parseHtml } from './html.ts';
+import { type FileLimits, NO_LIMITS, textTooLarge, utf8Bytes } from './limits.ts';
 import { parsePdf } from './pdf.ts';
 import { parseMarkdown, parseText } from './text.ts';
 import { ParseError, type ParsedDocument } from './types.ts';
 
 export { ParseError, type ParseErrorCode, type ParsedDocument, type ParsedSection } from './types.ts';
+export { type FileLimits, NO_LIMITS } from './limits.ts';
 
-type Parser = (bytes: Uint8Array) => ParsedDocument | Promise<ParsedDocument>;
+/** Parsers that can stop early (PDF pages, DOCX parts) are handed the limits; the rest are checked after. */
+type Parser = (bytes: Uint8Array, limits: FileLimits) => ParsedDocument | Promise<ParsedDocument>;
 
 const PARSERS: Readonly<Record<string, Parser>> = {
   pdf: parsePdf,
@@ -30,16 +33,21 @@ export function fileTypeOf(path: string): string {
 
 /**
  * Reads and parses one file. Every failure is a ParseError whose message can be shown to the operator
- * as the file's `error`; sections without text (blank PDF pages) are dropped.
+ * as the file's `error`; sections without text (blank PDF pages) are dropped. Without `limits` nothing
+ * is limited: ingestion reads through prepareFile (parse-worker.ts), which always passes them.
  */
-export async function parseFile(path: string): Promise<ParsedDocument> {
+export async function parseFile(path: string, limits: FileLimits = NO_LIMITS): Promise<ParsedDocument> {
+  const parser = parserFor(path);
+  return parseBytes(path, await readFileLimited(path, limits), limits, parser);
+}
+
+/** Parses bytes already read (ingestion reads them itself, see read-file.ts); `path` names the type. */
+export async function parseBytes(path: string, bytes: Uint8Array, limits: FileLimits, parser = parserFor(path)): Promise<ParsedDocument> {
   const type = fileTypeOf(path);
-  const parser = PARSERS[type];
-  if (!parser) {
-    throw new ParseError('unsupported_type', type ? `unsupported file type ".${type}"` : 'file has no extension');
-  }
-  const bytes = await readBytes(path);
-  const doc = await runParser(parser, bytes, type);
+  const doc = await runParser(parser, bytes, limits, type);
+  // Checked before chunking: a file past the limit never reaches the embedder.
+  const textBytes = doc.sections.reduce((sum, section) => sum + utf8Bytes(section.text), 0);
+  if (textBytes > limits.maxTextBytes) throw textTooLarge(textBytes, limits);
   const sections = doc.sections.filter((section) => section.text.trim() !== '');
   if (sections.length === 0) {
     throw new ParseError(
@@ -50,25 +58,22 @@ export async function parseFile(path: string): Promise<ParsedDocument> {
   return doc.title === undefined ? { sections } : { title: doc.title, sections };
 }
 
-async function runParser(parser: Parser, bytes: Uint8Array, type: string): Promise<ParsedDocument> {
+function parserFor(path: string): Parser {
+  const type = fileTypeOf(path);
+  const parser = PARSERS[type];
+  if (!parser) {
+    throw new ParseError('unsupported_type', type ? `unsupported file type ".${type}"` : 'file has no extension');
+  }
+  return parser;
+}
+
+async function runParser(parser: Parser, bytes: Uint8Array, limits: FileLimits, type: string): Promise<ParsedDocument> {
   try {
-    return await parser(bytes);
+    return await parser(bytes, limits);
   } catch (error) {
     if (error instanceof ParseError) throw error;
     // A library bug on one odd file must still end as that file's clear failure, not a crash.
     const message = error instanceof Error ? error.message : String(error);
     throw new ParseError('damaged', `${type.toUpperCase()} could not be parsed: ${message || 'unknown error'}`);
-  }
-}
-
-async function readBytes(path: string): Promise<Uint8Array> {
-  try {
-    return await readFile(path);
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new ParseError('not_found', 'file not found');
-    if (code === 'EISDIR') throw new ParseError('unreadable', 'path is a folder, not a file');
-    if (code === 'EACCES' || code === 'EPERM') throw new ParseError('unreadable', 'permission denied reading file');
-    throw new ParseError('unreadable', `file could not be read: ${(error as Error).message}`);
   }
 }

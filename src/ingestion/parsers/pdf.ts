@@ -1,4 +1,5 @@
 import { ensureDomMatrix } from './dom-matrix.ts';
+import { type FileLimits, textTooLarge, utf8Bytes } from './limits.ts';
 import { ParseError, type ParsedDocument, type ParsedSection } from './types.ts';
 
 /**
@@ -46,7 +47,10 @@ async function withoutCanvasWarnings<T>(load: () => Promise<T>): Promise<T> {
   }
 }
 
-export async function parsePdf(bytes: Uint8Array): Promise<ParsedDocument> {
+/** Pages read per getText call: the text limit is checked between them, so a huge PDF stops early. */
+const PAGES_PER_STEP = 16;
+
+export async function parsePdf(bytes: Uint8Array, limits: FileLimits): Promise<ParsedDocument> {
   const { PDFParse } = await loadPdfParse();
   const parser = new PDFParse({
     data: bytes,
@@ -55,8 +59,7 @@ export async function parsePdf(bytes: Uint8Array): Promise<ParsedDocument> {
     useSystemFonts: false,
   });
   try {
-    const text = await parser.getText();
-    const sections: ParsedSection[] = text.pages.map((page) => ({ text: page.text, page: page.num }));
+    const sections = await pdfPages(parser, limits);
     const title = await pdfTitle(parser);
     return title ? { title, sections } : { sections };
   } catch (error) {
@@ -64,6 +67,27 @@ export async function parsePdf(bytes: Uint8Array): Promise<ParsedDocument> {
   } finally {
     await parser.destroy().catch(() => undefined);
   }
+}
+
+/**
+ * The text of every page, a few pages at a time: compressed content streams can hold far more text than
+ * the file's size suggests, and reading stops as soon as SVC_MAX_TEXT_MB is passed.
+ */
+async function pdfPages(parser: InstanceType<PdfParseModule['PDFParse']>, limits: FileLimits): Promise<ParsedSection[]> {
+  const sections: ParsedSection[] = [];
+  let textBytes = 0;
+  let total = Infinity;
+  for (let first = 1; first <= total; first += PAGES_PER_STEP) {
+    // `first` and `last` together select the inclusive range first..last (pdf-parse's ParseParameters).
+    const result = await parser.getText({ first, last: first + PAGES_PER_STEP - 1 });
+    total = result.total;
+    for (const page of result.pages) {
+      textBytes += utf8Bytes(page.text);
+      if (textBytes > limits.maxTextBytes) throw textTooLarge(textBytes, limits, page.num < total);
+      sections.push({ text: page.text, page: page.num });
+    }
+  }
+  return sections;
 }
 
 async function pdfTitle(parser: InstanceType<PdfParseModule['PDFParse']>): Promise<string | undefined> {

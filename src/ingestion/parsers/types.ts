@@ -28,7 +28,13 @@ export type ParseErrorCode =
   | 'encrypted'
   | 'no_text'
   | 'timeout'
-  | 'worker_crashed';
+  | 'worker_crashed'
+  /** Larger than SVC_MAX_FILE_MB, or more text than SVC_MAX_TEXT_MB. */
+  | 'too_large'
+  /** A .txt or .md (or .html) file whose bytes are not text. */
+  | 'binary'
+  /** The file resolves (through a symbolic link) outside the dataset folder or the tenant's roots. */
+  | 'outside_folder';
 
 export class ParseError extends Error {
   override readonly name = 'ParseError';
@@ -54,4 +60,7 @@ const PARSE_ERROR_CODES: ReadonlySet<string> = new Set<ParseErrorCode>([
   'no_text',
   'timeout',
   'worker_crashed',
+  'too_large',
+  'binary',
+  'outside_folder',
 ]);
