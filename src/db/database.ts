@@ -22,7 +22,7 @@ export interface OpenedDatabase {
  * Kysely's SqliteDialect expects better-sqlite3's interface, which does not load in Bun; bun:sqlite
  * differs only in spreading parameters and in how a statement says it returns rows.
  */
-function kyselyAdapter(sqlite: SqliteDatabase) {
+export function kyselyAdapter(sqlite: SqliteDatabase) {
   return {
     close: () => sqlite.close(),
     prepare(sqlText: string) {

@@ -1,5 +1,4 @@
 import { type Kysely, sql } from 'kysely';
-import { hubAccountKey } from '../../marketplaces/account.ts';
 
 /**
  * The security review's storage (API-CONTRACT 3 and 6):
@@ -26,4 +25,14 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     await sql`UPDATE marketplaces SET account = ${account} WHERE id = ${row.id}`.execute(db);
   }
   await sql`CREATE UNIQUE INDEX marketplaces_account ON marketplaces(account)`.execute(db);
+}
+
+/** marketplaces/account.ts as it was when this migration was written: migrations are frozen, so it is copied. */
+function hubAccountKey(url: string, username: string): string {
+  let base = url.trim().replace(/\/+$/, '').toLowerCase();
+  try {
+    const parsed = new URL(url);
+    base = `${parsed.protocol}//${parsed.host}${parsed.pathname.replace(/\/+$/, '')}`;
+  } catch {}
+  return `${base} ${username.trim().toLowerCase()}`;
 }
