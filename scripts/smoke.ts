@@ -13,12 +13,13 @@
  * Ends with one line, "smoke: PASS ..." or "smoke: FAIL ...", and exits non-zero on failure.
  * Usage: bun scripts/smoke.ts [--no-build] [--keep]   (--keep leaves the temporary folder)
  */
-import { spawnSync } from 'bun';
+
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { buildDocx, buildPdf } from '../test/fixtures/make-documents.ts';
+import { spawnSync } from 'bun';
 import pkg from '../package.json' with { type: 'json' };
+import { buildDocx, buildPdf } from '../test/fixtures/make-documents.ts';
 import { launchKnode, type RunningKnode } from './binary/launch.ts';
 import { stageBinary } from './binary/stage.ts';
 import { makeOnnxEmbedder } from './fixtures/make-onnx-embedder.ts';
@@ -59,12 +60,16 @@ function client(base: string) {
   const call = async <T>(method: string, path: string, body?: unknown, expect = 200): Promise<T> => {
     const response = await fetch(`${base}/api/v1${path}`, {
       method,
-      headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      headers: {
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       signal: AbortSignal.timeout(120_000),
     });
     const text = await response.text();
-    if (response.status !== expect) throw new Error(`${method} ${path} answered ${response.status} (expected ${expect}): ${text.slice(0, 500)}`);
+    if (response.status !== expect)
+      throw new Error(`${method} ${path} answered ${response.status} (expected ${expect}): ${text.slice(0, 500)}`);
     return (text ? JSON.parse(text) : undefined) as T;
   };
   return { call, login: (value: string) => (token = value) };
@@ -74,7 +79,10 @@ async function writeDocuments(folder: string): Promise<void> {
   mkdirSync(folder, { recursive: true });
   writeFileSync(join(folder, 'harbour.pdf'), buildPdf([[DOCUMENTS['harbour.pdf']]], { title: 'Harbour log' }));
   writeFileSync(join(folder, 'report.docx'), await buildDocx([{ heading: 'Report' }, { paragraph: DOCUMENTS['report.docx'] }]));
-  writeFileSync(join(folder, 'garden.html'), `<html><head><title>Garden</title></head><body><p>${DOCUMENTS['garden.html']}</p></body></html>`);
+  writeFileSync(
+    join(folder, 'garden.html'),
+    `<html><head><title>Garden</title></head><body><p>${DOCUMENTS['garden.html']}</p></body></html>`,
+  );
   writeFileSync(join(folder, 'notes.md'), `# Notes\n\n${DOCUMENTS['notes.md']}\n`);
   writeFileSync(join(folder, 'recipe.txt'), `${DOCUMENTS['recipe.txt']}\n`);
 }
@@ -118,7 +126,12 @@ async function exercise(knode: RunningKnode, scratch: string): Promise<void> {
 
   const dataset = await step('ingest a PDF, a DOCX, an HTML, a Markdown and a text file', async () => {
     await writeDocuments(documents);
-    const created = await api.call<Dataset>('POST', '/datasets/', { name: 'smoke', dtype: 'local_file', configuration: { ingestionPath: documents } }, 201);
+    const created = await api.call<Dataset>(
+      'POST',
+      '/datasets/',
+      { name: 'smoke', dtype: 'local_file', configuration: { ingestionPath: documents } },
+      201,
+    );
     await waitForIndexing(api, created.id, Object.keys(DOCUMENTS).length);
     return created;
   });
@@ -126,7 +139,11 @@ async function exercise(knode: RunningKnode, scratch: string): Promise<void> {
   await step('search every file through a raw endpoint', async () => {
     await api.call('POST', '/endpoints/', { name: 'Smoke search', slug: 'smoke-raw', dataset_id: dataset.id, response_type: 'raw' }, 201);
     for (const [file, sentence] of Object.entries(DOCUMENTS)) {
-      const answer = await api.call<QueryAnswer>('POST', '/endpoints/smoke-raw/query', { messages: sentence, similarity_threshold: 0, limit: 1 });
+      const answer = await api.call<QueryAnswer>('POST', '/endpoints/smoke-raw/query', {
+        messages: sentence,
+        similarity_threshold: 0,
+        limit: 1,
+      });
       const top = answer.references?.documents[0];
       check(top?.content.includes(sentence), `searching for the text of ${file} found ${JSON.stringify(top)}`);
     }
@@ -145,7 +162,11 @@ async function exercise(knode: RunningKnode, scratch: string): Promise<void> {
     );
     await waitForIndexing(api, created.id, 1);
     await api.call('POST', '/endpoints/', { name: 'Smoke ONNX', slug: 'smoke-onnx', dataset_id: created.id, response_type: 'raw' }, 201);
-    const answer = await api.call<QueryAnswer>('POST', '/endpoints/smoke-onnx/query', { messages: 'sourdough oven', similarity_threshold: 0, limit: 1 });
+    const answer = await api.call<QueryAnswer>('POST', '/endpoints/smoke-onnx/query', {
+      messages: 'sourdough oven',
+      similarity_threshold: 0,
+      limit: 1,
+    });
     check(answer.references?.documents[0]?.content.includes('sourdough'), `ONNX search found ${JSON.stringify(answer.references)}`);
   });
 
@@ -165,19 +186,32 @@ async function exercise(knode: RunningKnode, scratch: string): Promise<void> {
   const model = await step('add the tiny GGUF as a llama_cpp model', async () => {
     mkdirSync(join(scratch, 'models'), { recursive: true });
     writeTinyGguf(gguf);
-    const created = await api.call<{ id: string }>('POST', '/models/', { name: 'tiny', dtype: 'llama_cpp', configuration: { model_path: gguf } }, 201);
+    const created = await api.call<{ id: string }>(
+      'POST',
+      '/models/',
+      { name: 'tiny', dtype: 'llama_cpp', configuration: { model_path: gguf } },
+      201,
+    );
     const health = await api.call<{ healthy: boolean; message: string }>('GET', `/models/${created.id}/health`);
     check(health.healthy, `model health: ${health.message}`);
     return created;
   });
 
   await step('generate with the model test route', async () => {
-    const summary = await api.call<NonNullable<QueryAnswer['summary']>>('POST', `/models/${model.id}/test`, { prompt: 'Say hello.', max_tokens: 8 });
+    const summary = await api.call<NonNullable<QueryAnswer['summary']>>('POST', `/models/${model.id}/test`, {
+      prompt: 'Say hello.',
+      max_tokens: 8,
+    });
     check(summary.usage.completion_tokens > 0 && summary.message.content.length > 0, `no text generated: ${JSON.stringify(summary)}`);
   });
 
   await step('search and generate through a summary endpoint', async () => {
-    await api.call('POST', '/endpoints/', { name: 'Smoke answers', slug: 'smoke-both', dataset_id: dataset.id, model_id: model.id, response_type: 'both' }, 201);
+    await api.call(
+      'POST',
+      '/endpoints/',
+      { name: 'Smoke answers', slug: 'smoke-both', dataset_id: dataset.id, model_id: model.id, response_type: 'both' },
+      201,
+    );
     const answer = await api.call<QueryAnswer>('POST', '/endpoints/smoke-both/query', {
       messages: 'Who records the storms?',
       similarity_threshold: 0,
@@ -206,7 +240,10 @@ async function main(): Promise<boolean> {
     );
 
     await step('knode --version', async () => {
-      const result = spawnSync([binary, '--version'], { cwd: scratch, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: join(scratch, 'home') } });
+      const result = spawnSync([binary, '--version'], {
+        cwd: scratch,
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: join(scratch, 'home') },
+      });
       const printed = result.stdout.toString().trim();
       check(result.exitCode === 0 && printed === pkg.version, `--version printed ${JSON.stringify(printed)} (exit ${result.exitCode})`);
     });
@@ -220,7 +257,9 @@ async function main(): Promise<boolean> {
         hide: PROJECT_ROOT,
       }),
     );
-    console.log(`      ${knode.hidden ? `the checkout (${PROJECT_ROOT}) is hidden from the binary` : 'unshare is not permitted here: the checkout stays visible to the binary'}`);
+    console.log(
+      `      ${knode.hidden ? `the checkout (${PROJECT_ROOT}) is hidden from the binary` : 'unshare is not permitted here: the checkout stays visible to the binary'}`,
+    );
 
     await exercise(knode, scratch);
 

@@ -78,7 +78,8 @@ function fail(name: string, problem: string, value: string): never {
 function adminKey(env: Env): string {
   const value = env.SVC_ADMIN_API_KEY ?? '';
   if (value === '') return '';
-  if (/\s/.test(value)) throw new ConfigError('SVC_ADMIN_API_KEY: must not contain spaces or line breaks (a bearer header cannot carry them)');
+  if (/\s/.test(value))
+    throw new ConfigError('SVC_ADMIN_API_KEY: must not contain spaces or line breaks (a bearer header cannot carry them)');
   if (value.length < ADMIN_KEY_MIN_LENGTH) {
     throw new ConfigError(`SVC_ADMIN_API_KEY: must be at least ${ADMIN_KEY_MIN_LENGTH} characters long (got ${value.length})`);
   }
@@ -114,7 +115,10 @@ function boolean(env: Env, name: string, fallback: boolean): boolean {
 function list(env: Env, name: string, fallback: string[]): string[] {
   const value = env[name];
   if (value === undefined || value.trim() === '') return fallback;
-  return value.split(',').map((item) => item.trim()).filter((item) => item !== '');
+  return value
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
 }
 
 function optionalSecret(env: Env, name: string): string | undefined {

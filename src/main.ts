@@ -1,5 +1,5 @@
 #!/usr/bin/env bun
-import { ConfigError, loadConfig } from './config.ts';
+import { type Config, ConfigError, loadConfig } from './config.ts';
 import { runForkedVendorScript } from './runtime/vendor.ts';
 import { VERSION } from './version.ts';
 
@@ -52,7 +52,7 @@ async function main(argv: string[]): Promise<number> {
     console.error(`knode: unknown command '${command}'\n\n${HELP}`);
     return 2;
   }
-  let config;
+  let config: Config;
   try {
     config = loadConfig();
   } catch (error) {

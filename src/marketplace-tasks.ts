@@ -5,8 +5,8 @@ import type { EndpointHealth } from './endpoints/health.ts';
 import type { PublishingService } from './endpoints/publishing.ts';
 import type { EndpointRepository } from './endpoints/repository.ts';
 import { unpublishableReason } from './marketplace/endpoint-metadata.ts';
+import { HEARTBEAT_TTL_SECONDS, Heartbeat, type HeartbeatTarget } from './marketplace/heartbeat.ts';
 import type { HubClients } from './marketplace/hub-client.ts';
-import { Heartbeat, HEARTBEAT_TTL_SECONDS, type HeartbeatTarget } from './marketplace/heartbeat.ts';
 import { detectPublicIp, publicUrlFor } from './marketplace/public-ip.ts';
 import type { MarketplaceRepository } from './marketplaces/repository.ts';
 import type { SettingsRepository } from './settings/repository.ts';
@@ -95,7 +95,10 @@ export class MarketplaceTasks {
       const adopted = await this.deps.settings.adoptPublicUrl(tenant, url);
       log.info({ publicUrl: adopted }, 'public URL set from SVC_PUBLIC_URL');
     } catch (error) {
-      log.warn({ publicUrl: url, err: describe(error) }, 'public URL stored, but the default marketplace did not take it (heartbeats will carry it)');
+      log.warn(
+        { publicUrl: url, err: describe(error) },
+        'public URL stored, but the default marketplace did not take it (heartbeats will carry it)',
+      );
     }
   }
 

@@ -22,8 +22,8 @@ import { FileRepository } from './ingestion/files-repository.ts';
 import { ParserPool } from './ingestion/parser-pool.ts';
 import { LocalModelRegistry } from './llm/llama-cpp.ts';
 import { type AccountingService, HttpAccountingService } from './marketplace/accounting.ts';
-import { HubClients } from './marketplace/hub-client.ts';
 import { HEARTBEAT_INTERVAL_MS } from './marketplace/heartbeat.ts';
+import { HubClients } from './marketplace/hub-client.ts';
 import { HubSatelliteVerifier } from './marketplace/satellite.ts';
 import { MarketplaceTasks } from './marketplace-tasks.ts';
 import { MarketplaceRepository } from './marketplaces/repository.ts';
@@ -39,15 +39,15 @@ import { loadOrCreateKey } from './security/key-file.ts';
 import { SecretBox } from './security/secret-box.ts';
 import { SettingsRepository } from './settings/repository.ts';
 import { SettingsService } from './settings/service.ts';
-import { DEFAULT_TENANT, type Tenant, TenantRepository } from './tenants/repository.ts';
 import { IngestionRoots } from './tenants/ingestion-roots.ts';
+import { DEFAULT_TENANT, type Tenant, TenantRepository } from './tenants/repository.ts';
 import { TenantService } from './tenants/service.ts';
-import { vectorExtensionPath, vectorExtensionVersion } from './vectors/extension.ts';
-import { VectorStore } from './vectors/store.ts';
 import { tunnelHooks } from './tunnel/hooks.ts';
 import { type Backoff, TUNNEL_BACKOFF, TunnelManager } from './tunnel/manager.ts';
 import { NgrokTunnelProvider } from './tunnel/ngrok.ts';
 import type { TunnelProvider } from './tunnel/provider.ts';
+import { vectorExtensionPath, vectorExtensionVersion } from './vectors/extension.ts';
+import { VectorStore } from './vectors/store.ts';
 
 /** Everything the routes need, built once from the configuration; tests build it on a temporary data directory. */
 export interface Services {
@@ -116,7 +116,10 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const windows = new FixedWindows(database);
   await tenantRepository.ensure(DEFAULT_TENANT);
 
-  const ingestionRoots = new IngestionRoots(tenantRepository, { configured: config.ingestionRoots, developmentMode: config.adminApiKey === '' });
+  const ingestionRoots = new IngestionRoots(tenantRepository, {
+    configured: config.ingestionRoots,
+    developmentMode: config.adminApiKey === '',
+  });
   const store = new VectorStore(database);
   const files = new FileRepository(db);
   const pool = new ParserPool({ size: 1 });
@@ -137,7 +140,13 @@ export async function createServices(config: Config, options: ServiceOptions = {
 
   // Marketplaces: one hub session each; satellite tokens are verified with the hub that issued them.
   const hubs = new HubClients((sealed) => box.decrypt(sealed));
-  const publishing = new PublishingService({ endpoints: endpointRepository, policies: policyRepository, marketplaces: marketplaceRepository, hubs, log });
+  const publishing = new PublishingService({
+    endpoints: endpointRepository,
+    policies: policyRepository,
+    marketplaces: marketplaceRepository,
+    hubs,
+    log,
+  });
   const settingsRepository = new SettingsRepository(db);
   const settings = new SettingsService({
     settings: settingsRepository,
@@ -145,7 +154,9 @@ export async function createServices(config: Config, options: ServiceOptions = {
     hubs,
     // The hub builds its consumers' URLs from the public URL: every endpoint is sent again.
     onPublicUrlChange: async (tenant) => {
-      await publishing.sync(tenant).catch((error: unknown) => log.warn({ tenant: tenant.name, err: error }, 'sync after a public URL change failed'));
+      await publishing
+        .sync(tenant)
+        .catch((error: unknown) => log.warn({ tenant: tenant.name, err: error }, 'sync after a public URL change failed'));
     },
   });
   const satellites = new HubSatelliteVerifier({
@@ -159,7 +170,14 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const tunnelProvider = options.tunnelProvider === undefined ? new NgrokTunnelProvider() : options.tunnelProvider;
   const tunnels = new TunnelManager(
     tunnelProvider ?? undefined,
-    tunnelHooks({ settingsRepository, settings, tenants: tenantRepository, marketplaces: marketplaceRepository, box, tunnelDomain: config.tunnelDomain }),
+    tunnelHooks({
+      settingsRepository,
+      settings,
+      tenants: tenantRepository,
+      marketplaces: marketplaceRepository,
+      box,
+      tunnelDomain: config.tunnelDomain,
+    }),
     log,
     options.tunnelBackoff ?? TUNNEL_BACKOFF,
     config.port,
@@ -208,14 +226,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     failedAuth: new FailedAuthLimiter(windows),
     auth: new AuthService(db, userRepository, tenantRepository, tokens),
     tenants: new TenantService(tenantRepository, userRepository, ingestionRoots),
-    datasets: new DatasetService(
-      datasetRepository,
-      box,
-      { defaultEmbedder: config.embedder },
-      ingestionRoots,
-      ingestion,
-      files,
-    ),
+    datasets: new DatasetService(datasetRepository, box, { defaultEmbedder: config.embedder }, ingestionRoots, ingestion, files),
     ingestion,
     models,
     modelRunner,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { SignJWT } from 'jose';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { SignJWT } from 'jose';
 import { createTestApp, issueLocs, type TestApp } from './helpers/app.ts';
 
 describe('accounts', () => {
@@ -17,7 +17,12 @@ describe('accounts', () => {
     const response = await register({ email: 'Alice@Example.com', password: 'secret-pass', tenant_name: 'alice' });
     expect(response.statusCode).toBe(201);
     const body = response.json();
-    expect(body).toEqual({ id: expect.any(String), email: 'alice@example.com', tenant_name: 'alice', created_at: expect.stringMatching(/Z$/) });
+    expect(body).toEqual({
+      id: expect.any(String),
+      email: 'alice@example.com',
+      tenant_name: 'alice',
+      created_at: expect.stringMatching(/Z$/),
+    });
     expect(body.password).toBeUndefined();
   });
 
@@ -41,12 +46,19 @@ describe('accounts', () => {
 
   test('login returns a bearer JWT valid for 3600 s with the specified claims', async () => {
     await register({ email: 'erin@example.com', password: 'secret-pass', tenant_name: 'erin' });
-    const response = await t.request({ method: 'POST', url: '/api/v1/auth/login', payload: { email: 'ERIN@example.com', password: 'secret-pass' } });
+    const response = await t.request({
+      method: 'POST',
+      url: '/api/v1/auth/login',
+      payload: { email: 'ERIN@example.com', password: 'secret-pass' },
+    });
     expect(response.statusCode).toBe(200);
     const body = response.json();
     expect(body.token_type).toBe('bearer');
     expect(body.expires_in).toBe(3600);
-    const [header, payload] = body.access_token.split('.').slice(0, 2).map((part: string) => JSON.parse(Buffer.from(part, 'base64url').toString()));
+    const [header, payload] = body.access_token
+      .split('.')
+      .slice(0, 2)
+      .map((part: string) => JSON.parse(Buffer.from(part, 'base64url').toString()));
     expect(header).toEqual({ alg: 'HS256', typ: 'JWT' });
     expect(payload.email).toBe('erin@example.com');
     expect(payload.tenant_name).toBe('erin');
@@ -67,8 +79,16 @@ describe('accounts', () => {
 
   test('login with a wrong password or unknown e-mail is 401 with the same message', async () => {
     await register({ email: 'gina@example.com', password: 'secret-pass', tenant_name: 'gina' });
-    const wrong = await t.request({ method: 'POST', url: '/api/v1/auth/login', payload: { email: 'gina@example.com', password: 'nope-nope' } });
-    const unknown = await t.request({ method: 'POST', url: '/api/v1/auth/login', payload: { email: 'who@example.com', password: 'nope-nope' } });
+    const wrong = await t.request({
+      method: 'POST',
+      url: '/api/v1/auth/login',
+      payload: { email: 'gina@example.com', password: 'nope-nope' },
+    });
+    const unknown = await t.request({
+      method: 'POST',
+      url: '/api/v1/auth/login',
+      payload: { email: 'who@example.com', password: 'nope-nope' },
+    });
     expect(wrong.statusCode).toBe(401);
     expect(unknown.statusCode).toBe(401);
     expect(wrong.json()).toEqual({ detail: 'Incorrect email or password' });
@@ -76,7 +96,9 @@ describe('accounts', () => {
   });
 
   test('login validates its body', async () => {
-    expect(issueLocs(await t.request({ method: 'POST', url: '/api/v1/auth/login', payload: { email: 'x@example.com' } }))).toEqual(['body.password']);
+    expect(issueLocs(await t.request({ method: 'POST', url: '/api/v1/auth/login', payload: { email: 'x@example.com' } }))).toEqual([
+      'body.password',
+    ]);
     expect(issueLocs(await t.request({ method: 'POST', url: '/api/v1/auth/login', payload: { password: 'x' } }))).toEqual(['body.email']);
   });
 
@@ -115,7 +137,11 @@ describe('accounts', () => {
 
   test('the password is stored as an argon2id hash, never in clear', async () => {
     await register({ email: 'ivy@example.com', password: 'ivy-secret-pass', tenant_name: 'ivy' });
-    const row = await t.services.database.db.selectFrom('users').selectAll().where('email', '=', 'ivy@example.com').executeTakeFirstOrThrow();
+    const row = await t.services.database.db
+      .selectFrom('users')
+      .selectAll()
+      .where('email', '=', 'ivy@example.com')
+      .executeTakeFirstOrThrow();
     expect(row.password_hash.startsWith('$argon2id$')).toBe(true);
     expect(row.password_hash).not.toContain('ivy-secret-pass');
   });
@@ -176,7 +202,12 @@ describe('registration and the admin key', () => {
     try {
       const response = await t.request({ method: 'GET', url: '/api/v1/models/', token: 'admin-key-for-tests' });
       expect(issueLocs(response)).toEqual(['header.x-tenant-name']);
-      const named = await t.request({ method: 'GET', url: '/api/v1/models/', token: 'admin-key-for-tests', headers: { 'x-tenant-name': 'default' } });
+      const named = await t.request({
+        method: 'GET',
+        url: '/api/v1/models/',
+        token: 'admin-key-for-tests',
+        headers: { 'x-tenant-name': 'default' },
+      });
       expect(named.statusCode).toBe(200);
     } finally {
       await t.close();

@@ -75,13 +75,16 @@ describe('command line', () => {
     const result = run(['--help']);
     expect(result.exitCode).toBe(0);
     const text = result.stdout.toString();
-    for (const word of ['serve', '--version', 'SVC_PORT', 'SVC_DATA_DIR', 'SVC_ADMIN_API_KEY', 'SVC_INGESTION_ROOTS']) expect(text).toContain(word);
+    for (const word of ['serve', '--version', 'SVC_PORT', 'SVC_DATA_DIR', 'SVC_ADMIN_API_KEY', 'SVC_INGESTION_ROOTS'])
+      expect(text).toContain(word);
   });
 
   test('an invalid variable exits with status 2 and one clear line', () => {
     const result = run([], { SVC_PORT: 'eighty' });
     expect(result.exitCode).toBe(2);
-    expect(result.stderr.toString().trim()).toBe('knode: invalid configuration: SVC_PORT: must be an integer from 0 to 65535 (got "eighty")');
+    expect(result.stderr.toString().trim()).toBe(
+      'knode: invalid configuration: SVC_PORT: must be an integer from 0 to 65535 (got "eighty")',
+    );
   });
 
   test('an unknown command exits with status 2', () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createTestApp, issueLocs, tempDir, type TestApp, type TestUser, validationIssues } from './helpers/app.ts';
+import { createTestApp, issueLocs, type TestApp, type TestUser, tempDir, validationIssues } from './helpers/app.ts';
 import { createDataset, createEndpoint } from './helpers/fixtures.ts';
 
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
@@ -38,7 +38,12 @@ describe('datasets', () => {
   describe('create', () => {
     test('creates a local_file dataset with every configuration default filled in', async () => {
       const path = folder('docs');
-      const response = await post(alice, { name: 'Team docs', dtype: 'local_file', summary: 'Our handbook', configuration: { ingestionPath: path } });
+      const response = await post(alice, {
+        name: 'Team docs',
+        dtype: 'local_file',
+        summary: 'Our handbook',
+        configuration: { ingestionPath: path },
+      });
       expect(response.statusCode).toBe(201);
       const body = response.json();
       expect(body).toEqual({
@@ -114,7 +119,12 @@ describe('datasets', () => {
     });
 
     test('ignores unknown body fields', async () => {
-      const response = await post(alice, { name: 'with-extra', dtype: 'local_file', configuration: { ingestionPath: folder() }, colour: 'blue' });
+      const response = await post(alice, {
+        name: 'with-extra',
+        dtype: 'local_file',
+        configuration: { ingestionPath: folder() },
+        colour: 'blue',
+      });
       expect(response.statusCode).toBe(201);
       expect(response.json().colour).toBeUndefined();
     });
@@ -139,7 +149,9 @@ describe('datasets', () => {
     });
 
     test('refuses a folder that does not exist', async () => {
-      expect(issueLocs(await create(alice, { ingestionPath: join(t.dataDir, 'no-such-folder') }))).toEqual(['body.configuration.ingestionPath']);
+      expect(issueLocs(await create(alice, { ingestionPath: join(t.dataDir, 'no-such-folder') }))).toEqual([
+        'body.configuration.ingestionPath',
+      ]);
     });
 
     test('refuses a folder outside SVC_INGESTION_ROOTS', async () => {
@@ -167,8 +179,12 @@ describe('datasets', () => {
     });
 
     test('refuses chunkOverlap equal to or above chunkSize', async () => {
-      expect(issueLocs(await create(alice, { ingestionPath: folder(), chunkSize: 500, chunkOverlap: 500 }))).toEqual(['body.configuration.chunkOverlap']);
-      expect(issueLocs(await create(alice, { ingestionPath: folder(), chunkSize: 500, chunkOverlap: 600 }))).toEqual(['body.configuration.chunkOverlap']);
+      expect(issueLocs(await create(alice, { ingestionPath: folder(), chunkSize: 500, chunkOverlap: 500 }))).toEqual([
+        'body.configuration.chunkOverlap',
+      ]);
+      expect(issueLocs(await create(alice, { ingestionPath: folder(), chunkSize: 500, chunkOverlap: 600 }))).toEqual([
+        'body.configuration.chunkOverlap',
+      ]);
       expect(issueLocs(await create(alice, { ingestionPath: folder(), chunkOverlap: 1000 }))).toEqual(['body.configuration.chunkOverlap']);
     });
 
@@ -191,7 +207,9 @@ describe('datasets', () => {
     });
 
     test('refuses a negative cost_per_query', async () => {
-      expect(issueLocs(await create(alice, { ingestionPath: folder(), cost_per_query: -1 }))).toEqual(['body.configuration.cost_per_query']);
+      expect(issueLocs(await create(alice, { ingestionPath: folder(), cost_per_query: -1 }))).toEqual([
+        'body.configuration.cost_per_query',
+      ]);
     });
 
     test('refuses an unknown embedder', async () => {
@@ -199,11 +217,13 @@ describe('datasets', () => {
     });
 
     test('refuses wrong types in the body', async () => {
-      expect(issueLocs(await post(alice, { name: 5, dtype: 'local_file', configuration: { ingestionPath: folder() } }))).toEqual(['body.name']);
-      expect(issueLocs(await post(alice, { name: 'x', dtype: 'local_file', configuration: 'path' }))).toEqual(['body.configuration']);
-      expect(issueLocs(await post(alice, { name: 'x', dtype: 'local_file', configuration: { ingestionPath: folder() }, summary: 7 }))).toEqual([
-        'body.summary',
+      expect(issueLocs(await post(alice, { name: 5, dtype: 'local_file', configuration: { ingestionPath: folder() } }))).toEqual([
+        'body.name',
       ]);
+      expect(issueLocs(await post(alice, { name: 'x', dtype: 'local_file', configuration: 'path' }))).toEqual(['body.configuration']);
+      expect(
+        issueLocs(await post(alice, { name: 'x', dtype: 'local_file', configuration: { ingestionPath: folder() }, summary: 7 })),
+      ).toEqual(['body.summary']);
     });
 
     test('refuses a name longer than 200 characters, and a blank one', async () => {
@@ -369,7 +389,12 @@ describe('datasets', () => {
 
     test('PATCH of the summary alone keeps the name', async () => {
       const dataset = await createDataset(t, alice, 'keep-my-name');
-      const response = await t.request({ method: 'PATCH', url: `/api/v1/datasets/${dataset.id}`, token: alice.token, payload: { summary: 's' } });
+      const response = await t.request({
+        method: 'PATCH',
+        url: `/api/v1/datasets/${dataset.id}`,
+        token: alice.token,
+        payload: { summary: 's' },
+      });
       expect(response.statusCode).toBe(200);
       expect(response.json()).toMatchObject({ name: 'keep-my-name', summary: 's' });
     });
@@ -377,7 +402,9 @@ describe('datasets', () => {
     test('PATCH of dtype or configuration is 422 immutable_field', async () => {
       const dataset = await createDataset(t, alice, 'immutable');
       for (const payload of [{ dtype: 'local_file' }, { configuration: { chunkSize: 10 } }, { name: 'ok', dtype: 'local_file' }]) {
-        const issues = validationIssues(await t.request({ method: 'PATCH', url: `/api/v1/datasets/${dataset.id}`, token: alice.token, payload }));
+        const issues = validationIssues(
+          await t.request({ method: 'PATCH', url: `/api/v1/datasets/${dataset.id}`, token: alice.token, payload }),
+        );
         expect(issues.every((issue) => issue.type === 'immutable_field')).toBe(true);
         expect(issues.map((issue) => issue.loc[0])).toEqual(issues.map(() => 'body'));
       }
@@ -404,7 +431,12 @@ describe('datasets', () => {
     test('PATCH to a name another dataset of the tenant has is 409', async () => {
       await createDataset(t, alice, 'taken-name');
       const dataset = await createDataset(t, alice, 'wants-taken-name');
-      const response = await t.request({ method: 'PATCH', url: `/api/v1/datasets/${dataset.id}`, token: alice.token, payload: { name: 'taken-name' } });
+      const response = await t.request({
+        method: 'PATCH',
+        url: `/api/v1/datasets/${dataset.id}`,
+        token: alice.token,
+        payload: { name: 'taken-name' },
+      });
       expect(response.statusCode).toBe(409);
       expect(typeof response.json().detail).toBe('string');
     });
@@ -433,7 +465,11 @@ describe('datasets', () => {
 
   describe('authentication', () => {
     const routes = () => [
-      { method: 'POST' as const, url: '/api/v1/datasets/', payload: { name: 'x', dtype: 'local_file', configuration: { ingestionPath: t.dataDir } } },
+      {
+        method: 'POST' as const,
+        url: '/api/v1/datasets/',
+        payload: { name: 'x', dtype: 'local_file', configuration: { ingestionPath: t.dataDir } },
+      },
       { method: 'GET' as const, url: '/api/v1/datasets/' },
       { method: 'GET' as const, url: `/api/v1/datasets/${UNKNOWN_ID}` },
       { method: 'PATCH' as const, url: `/api/v1/datasets/${UNKNOWN_ID}`, payload: { name: 'y' } },
@@ -468,7 +504,12 @@ describe('datasets', () => {
 
     test("does not change another tenant's dataset", async () => {
       const dataset = await createDataset(t, alice, 'private-patch');
-      const response = await t.request({ method: 'PATCH', url: `/api/v1/datasets/${dataset.id}`, token: bob.token, payload: { name: 'stolen' } });
+      const response = await t.request({
+        method: 'PATCH',
+        url: `/api/v1/datasets/${dataset.id}`,
+        token: bob.token,
+        payload: { name: 'stolen' },
+      });
       expect(response.statusCode).toBe(404);
       const stored = await t.request({ method: 'GET', url: `/api/v1/datasets/${dataset.id}`, token: alice.token });
       expect(stored.json().name).toBe('private-patch');

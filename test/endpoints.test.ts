@@ -21,7 +21,13 @@ describe('endpoints', () => {
   const create = (payload: object, user = owner) => t.request({ method: 'POST', url: '/api/v1/endpoints/', token: user.token, payload });
 
   test('create answers 201 with the created endpoint and lower-cases the slug', async () => {
-    const response = await create({ name: 'Papers', slug: 'My-Papers', dataset_id: dataset.id, model_id: model.id, tags: ' ml , papers ,, ' });
+    const response = await create({
+      name: 'Papers',
+      slug: 'My-Papers',
+      dataset_id: dataset.id,
+      model_id: model.id,
+      tags: ' ml , papers ,, ',
+    });
     expect(response.statusCode).toBe(201);
     expect(response.json()).toEqual({
       id: expect.any(String),
@@ -41,7 +47,15 @@ describe('endpoints', () => {
   });
 
   test('create keeps the given response type, published flag, summary and description', async () => {
-    const response = await create({ name: 'Raw', slug: 'raw-one', dataset_id: dataset.id, response_type: 'raw', published: true, summary: 's', description: '# d' });
+    const response = await create({
+      name: 'Raw',
+      slug: 'raw-one',
+      dataset_id: dataset.id,
+      response_type: 'raw',
+      published: true,
+      summary: 's',
+      description: '# d',
+    });
     expect(response.statusCode).toBe(201);
     expect(response.json()).toMatchObject({ response_type: 'raw', published: true, summary: 's', description: '# d', model_id: null });
   });
@@ -54,8 +68,12 @@ describe('endpoints', () => {
   });
 
   test('create refuses a response type with nothing to answer with', async () => {
-    expect(issueLocs(await create({ name: 'x', slug: 'raw-model', model_id: model.id, response_type: 'raw' }))).toEqual(['body.response_type']);
-    expect(issueLocs(await create({ name: 'x', slug: 'sum-dataset', dataset_id: dataset.id, response_type: 'summary' }))).toEqual(['body.response_type']);
+    expect(issueLocs(await create({ name: 'x', slug: 'raw-model', model_id: model.id, response_type: 'raw' }))).toEqual([
+      'body.response_type',
+    ]);
+    expect(issueLocs(await create({ name: 'x', slug: 'sum-dataset', dataset_id: dataset.id, response_type: 'summary' }))).toEqual([
+      'body.response_type',
+    ]);
   });
 
   test('create validates the slug: length 3 to 64 and the hyphen rules', async () => {
@@ -68,7 +86,14 @@ describe('endpoints', () => {
   });
 
   test('create validates every field type and reports all problems at once', async () => {
-    const response = await create({ name: 5, slug: 'types-one', dataset_id: 'not-a-uuid', response_type: 'everything', published: 'yes', tags: [] });
+    const response = await create({
+      name: 5,
+      slug: 'types-one',
+      dataset_id: 'not-a-uuid',
+      response_type: 'everything',
+      published: 'yes',
+      tags: [],
+    });
     expect(issueLocs(response).sort()).toEqual(['body.dataset_id', 'body.name', 'body.published', 'body.response_type', 'body.tags']);
     expect(issueLocs(await create({ slug: 'no-name', dataset_id: dataset.id }))).toEqual(['body.name']);
     expect(issueLocs(await create({ name: 'x'.repeat(201), slug: 'long-name', dataset_id: dataset.id }))).toEqual(['body.name']);
@@ -99,7 +124,12 @@ describe('endpoints', () => {
     expect(Object.keys(listed).sort()).toEqual(
       ['created_at', 'dataset', 'id', 'model', 'name', 'published', 'published_to', 'response_type', 'slug', 'summary', 'tags'].sort(),
     );
-    expect(listed.model).toEqual({ id: model.id, name: 'gpt', dtype: 'openai', configuration: expect.objectContaining({ api_key: '********', model: 'gpt-4o-mini' }) });
+    expect(listed.model).toEqual({
+      id: model.id,
+      name: 'gpt',
+      dtype: 'openai',
+      configuration: expect.objectContaining({ api_key: '********', model: 'gpt-4o-mini' }),
+    });
     expect(listed.dataset).toMatchObject({ id: dataset.id, name: 'docs', summary: '', dtype: 'local_file' });
     expect(response.body).not.toContain('sk-test-secret');
   });
@@ -108,7 +138,9 @@ describe('endpoints', () => {
     const all = (await t.request({ method: 'GET', url: '/api/v1/endpoints/', token: owner.token })).json();
     const page = await t.request({ method: 'GET', url: '/api/v1/endpoints/?skip=1&limit=2', token: owner.token });
     expect(page.json()).toEqual({ items: all.slice(1, 3), total: all.length, skip: 1, limit: 2 });
-    expect(issueLocs(await t.request({ method: 'GET', url: '/api/v1/endpoints/?limit=1001', token: owner.token }))).toEqual(['query.limit']);
+    expect(issueLocs(await t.request({ method: 'GET', url: '/api/v1/endpoints/?limit=1001', token: owner.token }))).toEqual([
+      'query.limit',
+    ]);
     expect(issueLocs(await t.request({ method: 'GET', url: '/api/v1/endpoints/?skip=-1', token: owner.token }))).toEqual(['query.skip']);
   });
 
@@ -126,7 +158,12 @@ describe('endpoints', () => {
 
   test('PATCH changes name, summary and description only', async () => {
     await createEndpoint(t, owner, { slug: 'patched', dataset_id: dataset.id });
-    const response = await t.request({ method: 'PATCH', url: '/api/v1/endpoints/patched', token: owner.token, payload: { name: 'New', summary: 'S', description: 'D', unknown_field: 1 } });
+    const response = await t.request({
+      method: 'PATCH',
+      url: '/api/v1/endpoints/patched',
+      token: owner.token,
+      payload: { name: 'New', summary: 'S', description: 'D', unknown_field: 1 },
+    });
     expect(response.statusCode).toBe(200);
     expect(response.json()).toMatchObject({ name: 'New', summary: 'S', description: 'D', slug: 'patched', policies: [] });
   });
@@ -134,7 +171,12 @@ describe('endpoints', () => {
   test('PATCH of a field that cannot change is 422 immutable_field and changes nothing', async () => {
     await createEndpoint(t, owner, { slug: 'frozen', dataset_id: dataset.id });
     for (const field of ['slug', 'dataset_id', 'model_id', 'response_type', 'published', 'tags']) {
-      const response = await t.request({ method: 'PATCH', url: '/api/v1/endpoints/frozen', token: owner.token, payload: { name: 'Changed', [field]: 'x' } });
+      const response = await t.request({
+        method: 'PATCH',
+        url: '/api/v1/endpoints/frozen',
+        token: owner.token,
+        payload: { name: 'Changed', [field]: 'x' },
+      });
       expect(response.statusCode).toBe(422);
       expect(response.json().detail).toEqual([{ loc: ['body', field], msg: expect.any(String), type: 'immutable_field' }]);
     }
@@ -144,12 +186,18 @@ describe('endpoints', () => {
 
   test('PATCH needs at least one field', async () => {
     await createEndpoint(t, owner, { slug: 'needs-one', dataset_id: dataset.id });
-    expect(issueLocs(await t.request({ method: 'PATCH', url: '/api/v1/endpoints/needs-one', token: owner.token, payload: {} }))).toEqual(['body']);
+    expect(issueLocs(await t.request({ method: 'PATCH', url: '/api/v1/endpoints/needs-one', token: owner.token, payload: {} }))).toEqual([
+      'body',
+    ]);
   });
 
   test('DELETE removes the endpoint and its policies but keeps the dataset and model', async () => {
     const endpoint = await createEndpoint(t, owner, { slug: 'doomed', dataset_id: dataset.id, model_id: model.id });
-    const policy = await createPolicy(t, owner, { endpoint_id: endpoint.id, policy_type: 'access', configuration: { mode: 'allow', patterns: ['a@b.c'] } });
+    const policy = await createPolicy(t, owner, {
+      endpoint_id: endpoint.id,
+      policy_type: 'access',
+      configuration: { mode: 'allow', patterns: ['a@b.c'] },
+    });
     const response = await t.request({ method: 'DELETE', url: '/api/v1/endpoints/doomed', token: owner.token });
     expect(response.statusCode).toBe(200);
     expect(response.json()).toEqual({ message: expect.stringContaining('doomed') });
@@ -182,7 +230,9 @@ describe('endpoints', () => {
     await createEndpoint(t, owner, { slug: 'private-one', dataset_id: dataset.id });
     const token = stranger.token;
     expect((await t.request({ method: 'GET', url: '/api/v1/endpoints/private-one', token })).statusCode).toBe(404);
-    expect((await t.request({ method: 'PATCH', url: '/api/v1/endpoints/private-one', token, payload: { name: 'pwned' } })).statusCode).toBe(404);
+    expect((await t.request({ method: 'PATCH', url: '/api/v1/endpoints/private-one', token, payload: { name: 'pwned' } })).statusCode).toBe(
+      404,
+    );
     expect((await t.request({ method: 'DELETE', url: '/api/v1/endpoints/private-one', token })).statusCode).toBe(404);
     const list = (await t.request({ method: 'GET', url: '/api/v1/endpoints/', token })).json();
     expect(list.map((item: { slug: string }) => item.slug)).not.toContain('private-one');

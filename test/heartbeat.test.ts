@@ -1,10 +1,14 @@
 import { describe, expect, test } from 'bun:test';
 import pino from 'pino';
-import type { HubClient, HubHealthReport } from '../src/marketplace/hub-client.ts';
 import { backoffDelay, Heartbeat, type HeartbeatTarget } from '../src/marketplace/heartbeat.ts';
+import type { HubClient, HubHealthReport } from '../src/marketplace/hub-client.ts';
 import { HubUnavailableError } from '../src/marketplace/hub-errors.ts';
 
-const report: HubHealthReport = { endpoints: [{ slug: 'ep', status: 'healthy', checked_at: '2025-01-01T00:00:00.000Z' }], ttl_seconds: 90, url: 'https://x.example' };
+const report: HubHealthReport = {
+  endpoints: [{ slug: 'ep', status: 'healthy', checked_at: '2025-01-01T00:00:00.000Z' }],
+  ttl_seconds: 90,
+  url: 'https://x.example',
+};
 
 /** A client whose reports fail while `down` is true, counting the attempts. */
 function fakeClient() {

@@ -50,7 +50,9 @@ describe('HTTP basics', () => {
     expect(spec.statusCode).toBe(200);
     const document = spec.json();
     expect(document.openapi).toMatch(/^3\./);
-    expect(Object.keys(document.paths)).toEqual(expect.arrayContaining(['/api/v1/endpoints/', '/api/v1/policies/{id}', '/api/v1/auth/login', '/policies/']));
+    expect(Object.keys(document.paths)).toEqual(
+      expect.arrayContaining(['/api/v1/endpoints/', '/api/v1/policies/{id}', '/api/v1/auth/login', '/policies/']),
+    );
     const page = await t.request({ method: 'GET', url: '/docs' });
     expect([200, 302]).toContain(page.statusCode);
   });
@@ -78,7 +80,13 @@ describe('HTTP basics', () => {
 
   test('a body that is not JSON at all is a 415: state-changing routes take application/json only', async () => {
     for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x']) {
-      const response = await t.request({ method: 'POST', url: '/api/v1/models/', token: user.token, payload: 'name=x', headers: { 'content-type': type } });
+      const response = await t.request({
+        method: 'POST',
+        url: '/api/v1/models/',
+        token: user.token,
+        payload: 'name=x',
+        headers: { 'content-type': type },
+      });
       expect(response.statusCode).toBe(415);
       expect(response.json().detail).toContain('application/json');
     }
@@ -131,13 +139,14 @@ describe('HTTP basics', () => {
     for (const [method, url] of routes) {
       for (const payload of garbage) {
         const response = await t.request({ method: method as 'POST', url, token: user.token, payload: payload as object });
-        if (response.statusCode >= 500) throw new Error(`${method} ${url} answered ${response.statusCode} to ${JSON.stringify(payload).slice(0, 200)}: ${response.body}`);
-        if (response.statusCode < 400) throw new Error(`${method} ${url} accepted ${JSON.stringify(payload).slice(0, 200)}: ${response.body.slice(0, 300)}`);
+        if (response.statusCode >= 500)
+          throw new Error(`${method} ${url} answered ${response.statusCode} to ${JSON.stringify(payload).slice(0, 200)}: ${response.body}`);
+        if (response.statusCode < 400)
+          throw new Error(`${method} ${url} accepted ${JSON.stringify(payload).slice(0, 200)}: ${response.body.slice(0, 300)}`);
       }
     }
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
-
 });
 
 test('a server error answers a bare 500 detail, never the internal message', async () => {

@@ -7,7 +7,13 @@ import { type FakeSyftHub, startFakeSyftHub } from './fakes/syfthub.ts';
 
 /** Stored marketplaces of these tests keep their password in clear: the "secret box" is the identity. */
 const clients = (timeoutMs?: number) => new HubClients((sealed) => sealed, timeoutMs);
-const account = (url: string, password = 'the-hub-password') => ({ id: crypto.randomUUID(), name: 'Test hub', url, username: 'owner', password });
+const account = (url: string, password = 'the-hub-password') => ({
+  id: crypto.randomUUID(),
+  name: 'Test hub',
+  url,
+  username: 'owner',
+  password,
+});
 
 async function failure(work: Promise<unknown>): Promise<Error> {
   try {
@@ -44,7 +50,9 @@ describe('hub sessions', () => {
     for (let i = 0; i < 5; i++) {
       const error = await failure(client.setDomain(null));
       expect((error as HubAnswerError).statusCode).toBe(502);
-      expect((error as HubAnswerError).detail).toBe("Marketplace 'Test hub' refused the credentials of 'owner': Incorrect username or password");
+      expect((error as HubAnswerError).detail).toBe(
+        "Marketplace 'Test hub' refused the credentials of 'owner': Incorrect username or password",
+      );
     }
     expect(hub.logins - logins).toBe(1);
   });
@@ -82,24 +90,31 @@ describe('hub errors', () => {
       const path = new URL(request.url).pathname;
       if (path === '/api/v1/auth/login') {
         const form = new URLSearchParams(await request.text());
-        if (form.get('password') === 'the-hub-password') return Response.json({ access_token: 'secret-session-token', refresh_token: 'secret-refresh-token' });
+        if (form.get('password') === 'the-hub-password')
+          return Response.json({ access_token: 'secret-session-token', refresh_token: 'secret-refresh-token' });
         return Response.json({ detail: `password ${form.get('password')} is wrong` }, { status: 401 });
       }
       return Response.json({ detail: `token ${request.headers.get('authorization')} cannot do that` }, { status: 403 });
     });
     const refused = await failure(clients().connect('m', account(url, 'wrong-password-here')));
     expect((refused as HubAnswerError).statusCode).toBe(400);
-    expect((refused as HubAnswerError).detail).toBe("Marketplace 'Test hub' refused the credentials of 'owner': password ******** is wrong");
+    expect((refused as HubAnswerError).detail).toBe(
+      "Marketplace 'Test hub' refused the credentials of 'owner': password ******** is wrong",
+    );
     const forbidden = await failure(clients().client(account(url)).setDomain('https://x.example'));
     expect((forbidden as HubAnswerError).statusCode).toBe(502);
-    expect((forbidden as HubAnswerError).detail).toBe("Marketplace 'Test hub' refused to set the public URL (403): token Bearer ******** cannot do that");
+    expect((forbidden as HubAnswerError).detail).toBe(
+      "Marketplace 'Test hub' refused to set the public URL (403): token Bearer ******** cannot do that",
+    );
   });
 
   test('a redirect is reported, not followed (it would carry the session elsewhere)', async () => {
     const url = serve(() => new Response(null, { status: 307, headers: { location: 'https://elsewhere.example/api/v1/auth/login' } }));
     const error = await failure(clients().connect('m', account(url)));
     expect(error).toBeInstanceOf(HubAnswerError);
-    expect((error as HubAnswerError).detail).toBe("Marketplace 'Test hub' redirects to https://elsewhere.example/api/v1/auth/login: configure the marketplace with that URL");
+    expect((error as HubAnswerError).detail).toBe(
+      "Marketplace 'Test hub' redirects to https://elsewhere.example/api/v1/auth/login: configure the marketplace with that URL",
+    );
   });
 
   test('a hub that does not answer in time is unavailable (503)', async () => {
@@ -115,7 +130,9 @@ describe('hub errors', () => {
       return Response.json({ detail: [{ loc: ['body', 'domain'], msg: 'Invalid domain', type: 'value_error' }] }, { status: 422 });
     });
     const error = await failure(clients().client(account(url)).setDomain('https://x.example'));
-    expect((error as HubAnswerError).detail).toBe("Marketplace 'Test hub' refused to set the public URL (422): body.domain: Invalid domain");
+    expect((error as HubAnswerError).detail).toBe(
+      "Marketplace 'Test hub' refused to set the public URL (422): body.domain: Invalid domain",
+    );
   });
 });
 

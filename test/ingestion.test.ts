@@ -2,13 +2,12 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { scanFolder } from '../src/ingestion/folder.ts';
-import { CONTENT, makeDocuments } from './fixtures/make-documents.ts';
 import { startFakeOpenAI } from './fakes/openai-server.ts';
+import { CONTENT, makeDocuments } from './fixtures/make-documents.ts';
+import { createTestApp, issueLocs, type TestApp, type TestUser, tempDir } from './helpers/app.ts';
 import { waitFor } from './helpers/wait.ts';
-import { createTestApp, issueLocs, tempDir, type TestApp, type TestUser } from './helpers/app.ts';
 
 const FILE_TYPES = new Set(['pdf', 'txt', 'md', 'docx', 'html', 'htm']);
-
 
 interface FileState {
   path: string;
@@ -56,7 +55,10 @@ class DatasetProbe {
       const onDisk = (await scanFolder(this.folder, FILE_TYPES)).map((file) => file.path).sort();
       const live = files.filter((file) => file.status !== 'removed');
       if (JSON.stringify(live.map((file) => file.path).sort()) !== JSON.stringify(onDisk)) return undefined;
-      const indexed = live.filter((file) => file.status === 'indexed').map((file) => file.path).sort();
+      const indexed = live
+        .filter((file) => file.status === 'indexed')
+        .map((file) => file.path)
+        .sort();
       if (JSON.stringify(await this.indexedSources()) !== JSON.stringify(indexed)) return undefined;
       return files;
     });
@@ -79,7 +81,11 @@ async function createDataset(t: TestApp, user: TestUser, folder: string, configu
     method: 'POST',
     url: '/api/v1/datasets/',
     token: user.token,
-    payload: { name: `ds-${crypto.randomUUID().slice(0, 8)}`, dtype: 'local_file', configuration: { ingestionPath: folder, ...configuration } },
+    payload: {
+      name: `ds-${crypto.randomUUID().slice(0, 8)}`,
+      dtype: 'local_file',
+      configuration: { ingestionPath: folder, ...configuration },
+    },
   });
   expect(response.statusCode).toBe(201);
   const id = response.json().id as string;
@@ -125,7 +131,13 @@ describe('local_file ingestion', () => {
 
     const pdfHits = await dataset.search('bananas are yellow', { extras: { reference_options: { mode: 'keyword' } } });
     const banana = pdfHits.find((hit) => hit.content.includes('Bananas'));
-    expect(banana?.metadata).toMatchObject({ source: 'report.pdf', file_type: 'pdf', page: 2, title: CONTENT.pdfTitle, chunk_index: expect.any(Number) });
+    expect(banana?.metadata).toMatchObject({
+      source: 'report.pdf',
+      file_type: 'pdf',
+      page: 2,
+      title: CONTENT.pdfTitle,
+      chunk_index: expect.any(Number),
+    });
     const docxHits = await dataset.search('North 1200 revenue', { extras: { reference_options: { mode: 'keyword' } } });
     expect(docxHits.some((hit) => hit.metadata.source === 'report.docx' && hit.content.includes('1200'))).toBe(true);
     const htmlHits = await dataset.search('oranges');
@@ -149,7 +161,10 @@ describe('local_file ingestion', () => {
 
     // Edit: the old text is gone from the index, the new one is there.
     writeFileSync(join(folder, 'a.txt'), 'Alpha document rewritten: now about deserts and sand dunes.');
-    await waitFor('the edit', async () => (await dataset.search('sand dunes', { extras: { reference_options: { mode: 'keyword' } } })).length > 0);
+    await waitFor(
+      'the edit',
+      async () => (await dataset.search('sand dunes', { extras: { reference_options: { mode: 'keyword' } } })).length > 0,
+    );
     await dataset.settled();
     const all = (await dataset.search('glaciers deserts volcanoes')).map((hit) => hit.content).join(' ');
     expect(all).not.toContain('glaciers');
@@ -194,7 +209,12 @@ describe('local_file ingestion', () => {
     // Just under SVC_MAX_TEXT_MB's default (20 MB): a file yielding more text fails with that reason.
     const body = `${paragraph.repeat(Math.floor((20 * 1024 * 1024 - 64) / paragraph.length))}UNIQUEMARKER at the very end.`;
     writeFileSync(join(folder, 'big.txt'), body);
-    const dataset = await createDataset(t, user, folder, { chunkSize: 2000, chunkOverlap: 200, embedder: 'openai:fake-embed', base_url: fake.url });
+    const dataset = await createDataset(t, user, folder, {
+      chunkSize: 2000,
+      chunkOverlap: 200,
+      embedder: 'openai:fake-embed',
+      base_url: fake.url,
+    });
     const files = await dataset.settled();
     expect(files[0]).toMatchObject({ path: 'big.txt', status: 'indexed' });
     expect(files[0]?.chunks).toBeGreaterThanOrEqual(11_000);
@@ -250,7 +270,7 @@ describe('local_file ingestion', () => {
     expect(response.statusCode).toBe(200);
     expect(await dataset.indexedSources()).toEqual([]);
     const tables = await t.services.database.exclusive(
-      (sqlite) => sqlite.query("SELECT name FROM sqlite_master WHERE name LIKE ?").all(`%${dataset.id.replaceAll('-', '')}%`) as unknown[],
+      (sqlite) => sqlite.query('SELECT name FROM sqlite_master WHERE name LIKE ?').all(`%${dataset.id.replaceAll('-', '')}%`) as unknown[],
     );
     expect(tables).toEqual([]);
     writeFileSync(join(folder, 'y.txt'), 'Written after the delete.');
@@ -264,12 +284,19 @@ describe('local_file ingestion', () => {
     mkdirSync(folder);
     const dataset = await createDataset(t, user, folder);
     const stranger = await t.user('ingest-stranger');
-    for (const [method, path] of [['GET', 'files'], ['POST', 'reindex'], ['POST', 'stop'], ['POST', 'start']] as const) {
+    for (const [method, path] of [
+      ['GET', 'files'],
+      ['POST', 'reindex'],
+      ['POST', 'stop'],
+      ['POST', 'start'],
+    ] as const) {
       const url = `/api/v1/datasets/${dataset.id}/${path}`;
       expect((await t.request({ method, url })).statusCode).toBe(401);
       expect((await t.request({ method, url, token: stranger.token })).statusCode).toBe(404);
     }
-    expect(issueLocs(await t.request({ method: 'GET', url: `/api/v1/datasets/${dataset.id}/files?limit=0`, token: user.token }))).toEqual(['query.limit']);
+    expect(issueLocs(await t.request({ method: 'GET', url: `/api/v1/datasets/${dataset.id}/files?limit=0`, token: user.token }))).toEqual([
+      'query.limit',
+    ]);
     const page = await t.request({ method: 'GET', url: `/api/v1/datasets/${dataset.id}/files?limit=5`, token: user.token });
     expect(page.json()).toEqual({ items: [], total: 0, skip: 0, limit: 5 });
   });
@@ -282,7 +309,12 @@ describe('local_file ingestion', () => {
         dtype: 'local_file',
         status: expect.any(String),
         message: expect.any(String),
-        details: expect.objectContaining({ embedder: 'use-lite', dimension: 512, vector_store: 'sqlite-vec', vector_store_version: 'v0.1.9' }),
+        details: expect.objectContaining({
+          embedder: 'use-lite',
+          dimension: 512,
+          vector_store: 'sqlite-vec',
+          vector_store_version: 'v0.1.9',
+        }),
       },
     ]);
     expect((await t.request({ method: 'GET', url: '/api/v1/datasets/provisioners/' })).statusCode).toBe(401);
@@ -312,11 +344,18 @@ describe('ingestion across a restart', () => {
     try {
       const again = new DatasetProbe(second, user, dataset.id, folder);
       const files = await again.settled();
-      expect(files.filter((file) => file.status === 'indexed').map((file) => file.path).sort()).toEqual(['added.txt', 'edited.txt', 'kept.txt']);
+      expect(
+        files
+          .filter((file) => file.status === 'indexed')
+          .map((file) => file.path)
+          .sort(),
+      ).toEqual(['added.txt', 'edited.txt', 'kept.txt']);
       expect(files.find((file) => file.path === 'deleted.txt')?.status).toBe('removed');
       // The unchanged file was not indexed again.
       expect(files.find((file) => file.path === 'kept.txt')?.updated_at).toBe(keptBefore?.updated_at);
-      const contents = (await again.search('orchids roses', { extras: { reference_options: { mode: 'keyword' } } })).map((hit) => hit.content).join(' ');
+      const contents = (await again.search('orchids roses', { extras: { reference_options: { mode: 'keyword' } } }))
+        .map((hit) => hit.content)
+        .join(' ');
       expect(contents).toContain('orchids');
       expect(contents).not.toContain('roses');
       // `running` is set once the reconciliation is queued, which can be a moment after the index settles.

@@ -10,7 +10,8 @@ describe('general API limits', () => {
       const alice = await t.user('alice');
       const bob = await t.user('bob');
       const statuses: number[] = [];
-      for (let i = 0; i < 7; i++) statuses.push((await t.request({ method: 'GET', url: '/api/v1/models/', token: alice.token })).statusCode);
+      for (let i = 0; i < 7; i++)
+        statuses.push((await t.request({ method: 'GET', url: '/api/v1/models/', token: alice.token })).statusCode);
       // /auth/login counted one request of the anonymous caller, not of the tenant: alice has her full 5.
       expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429]);
       const limited = await t.request({ method: 'GET', url: '/api/v1/models/', token: alice.token });
@@ -37,11 +38,22 @@ describe('general API limits', () => {
   test('anonymous requests are counted per client IP', async () => {
     const t = await createTestApp({ SVC_RATE_LIMIT_PER_MINUTE: '3' });
     try {
-      const login = () => t.request({ method: 'POST', url: '/api/v1/auth/login', payload: { email: 'x@example.com', password: 'whatever' }, remoteAddress: '10.1.1.1' });
+      const login = () =>
+        t.request({
+          method: 'POST',
+          url: '/api/v1/auth/login',
+          payload: { email: 'x@example.com', password: 'whatever' },
+          remoteAddress: '10.1.1.1',
+        });
       const statuses = [];
       for (let i = 0; i < 4; i++) statuses.push((await login()).statusCode);
       expect(statuses).toEqual([401, 401, 401, 429]);
-      const otherIp = await t.request({ method: 'POST', url: '/api/v1/auth/login', payload: { email: 'x@example.com', password: 'whatever' }, remoteAddress: '10.1.1.2' });
+      const otherIp = await t.request({
+        method: 'POST',
+        url: '/api/v1/auth/login',
+        payload: { email: 'x@example.com', password: 'whatever' },
+        remoteAddress: '10.1.1.2',
+      });
       expect(otherIp.statusCode).toBe(401);
     } finally {
       await t.close();
@@ -102,7 +114,7 @@ describe('fixed windows', () => {
       if (!refused.allowed) expect(refused.retryAfterSeconds).toBeCloseTo(29, 0);
       // The next minute window opens at 10:01:00; the hourly quota still has one hit left.
       expect((await windows.consume([perHour, perMinute], Date.UTC(2026, 0, 1, 10, 1, 0))).allowed).toBe(true);
-      expect((await windows.consume([perHour, perMinute], Date.UTC(2026, 0, 1, 10, 2, 0)))).toMatchObject({ allowed: false, quota: perHour });
+      expect(await windows.consume([perHour, perMinute], Date.UTC(2026, 0, 1, 10, 2, 0))).toMatchObject({ allowed: false, quota: perHour });
     } finally {
       await database.close();
     }

@@ -3,12 +3,18 @@ import { maxGenerationCost, modelPrices, usageCost } from '../src/llm/costs.ts';
 
 describe('model costs', () => {
   test('prices come from the per-1k configuration keys and default to 0', () => {
-    expect(modelPrices({ cost_per_1k_prompt_tokens: 0.5, cost_per_1k_completion_tokens: 1.5 })).toEqual({ promptPer1k: 0.5, completionPer1k: 1.5 });
+    expect(modelPrices({ cost_per_1k_prompt_tokens: 0.5, cost_per_1k_completion_tokens: 1.5 })).toEqual({
+      promptPer1k: 0.5,
+      completionPer1k: 1.5,
+    });
     expect(modelPrices({})).toEqual({ promptPer1k: 0, completionPer1k: 0 });
   });
 
   test('a broken stored price costs nothing rather than failing queries', () => {
-    expect(modelPrices({ cost_per_1k_prompt_tokens: '1', cost_per_1k_completion_tokens: -2 })).toEqual({ promptPer1k: 0, completionPer1k: 0 });
+    expect(modelPrices({ cost_per_1k_prompt_tokens: '1', cost_per_1k_completion_tokens: -2 })).toEqual({
+      promptPer1k: 0,
+      completionPer1k: 0,
+    });
     expect(modelPrices({ cost_per_1k_prompt_tokens: Number.POSITIVE_INFINITY })).toEqual({ promptPer1k: 0, completionPer1k: 0 });
   });
 

@@ -6,12 +6,12 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { coreCount } from '../src/util/cores.ts';
 import { join } from 'node:path';
 import { writeTinyGguf } from '../scripts/fixtures/make-tiny-gguf.ts';
-import { LlamaCppChatProvider, llamaCppModelConfig, LocalModelRegistry } from '../src/llm/llama-cpp.ts';
-import { ModelError, type ChatMessage, type ChatOptions, type ChatSummary, type StreamEvent } from '../src/llm/provider.ts';
+import { LlamaCppChatProvider, LocalModelRegistry, llamaCppModelConfig } from '../src/llm/llama-cpp.ts';
+import { type ChatMessage, type ChatOptions, type ChatSummary, ModelError } from '../src/llm/provider.ts';
 import { createProvider, validateModelConfiguration } from '../src/llm/registry.ts';
+import { coreCount } from '../src/util/cores.ts';
 import { collect } from './helpers/streams.ts';
 
 let dir: string;
@@ -32,7 +32,6 @@ const options = (extra: Partial<ChatOptions> = {}): ChatOptions => ({
 });
 
 const hello: ChatMessage[] = [{ role: 'user', content: 'Hello' }];
-
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'knode-llama-'));
@@ -290,7 +289,9 @@ describe('llama_cpp health', () => {
 
 describe('llama_cpp configuration', () => {
   test('accepts a readable GGUF file and keeps unknown keys', () => {
-    expect(validateModelConfiguration('llama_cpp', { model_path: modelPath, context_size: 2048, threads: 0, gpu_layers: 0, extra: 1 })).toEqual([]);
+    expect(
+      validateModelConfiguration('llama_cpp', { model_path: modelPath, context_size: 2048, threads: 0, gpu_layers: 0, extra: 1 }),
+    ).toEqual([]);
   });
 
   test('model_path is required and must be a readable .gguf file with the GGUF magic', () => {
@@ -304,7 +305,7 @@ describe('llama_cpp configuration', () => {
     expect(check(join(dir, 'missing.gguf'))[0]?.msg).toContain('does not exist');
     expect(check(notGguf)[0]?.msg).toContain('wrong magic');
     expect(check(wrongName)[0]?.msg).toContain('.gguf');
-    expect(check(dir + '/')[0]?.type).toBe('value_error');
+    expect(check(`${dir}/`)[0]?.type).toBe('value_error');
   });
 
   test.skipIf(process.getuid?.() === 0)('an unreadable file is refused', () => {

@@ -5,17 +5,11 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test';
 import OpenAI from 'openai';
-import { OpenAIChatProvider, openAIModelConfig } from '../src/llm/openai.ts';
-import {
-  ModelError,
-  ModelTimeoutError,
-  type ChatMessage,
-  type ChatOptions,
-  type StreamEvent,
-} from '../src/llm/provider.ts';
-import { createProvider, validateModelConfiguration } from '../src/llm/registry.ts';
 import { LocalModelRegistry } from '../src/llm/llama-cpp.ts';
-import { deadServerUrl, FAKE_ANSWER, fakeEmbedding, fakeTokens, startFakeOpenAI, type FakeOpenAIServer } from './fakes/openai-server.ts';
+import { OpenAIChatProvider, openAIModelConfig } from '../src/llm/openai.ts';
+import { type ChatMessage, type ChatOptions, ModelError, ModelTimeoutError } from '../src/llm/provider.ts';
+import { createProvider, validateModelConfiguration } from '../src/llm/registry.ts';
+import { deadServerUrl, FAKE_ANSWER, type FakeOpenAIServer, fakeEmbedding, fakeTokens, startFakeOpenAI } from './fakes/openai-server.ts';
 import { collect } from './helpers/streams.ts';
 
 const API_KEY = 'sk-test-0123456789abcdefSECRET';
@@ -36,7 +30,6 @@ const options = (extra: Partial<ChatOptions> = {}): ChatOptions => ({
 
 const question: ChatMessage[] = [{ role: 'user', content: 'What is in the fake answer?' }];
 const promptTokens = fakeTokens('What is in the fake answer?').length;
-
 
 async function failure(promise: Promise<unknown>): Promise<unknown> {
   return promise.then(
@@ -89,7 +82,15 @@ describe('openai chat', () => {
         { role: 'system', content: 'Context: none' },
         { role: 'user', content: 'Hi' },
       ],
-      options({ max_tokens: 7, temperature: 0.2, presence_penalty: 0.5, frequency_penalty: -0.5, top_p: 0.9, seed: 3, response_format: { type: 'json_object' } }),
+      options({
+        max_tokens: 7,
+        temperature: 0.2,
+        presence_penalty: 0.5,
+        frequency_penalty: -0.5,
+        top_p: 0.9,
+        seed: 3,
+        response_format: { type: 'json_object' },
+      }),
     );
     expect(lastBody()).toMatchObject({
       model: 'fake-model',
@@ -180,7 +181,10 @@ describe('openai streaming', () => {
 describe('openai failures', () => {
   test('a refused key is a 502 ModelError naming the model and never the key', async () => {
     const error = await failure(
-      new OpenAIChatProvider(openAIModelConfig({ model: 'gpt-x', base_url: keyed.url, api_key: 'sk-wrong-key-98765432zyxw' })).chat(question, options()),
+      new OpenAIChatProvider(openAIModelConfig({ model: 'gpt-x', base_url: keyed.url, api_key: 'sk-wrong-key-98765432zyxw' })).chat(
+        question,
+        options(),
+      ),
     );
     expect(error).toBeInstanceOf(ModelError);
     const message = (error as ModelError).message;
@@ -192,12 +196,15 @@ describe('openai failures', () => {
   });
 
   test('the right key is sent as a bearer token', async () => {
-    const summary = await new OpenAIChatProvider(openAIModelConfig({ model: 'fake-model', base_url: keyed.url, api_key: API_KEY })).chat(question, options());
+    const summary = await new OpenAIChatProvider(openAIModelConfig({ model: 'fake-model', base_url: keyed.url, api_key: API_KEY })).chat(
+      question,
+      options(),
+    );
     expect(summary.message.content).toBe(FAKE_ANSWER);
     expect(keyed.requests.at(-1)?.headers.authorization).toBe(`Bearer ${API_KEY}`);
   });
 
-  test("without a key no Authorization header is sent, even when the process has OPENAI_API_KEY", async () => {
+  test('without a key no Authorization header is sent, even when the process has OPENAI_API_KEY', async () => {
     const saved = process.env.OPENAI_API_KEY;
     process.env.OPENAI_API_KEY = 'sk-operator-own-key';
     try {
@@ -327,7 +334,9 @@ describe('openai health', () => {
     const dead = await provider({ base_url: await deadServerUrl(), timeout_ms: 1000 }).health();
     expect(dead.healthy).toBe(false);
     expect(dead.message).toContain('could not connect');
-    const refused = await new OpenAIChatProvider(openAIModelConfig({ model: 'm', base_url: keyed.url, api_key: 'sk-nope-12345678' })).health();
+    const refused = await new OpenAIChatProvider(
+      openAIModelConfig({ model: 'm', base_url: keyed.url, api_key: 'sk-nope-12345678' }),
+    ).health();
     expect(refused.healthy).toBe(false);
     expect(refused.message).toContain('401');
     expect(refused.message).not.toContain('sk-nope-12345678');
@@ -336,7 +345,11 @@ describe('openai health', () => {
 
 describe('openai configuration', () => {
   test('defaults: OpenAI base URL and 60 s timeout', () => {
-    expect(openAIModelConfig({ model: 'gpt-4o-mini' })).toEqual({ model: 'gpt-4o-mini', baseUrl: 'https://api.openai.com/v1', timeoutMs: 60_000 });
+    expect(openAIModelConfig({ model: 'gpt-4o-mini' })).toEqual({
+      model: 'gpt-4o-mini',
+      baseUrl: 'https://api.openai.com/v1',
+      timeoutMs: 60_000,
+    });
   });
 
   test('a valid configuration has no issues and may carry unknown keys', () => {
@@ -383,7 +396,9 @@ describe('openai configuration', () => {
   });
 
   test('a configuration that is not an object, or an unknown dtype, is one issue', () => {
-    expect(validateModelConfiguration('openai', 'nope')).toEqual([{ field: '', msg: 'Input should be a valid dictionary', type: 'dict_type' }]);
+    expect(validateModelConfiguration('openai', 'nope')).toEqual([
+      { field: '', msg: 'Input should be a valid dictionary', type: 'dict_type' },
+    ]);
     expect(validateModelConfiguration('gguf' as 'openai', {})[0]?.type).toBe('enum');
   });
 
@@ -403,7 +418,7 @@ describe('fake server embeddings (for other engines)', () => {
     expect(first.data).toHaveLength(2);
     expect(first.data[0]?.embedding).toHaveLength(16);
     const expected = fakeEmbedding('alpha', 16);
-    first.data[0]?.embedding.forEach((value, i) => expect(value).toBeCloseTo(expected[i] as number, 5));
+    for (const [i, value] of (first.data[0]?.embedding ?? []).entries()) expect(value).toBeCloseTo(expected[i] as number, 5);
     const floats = await client.embeddings.create({ model: 'fake-embedding', input: 'alpha', encoding_format: 'float', dimensions: 4 });
     expect(floats.data[0]?.embedding).toEqual(fakeEmbedding('alpha', 4));
   });

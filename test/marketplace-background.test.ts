@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { rmSync } from 'node:fs';
 import { deadServerUrl, type FakeOpenAIServer, startFakeOpenAI } from './fakes/openai-server.ts';
 import { type FakeSyftHub, type HealthReport, startFakeSyftHub } from './fakes/syfthub.ts';
-import { createTestApp, tempDir, type TestApp, type TestUser } from './helpers/app.ts';
+import { createTestApp, type TestApp, type TestUser, tempDir } from './helpers/app.ts';
 import { createDataset, createEndpoint, createModel } from './helpers/fixtures.ts';
 import { connectMarketplace, logCollector } from './helpers/hub.ts';
 import { waitFor } from './helpers/wait.ts';
@@ -34,7 +34,12 @@ describe('health heartbeat', () => {
     await createEndpoint(t, owner, { slug: 'hb-both-dead', dataset_id: dataset.id, model_id: dead.id });
     await createEndpoint(t, owner, { slug: 'hb-quiet', model_id: model.id, response_type: 'summary' }); // never published
     for (const slug of ['hb-data', 'hb-model', 'hb-both-dead']) {
-      const response = await t.request({ method: 'POST', url: `/api/v1/endpoints/${slug}/publish`, token: owner.token, payload: { marketplace_ids: [marketId] } });
+      const response = await t.request({
+        method: 'POST',
+        url: `/api/v1/endpoints/${slug}/publish`,
+        token: owner.token,
+        payload: { marketplace_ids: [marketId] },
+      });
       expect(response.json().results[0].success).toBe(true);
     }
   });
@@ -51,7 +56,12 @@ describe('health heartbeat', () => {
   });
 
   test('reports every published endpoint with its health, the TTL and the public URL', async () => {
-    const patched = await t.request({ method: 'PATCH', url: '/api/v1/settings/public-url', token: owner.token, payload: { public_url: 'https://beating.example.net' } });
+    const patched = await t.request({
+      method: 'PATCH',
+      url: '/api/v1/settings/public-url',
+      token: owner.token,
+      payload: { public_url: 'https://beating.example.net' },
+    });
     expect(patched.statusCode).toBe(200);
     const report = await waitFor('a heartbeat', async () => hub.healthReports.find((entry) => entry.body.endpoints.length === 3));
     expect(report.username).toBe('beating');
@@ -66,7 +76,12 @@ describe('health heartbeat', () => {
   });
 
   test('an endpoint that is unpublished is no longer reported', async () => {
-    await t.request({ method: 'POST', url: '/api/v1/endpoints/hb-model/unpublish', token: owner.token, payload: { unpublish_from_all: true } });
+    await t.request({
+      method: 'POST',
+      url: '/api/v1/endpoints/hb-model/unpublish',
+      token: owner.token,
+      payload: { unpublish_from_all: true },
+    });
     const seen = hub.healthReports.length;
     const report = await waitFor('a later heartbeat', async (): Promise<HealthReport | undefined> => hub.healthReports.slice(seen + 1)[0]);
     expect(report.body.endpoints.map((entry) => entry.slug).sort()).toEqual(['hb-both-dead', 'hb-data']);
@@ -95,7 +110,12 @@ describe('start-up', () => {
       const market = await connectMarketplace(first, owner, hub, 'restarting');
       const model = await createModel(first, owner, 'm');
       await createEndpoint(first, owner, { slug: 'survivor', model_id: model.id, response_type: 'summary' });
-      await first.request({ method: 'POST', url: '/api/v1/endpoints/survivor/publish', token: owner.token, payload: { marketplace_ids: [market.id] } });
+      await first.request({
+        method: 'POST',
+        url: '/api/v1/endpoints/survivor/publish',
+        token: owner.token,
+        payload: { marketplace_ids: [market.id] },
+      });
       await first.close({ keepData: true });
 
       hub.endpointsOf('restarting').clear();

@@ -121,7 +121,13 @@ describe('marketplaces', () => {
       const user = await t.user();
       const response = await post(user, { name: 'Bare', url: hub.url, username: 'u', password: 'p' });
       expect(response.statusCode).toBe(201);
-      expect(response.json()).toMatchObject({ email: null, accounting_url: null, accounting_email: null, is_active: true, is_default: true });
+      expect(response.json()).toMatchObject({
+        email: null,
+        accounting_url: null,
+        accounting_email: null,
+        is_active: true,
+        is_default: true,
+      });
     });
 
     test('can create an inactive marketplace', async () => {
@@ -141,7 +147,9 @@ describe('marketplaces', () => {
       for (const url of ['https://', 'http:///path']) {
         expect(issueLocs(await post(alice, body('hostless-url', { url })))).toEqual(['body.url']);
       }
-      expect(issueLocs(await post(alice, body('hostless-accounting-url', { accounting_url: 'https://' })))).toEqual(['body.accounting_url']);
+      expect(issueLocs(await post(alice, body('hostless-accounting-url', { accounting_url: 'https://' })))).toEqual([
+        'body.accounting_url',
+      ]);
     });
 
     test('refuses a missing password or username', async () => {
@@ -265,8 +273,16 @@ describe('marketplaces', () => {
   describe('secrets', () => {
     test('password and accounting_password are stored encrypted, never in clear', async () => {
       const user = await t.user();
-      const created = await create(user, 'encrypted', { username: 'enc-user', password: 'plain-hub-pass-1', accounting_password: 'plain-acct-pass-1' });
-      const row = await t.services.database.db.selectFrom('marketplaces').selectAll().where('id', '=', created.id).executeTakeFirstOrThrow();
+      const created = await create(user, 'encrypted', {
+        username: 'enc-user',
+        password: 'plain-hub-pass-1',
+        accounting_password: 'plain-acct-pass-1',
+      });
+      const row = await t.services.database.db
+        .selectFrom('marketplaces')
+        .selectAll()
+        .where('id', '=', created.id)
+        .executeTakeFirstOrThrow();
       const raw = JSON.stringify(row);
       expect(raw).not.toContain('plain-hub-pass-1');
       expect(raw).not.toContain('plain-acct-pass-1');
@@ -281,7 +297,11 @@ describe('marketplaces', () => {
       const response = await patch(user, created.id, { password: 'rotated-pass-2', accounting_password: 'rotated-acct-2' });
       expect(response.statusCode).toBe(200);
       expectNoPassword(response, 'rotated-pass-2', 'rotated-acct-2');
-      const row = await t.services.database.db.selectFrom('marketplaces').selectAll().where('id', '=', created.id).executeTakeFirstOrThrow();
+      const row = await t.services.database.db
+        .selectFrom('marketplaces')
+        .selectAll()
+        .where('id', '=', created.id)
+        .executeTakeFirstOrThrow();
       expect(JSON.stringify(row)).not.toContain('rotated-pass-2');
       expect(JSON.stringify(row)).not.toContain('rotated-acct-2');
     });
@@ -289,7 +309,11 @@ describe('marketplaces', () => {
     test('no password appears in list or detail', async () => {
       const user = await t.user();
       const created = await create(user, 'quiet', { accounting_password: 'acct-quiet' });
-      expectNoPassword(await t.request({ method: 'GET', url: '/api/v1/marketplaces/', token: user.token }), 'hub-password-secret', 'acct-quiet');
+      expectNoPassword(
+        await t.request({ method: 'GET', url: '/api/v1/marketplaces/', token: user.token }),
+        'hub-password-secret',
+        'acct-quiet',
+      );
       expectNoPassword(await get(user, created.id), 'hub-password-secret', 'acct-quiet');
     });
   });
@@ -302,7 +326,9 @@ describe('marketplaces', () => {
       const page = (await t.request({ method: 'GET', url: '/api/v1/marketplaces/?skip=1&limit=1', token: user.token })).json();
       expect(page).toMatchObject({ total: 3, skip: 1, limit: 1 });
       expect(page.items.map((m: Marketplace) => m.name)).toEqual(['b']);
-      expect(issueLocs(await t.request({ method: 'GET', url: '/api/v1/marketplaces/?limit=0', token: user.token }))).toEqual(['query.limit']);
+      expect(issueLocs(await t.request({ method: 'GET', url: '/api/v1/marketplaces/?limit=0', token: user.token }))).toEqual([
+        'query.limit',
+      ]);
     });
 
     test('GET answers the view, 404 for an unknown id', async () => {

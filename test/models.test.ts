@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { coreCount } from '../src/util/cores.ts';
 import { join } from 'node:path';
+import { coreCount } from '../src/util/cores.ts';
 import { createTestApp, issueLocs, type TestApp, type TestUser, validationIssues } from './helpers/app.ts';
 import { createEndpoint, createModel } from './helpers/fixtures.ts';
 
@@ -26,8 +26,10 @@ describe('models', () => {
 
   const post = (user: TestUser | undefined, payload: unknown) =>
     t.request({ method: 'POST', url: '/api/v1/models/', token: user?.token, payload: payload as object });
-  const openai = (user: TestUser, configuration: Record<string, unknown>, name = 'gpt') => post(user, { name, dtype: 'openai', configuration });
-  const llama = (user: TestUser, configuration: Record<string, unknown>, name = 'local') => post(user, { name, dtype: 'llama_cpp', configuration });
+  const openai = (user: TestUser, configuration: Record<string, unknown>, name = 'gpt') =>
+    post(user, { name, dtype: 'openai', configuration });
+  const llama = (user: TestUser, configuration: Record<string, unknown>, name = 'local') =>
+    post(user, { name, dtype: 'llama_cpp', configuration });
   const get = (user: TestUser, id: string) => t.request({ method: 'GET', url: `/api/v1/models/${id}`, token: user.token });
   const patch = (user: TestUser, id: string, payload: unknown) =>
     t.request({ method: 'PATCH', url: `/api/v1/models/${id}`, token: user.token, payload: payload as object });
@@ -112,17 +114,26 @@ describe('models', () => {
     });
 
     test('refuses negative or non-numeric costs', async () => {
-      expect(issueLocs(await openai(alice, { model: 'm', cost_per_1k_prompt_tokens: -0.01 }))).toEqual(['body.configuration.cost_per_1k_prompt_tokens']);
+      expect(issueLocs(await openai(alice, { model: 'm', cost_per_1k_prompt_tokens: -0.01 }))).toEqual([
+        'body.configuration.cost_per_1k_prompt_tokens',
+      ]);
       expect(issueLocs(await openai(alice, { model: 'm', cost_per_1k_completion_tokens: -1 }))).toEqual([
         'body.configuration.cost_per_1k_completion_tokens',
       ]);
-      expect(issueLocs(await openai(alice, { model: 'm', cost_per_1k_prompt_tokens: 'free' }))).toEqual(['body.configuration.cost_per_1k_prompt_tokens']);
+      expect(issueLocs(await openai(alice, { model: 'm', cost_per_1k_prompt_tokens: 'free' }))).toEqual([
+        'body.configuration.cost_per_1k_prompt_tokens',
+      ]);
     });
 
     test('reports every configuration problem at once', async () => {
       const locs = issueLocs(await openai(alice, { base_url: 'nope', timeout_ms: 'x', cost_per_1k_prompt_tokens: -1 }));
       expect(locs.sort()).toEqual(
-        ['body.configuration.base_url', 'body.configuration.cost_per_1k_prompt_tokens', 'body.configuration.model', 'body.configuration.timeout_ms'].sort(),
+        [
+          'body.configuration.base_url',
+          'body.configuration.cost_per_1k_prompt_tokens',
+          'body.configuration.model',
+          'body.configuration.timeout_ms',
+        ].sort(),
       );
     });
   });
@@ -155,7 +166,12 @@ describe('models', () => {
       expect(item.model.configuration.api_key).toBe(MASK);
       const detail = await t.request({ method: 'GET', url: '/api/v1/endpoints/masked-model-endpoint', token: alice.token });
       expect(detail.json().model.configuration.api_key).toBe(MASK);
-      const patched = await t.request({ method: 'PATCH', url: '/api/v1/endpoints/masked-model-endpoint', token: alice.token, payload: { summary: 's' } });
+      const patched = await t.request({
+        method: 'PATCH',
+        url: '/api/v1/endpoints/masked-model-endpoint',
+        token: alice.token,
+        payload: { summary: 's' },
+      });
       expect(patched.json().model.configuration.api_key).toBe(MASK);
       for (const response of [list, detail, patched]) expect(response.body).not.toContain(secret);
     });
@@ -276,12 +292,20 @@ describe('models', () => {
       expect(issueLocs(await post(alice, {})).sort()).toEqual(['body.configuration', 'body.dtype', 'body.name']);
       expect(issueLocs(await post(alice, { name: 5, dtype: 'openai', configuration: { model: 'm' } }))).toEqual(['body.name']);
       expect(issueLocs(await post(alice, { name: 'x', dtype: 'openai', configuration: [] }))).toEqual(['body.configuration']);
-      expect(issueLocs(await post(alice, { name: 'n'.repeat(201), dtype: 'openai', configuration: { model: 'm' } }))).toEqual(['body.name']);
+      expect(issueLocs(await post(alice, { name: 'n'.repeat(201), dtype: 'openai', configuration: { model: 'm' } }))).toEqual([
+        'body.name',
+      ]);
     });
 
     test('refuses a body that is not JSON or not an object with 422 on body', async () => {
       for (const payload of ['{not json', '[1, 2]', 'null']) {
-        const response = await t.request({ method: 'POST', url: '/api/v1/models/', token: alice.token, payload, headers: { 'content-type': 'application/json' } });
+        const response = await t.request({
+          method: 'POST',
+          url: '/api/v1/models/',
+          token: alice.token,
+          payload,
+          headers: { 'content-type': 'application/json' },
+        });
         expect(issueLocs(response)).toEqual(['body']);
       }
     });
@@ -321,7 +345,9 @@ describe('models', () => {
 
     test('PATCH validates the new configuration for the model dtype', async () => {
       const model = await createModel(t, alice, 'patch-validate');
-      expect(issueLocs(await patch(alice, model.id, { configuration: { model: 'm', base_url: 'ftp://x' } }))).toEqual(['body.configuration.base_url']);
+      expect(issueLocs(await patch(alice, model.id, { configuration: { model: 'm', base_url: 'ftp://x' } }))).toEqual([
+        'body.configuration.base_url',
+      ]);
       expect(issueLocs(await patch(alice, model.id, { configuration: { base_url: 'http://x/v1' } }))).toEqual(['body.configuration.model']);
       expect((await get(alice, model.id)).json().configuration.base_url).toBe('http://127.0.0.1:9/v1');
     });

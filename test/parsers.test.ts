@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ParserPool, ParserPoolClosedError } from '../src/ingestion/parser-pool.ts';
-import { fileTypeOf, ParseError, parseFile, SUPPORTED_EXTENSIONS, type ParsedDocument } from '../src/ingestion/parsers/index.ts';
+import { fileTypeOf, type ParsedDocument, ParseError, parseFile, SUPPORTED_EXTENSIONS } from '../src/ingestion/parsers/index.ts';
 import { decodeText, markdownTitle } from '../src/ingestion/parsers/text.ts';
 import { CONTENT, type DocumentFixtures, makeDocuments } from './fixtures/make-documents.ts';
 

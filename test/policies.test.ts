@@ -20,7 +20,12 @@ describe('policies', () => {
   const create = (payload: object, user = owner) => t.request({ method: 'POST', url: '/api/v1/policies/', token: user.token, payload });
 
   test('create answers 201 with the full policy', async () => {
-    const response = await create({ name: 'Only us', policy_type: 'access', endpoint_id: endpoint.id, configuration: { mode: 'allow', patterns: ['a@example.com', '.*@example\\.org'] } });
+    const response = await create({
+      name: 'Only us',
+      policy_type: 'access',
+      endpoint_id: endpoint.id,
+      configuration: { mode: 'allow', patterns: ['a@example.com', '.*@example\\.org'] },
+    });
     expect(response.statusCode).toBe(201);
     expect(response.json()).toEqual({
       id: expect.any(String),
@@ -48,7 +53,11 @@ describe('policies', () => {
     ['rate_limit', { rate: '10/w' }, ['body.configuration.rate']],
     ['rate_limit', { rate: '0/m' }, ['body.configuration.rate']],
     ['rate_limit', { rate: 10 }, ['body.configuration.rate']],
-    ['accounting', { enabled: 'yes', require_transaction_token: 1 }, ['body.configuration.enabled', 'body.configuration.require_transaction_token']],
+    [
+      'accounting',
+      { enabled: 'yes', require_transaction_token: 1 },
+      ['body.configuration.enabled', 'body.configuration.require_transaction_token'],
+    ],
   ];
   for (const [type, configuration, locs] of invalid) {
     test(`${type} configuration ${JSON.stringify(configuration)} is refused`, async () => {
@@ -78,7 +87,9 @@ describe('policies', () => {
     expect(root.statusCode).toBe(200);
     const summary = root.json().find((p: { id: string }) => p.id === policy.id);
     expect(Object.keys(summary).sort()).toEqual(['created_at', 'endpoint_id', 'id', 'name', 'policy_type']);
-    expect(issueLocs(await t.request({ method: 'GET', url: '/api/v1/policies?endpoint_id=xyz', token: owner.token }))).toEqual(['query.endpoint_id']);
+    expect(issueLocs(await t.request({ method: 'GET', url: '/api/v1/policies?endpoint_id=xyz', token: owner.token }))).toEqual([
+      'query.endpoint_id',
+    ]);
     const paged = await t.request({ method: 'GET', url: '/policies/?limit=1', token: owner.token });
     expect(paged.json()).toMatchObject({ skip: 0, limit: 1, total: root.json().length });
   });
@@ -86,10 +97,17 @@ describe('policies', () => {
   test('PATCH renames and replaces the configuration after validating it for the type', async () => {
     const policy = await createPolicy(t, owner, { policy_type: 'rate_limit', endpoint_id: endpoint.id, configuration: { rate: '5/h' } });
     const url = `/api/v1/policies/${policy.id}`;
-    const response = await t.request({ method: 'PATCH', url, token: owner.token, payload: { name: 'faster', configuration: { rate: '50/m' } } });
+    const response = await t.request({
+      method: 'PATCH',
+      url,
+      token: owner.token,
+      payload: { name: 'faster', configuration: { rate: '50/m' } },
+    });
     expect(response.statusCode).toBe(200);
     expect(response.json()).toMatchObject({ name: 'faster', configuration: { rate: '50/m' }, policy_type: 'rate_limit' });
-    expect(issueLocs(await t.request({ method: 'PATCH', url, token: owner.token, payload: { configuration: { mode: 'allow' } } }))).toEqual(['body.configuration.rate']);
+    expect(issueLocs(await t.request({ method: 'PATCH', url, token: owner.token, payload: { configuration: { mode: 'allow' } } }))).toEqual(
+      ['body.configuration.rate'],
+    );
     for (const field of ['policy_type', 'endpoint_id']) {
       const immutable = await t.request({ method: 'PATCH', url, token: owner.token, payload: { [field]: 'access' } });
       expect(immutable.json().detail[0]).toMatchObject({ loc: ['body', field], type: 'immutable_field' });
@@ -107,7 +125,7 @@ describe('policies', () => {
     expect((await t.request({ method: 'GET', url, token: owner.token })).statusCode).toBe(404);
   });
 
-  test("another tenant cannot see, change or delete a policy", async () => {
+  test('another tenant cannot see, change or delete a policy', async () => {
     const policy = await createPolicy(t, owner, { policy_type: 'rate_limit', endpoint_id: endpoint.id, configuration: { rate: '5/h' } });
     const url = `/api/v1/policies/${policy.id}`;
     expect((await t.request({ method: 'GET', url, token: stranger.token })).statusCode).toBe(404);

@@ -1,15 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startFakeAccounting, type FakeAccounting } from './fakes/accounting-server.ts';
+import { type FakeAccounting, startFakeAccounting } from './fakes/accounting-server.ts';
 import { deadServerUrl, FAKE_ANSWER, type FakeOpenAIServer, startFakeOpenAI } from './fakes/openai-server.ts';
 import { type FakeSyftHub, startFakeSyftHub } from './fakes/syfthub.ts';
-import { waitFor } from './helpers/wait.ts';
-import { createTestApp, issueLocs, tempDir, type TestApp, type TestUser } from './helpers/app.ts';
+import { createTestApp, issueLocs, type TestApp, type TestUser, tempDir } from './helpers/app.ts';
 import { createPolicy } from './helpers/fixtures.ts';
+import { waitFor } from './helpers/wait.ts';
 
 const FIRST_LINE = FAKE_ANSWER.split('\n')[0] as string;
-
 
 /** Parses an SSE body into its events: `event` name (if any) and `data` text. */
 function sseEvents(body: string): { event?: string; data: string }[] {
@@ -41,7 +40,12 @@ describe('queries', () => {
     t.request({ method: 'POST', url: `/api/v1/endpoints/${slug}/query`, token: typeof user === 'string' ? user : user.token, payload });
 
   const endpoint = async (slug: string, body: Record<string, unknown>) => {
-    const response = await t.request({ method: 'POST', url: '/api/v1/endpoints/', token: owner.token, payload: { name: slug, slug, ...body } });
+    const response = await t.request({
+      method: 'POST',
+      url: '/api/v1/endpoints/',
+      token: owner.token,
+      payload: { name: slug, slug, ...body },
+    });
     expect(response.statusCode).toBe(201);
     return response.json() as { id: string; slug: string };
   };
@@ -59,7 +63,10 @@ describe('queries', () => {
     const folder = join(t.dataDir, 'kb');
     mkdirSync(folder);
     writeFileSync(join(folder, 'cats.txt'), 'Cats are small domesticated carnivorous mammals that people keep as pets.');
-    writeFileSync(join(folder, 'rockets.md'), '# Rockets\n\nA rocket engine burns propellant to produce thrust and lift spacecraft into orbit.');
+    writeFileSync(
+      join(folder, 'rockets.md'),
+      '# Rockets\n\nA rocket engine burns propellant to produce thrust and lift spacecraft into orbit.',
+    );
     const dataset = await t.request({
       method: 'POST',
       url: '/api/v1/datasets/',
@@ -109,7 +116,11 @@ describe('queries', () => {
       ['max_tokens 0', { messages: 'x', max_tokens: 0 }, 'body.max_tokens'],
       ['stream as a string', { messages: 'x', stream: 'yes' }, 'body.stream'],
       ['stop_sequences not a list', { messages: 'x', stop_sequences: '\n' }, 'body.stop_sequences'],
-      ['an unknown search mode', { messages: 'x', extras: { reference_options: { mode: 'psychic' } } }, 'body.extras.reference_options.mode'],
+      [
+        'an unknown search mode',
+        { messages: 'x', extras: { reference_options: { mode: 'psychic' } } },
+        'body.extras.reference_options.mode',
+      ],
     ];
     for (const [name, payload, loc] of cases) {
       test(`${name} is a 422 on ${loc}`, async () => {
@@ -124,9 +135,15 @@ describe('queries', () => {
     const body = response.json();
     expect(body.summary).toBeNull();
     expect(body.references.cost).toBe(0.01);
-    expect(body.references.documents[0]).toMatchObject({ content: expect.stringContaining('Cats'), metadata: { source: 'cats.txt', file_type: 'txt', chunk_index: 0 } });
+    expect(body.references.documents[0]).toMatchObject({
+      content: expect.stringContaining('Cats'),
+      metadata: { source: 'cats.txt', file_type: 'txt', chunk_index: 0 },
+    });
     expect(body.references.documents[0].similarity_score).toBeGreaterThan(0.5);
-    expect(body.references.provider_info).toMatchObject({ search_engine: expect.stringContaining('sqlite-vec'), response_time_ms: expect.any(Number) });
+    expect(body.references.provider_info).toMatchObject({
+      search_engine: expect.stringContaining('sqlite-vec'),
+      response_time_ms: expect.any(Number),
+    });
   });
 
   test('raw honours similarity_threshold, limit and include_metadata', async () => {
@@ -255,7 +272,11 @@ describe('queries', () => {
   describe('policies', () => {
     test('access allow: only matching e-mails; exact addresses are literal, regexes match whole and ignore case', async () => {
       const ep = await endpoint('allow-ep', { dataset_id: datasetId, response_type: 'raw' });
-      await createPolicy(t, owner, { endpoint_id: ep.id, policy_type: 'access', configuration: { mode: 'allow', patterns: ['q.owner@example.com', '.*@TRUSTED\\.org'] } });
+      await createPolicy(t, owner, {
+        endpoint_id: ep.id,
+        policy_type: 'access',
+        configuration: { mode: 'allow', patterns: ['q.owner@example.com', '.*@TRUSTED\\.org'] },
+      });
       const denied = await query('allow-ep', { messages: 'x', sender_email: 'q.owner@example.com', user_email: 'someone@trusted.org' });
       expect(denied.statusCode).toBe(403);
       expect(denied.json()).toEqual({ msg: 'Permission Denied', err: expect.stringContaining(owner.email) });
@@ -265,16 +286,28 @@ describe('queries', () => {
 
     test('access allow admits a matching caller; deny refuses one', async () => {
       const allow = await endpoint('allow-owner-ep', { dataset_id: datasetId, response_type: 'raw' });
-      await createPolicy(t, owner, { endpoint_id: allow.id, policy_type: 'access', configuration: { mode: 'allow', patterns: ['QOWNER@example.com'] } });
+      await createPolicy(t, owner, {
+        endpoint_id: allow.id,
+        policy_type: 'access',
+        configuration: { mode: 'allow', patterns: ['QOWNER@example.com'] },
+      });
       expect((await query('allow-owner-ep', { messages: 'x' })).statusCode).toBe(200);
       const deny = await endpoint('deny-ep', { dataset_id: datasetId, response_type: 'raw' });
-      await createPolicy(t, owner, { endpoint_id: deny.id, policy_type: 'access', configuration: { mode: 'deny', patterns: ['q.*@example\\.com'] } });
+      await createPolicy(t, owner, {
+        endpoint_id: deny.id,
+        policy_type: 'access',
+        configuration: { mode: 'deny', patterns: ['q.*@example\\.com'] },
+      });
       expect((await query('deny-ep', { messages: 'x' })).statusCode).toBe(403);
     });
 
     test('a pattern that backtracks catastrophically elsewhere answers at once here', async () => {
       const ep = await endpoint('redos-ep', { dataset_id: datasetId, response_type: 'raw' });
-      await createPolicy(t, owner, { endpoint_id: ep.id, policy_type: 'access', configuration: { mode: 'deny', patterns: ['(a+)+$', '(x|x)*y'] } });
+      await createPolicy(t, owner, {
+        endpoint_id: ep.id,
+        policy_type: 'access',
+        configuration: { mode: 'deny', patterns: ['(a+)+$', '(x|x)*y'] },
+      });
       const user = await t.user(`${'a'.repeat(40)}b`);
       expect((await query('redos-ep', { messages: 'x' }, user)).statusCode).toBe(404); // another tenant: the policy is not even reached
       expect((await query('redos-ep', { messages: 'x' })).statusCode).toBe(200);
@@ -282,11 +315,25 @@ describe('queries', () => {
 
     test('changing or deleting a policy takes effect for the next request', async () => {
       const ep = await endpoint('changing-ep', { dataset_id: datasetId, response_type: 'raw' });
-      const policy = await createPolicy(t, owner, { endpoint_id: ep.id, policy_type: 'access', configuration: { mode: 'deny', patterns: [owner.email] } });
+      const policy = await createPolicy(t, owner, {
+        endpoint_id: ep.id,
+        policy_type: 'access',
+        configuration: { mode: 'deny', patterns: [owner.email] },
+      });
       expect((await query('changing-ep', { messages: 'x' })).statusCode).toBe(403);
-      await t.request({ method: 'PATCH', url: `/api/v1/policies/${policy.id}`, token: owner.token, payload: { configuration: { mode: 'allow', patterns: [owner.email] } } });
+      await t.request({
+        method: 'PATCH',
+        url: `/api/v1/policies/${policy.id}`,
+        token: owner.token,
+        payload: { configuration: { mode: 'allow', patterns: [owner.email] } },
+      });
       expect((await query('changing-ep', { messages: 'x' })).statusCode).toBe(200);
-      await t.request({ method: 'PATCH', url: `/api/v1/policies/${policy.id}`, token: owner.token, payload: { configuration: { mode: 'allow', patterns: ['other@example.com'] } } });
+      await t.request({
+        method: 'PATCH',
+        url: `/api/v1/policies/${policy.id}`,
+        token: owner.token,
+        payload: { configuration: { mode: 'allow', patterns: ['other@example.com'] } },
+      });
       expect((await query('changing-ep', { messages: 'x' })).statusCode).toBe(403);
       await t.request({ method: 'DELETE', url: `/api/v1/policies/${policy.id}`, token: owner.token });
       expect((await query('changing-ep', { messages: 'x' })).statusCode).toBe(200);
@@ -326,11 +373,24 @@ describe('queries', () => {
 
     test('policies run access, then rate_limit, then accounting, whatever their creation order', async () => {
       const ep = await endpoint('ordered-ep', { dataset_id: datasetId, response_type: 'raw' });
-      await createPolicy(t, owner, { endpoint_id: ep.id, policy_type: 'accounting', configuration: { enabled: true, require_transaction_token: true } });
+      await createPolicy(t, owner, {
+        endpoint_id: ep.id,
+        policy_type: 'accounting',
+        configuration: { enabled: true, require_transaction_token: true },
+      });
       await createPolicy(t, owner, { endpoint_id: ep.id, policy_type: 'rate_limit', configuration: { rate: '1/m' } });
-      await createPolicy(t, owner, { endpoint_id: ep.id, policy_type: 'access', configuration: { mode: 'allow', patterns: [owner.email] } });
+      await createPolicy(t, owner, {
+        endpoint_id: ep.id,
+        policy_type: 'access',
+        configuration: { mode: 'allow', patterns: [owner.email] },
+      });
       const member = await t.user('ordered-member');
-      await t.request({ method: 'POST', url: `/api/v1/tenants/${owner.tenant}/members`, token: owner.token, payload: { email: member.email } });
+      await t.request({
+        method: 'POST',
+        url: `/api/v1/tenants/${owner.tenant}/members`,
+        token: owner.token,
+        payload: { email: member.email },
+      });
       const asMember = await t.request({
         method: 'POST',
         url: '/api/v1/endpoints/ordered-ep/query',
@@ -362,7 +422,11 @@ describe('queries', () => {
       });
       expect(marketplace.statusCode).toBe(201);
       const ep = await endpoint('paid-ep', { dataset_id: datasetId, model_id: modelId, response_type: 'both' });
-      await createPolicy(t, owner, { endpoint_id: ep.id, policy_type: 'accounting', configuration: { enabled: true, require_transaction_token: true } });
+      await createPolicy(t, owner, {
+        endpoint_id: ep.id,
+        policy_type: 'accounting',
+        configuration: { enabled: true, require_transaction_token: true },
+      });
       accounting.validTokens.add('good-token');
       const before = accounting.calls.length;
 
@@ -378,7 +442,12 @@ describe('queries', () => {
       const body = paid.json();
       const calls = accounting.calls.slice(before);
       const create = calls.filter((call) => call.path === '/transaction/create').at(-1);
-      expect(create?.body).toMatchObject({ senderEmail: owner.email, recipientEmail: 'owner@accounting.example', token: 'good-token', appEpPath: 'paid-ep' });
+      expect(create?.body).toMatchObject({
+        senderEmail: owner.email,
+        recipientEmail: 'owner@accounting.example',
+        token: 'good-token',
+        appEpPath: 'paid-ep',
+      });
       const actual = body.references.cost + body.summary.cost;
       expect(Number(create?.body.amount)).toBeGreaterThanOrEqual(actual);
       const confirm = calls.find((call) => call.path === '/transaction/confirm');
@@ -391,10 +460,18 @@ describe('queries', () => {
         method: 'POST',
         url: '/api/v1/models/',
         token: owner.token,
-        payload: { name: 'dead2', dtype: 'openai', configuration: { model: 'dead-model', base_url: await deadServerUrl(), timeout_ms: 2000 } },
+        payload: {
+          name: 'dead2',
+          dtype: 'openai',
+          configuration: { model: 'dead-model', base_url: await deadServerUrl(), timeout_ms: 2000 },
+        },
       });
       const ep = await endpoint('paid-dead-ep', { model_id: dead.json().id, response_type: 'summary' });
-      await createPolicy(t, owner, { endpoint_id: ep.id, policy_type: 'accounting', configuration: { enabled: true, require_transaction_token: true } });
+      await createPolicy(t, owner, {
+        endpoint_id: ep.id,
+        policy_type: 'accounting',
+        configuration: { enabled: true, require_transaction_token: true },
+      });
       accounting.validTokens.add('good-token-2');
       const before = accounting.calls.length;
       expect((await query('paid-dead-ep', { messages: 'hi', transaction_token: 'good-token-2' })).statusCode).toBe(502);
@@ -414,12 +491,20 @@ describe('queries', () => {
       expect(references.documents.length).toBeGreaterThan(0);
       expect(events.at(-1)?.data).toBe('[DONE]');
       const chunks = events.slice(1, -1).map((event) => JSON.parse(event.data));
-      for (const chunk of chunks) expect(chunk).toMatchObject({ object: 'chat.completion.chunk', id: expect.any(String), choices: [{ index: 0 }] });
+      for (const chunk of chunks)
+        expect(chunk).toMatchObject({ object: 'chat.completion.chunk', id: expect.any(String), choices: [{ index: 0 }] });
       const last = chunks.at(-1);
       expect(last.choices[0]).toEqual({ index: 0, delta: {}, finish_reason: 'stop' });
-      expect(last.usage).toEqual({ prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number), total_tokens: expect.any(Number) });
+      expect(last.usage).toEqual({
+        prompt_tokens: expect.any(Number),
+        completion_tokens: expect.any(Number),
+        total_tokens: expect.any(Number),
+      });
       expect(last.total_cost).toBeCloseTo(references.cost + last.cost, 10);
-      const text = chunks.slice(0, -1).map((chunk) => chunk.choices[0].delta.content).join('');
+      const text = chunks
+        .slice(0, -1)
+        .map((chunk) => chunk.choices[0].delta.content)
+        .join('');
       expect(text).toBe(FIRST_LINE);
       // The whole answer is never sent again at the end.
       expect(JSON.stringify(last)).not.toContain(FIRST_LINE);
@@ -501,10 +586,21 @@ describe('query limits across a restart', () => {
     writeFileSync(join(folder, 'a.txt'), 'Some text.');
     const first = await createTestApp({}, dataDir);
     const user = await first.user('rate-restart');
-    const dataset = await first.request({ method: 'POST', url: '/api/v1/datasets/', token: user.token, payload: { name: 'kb', dtype: 'local_file', configuration: { ingestionPath: folder } } });
-    const ep = await first.request({ method: 'POST', url: '/api/v1/endpoints/', token: user.token, payload: { name: 'e', slug: 'restart-ep', dataset_id: dataset.json().id, response_type: 'raw' } });
+    const dataset = await first.request({
+      method: 'POST',
+      url: '/api/v1/datasets/',
+      token: user.token,
+      payload: { name: 'kb', dtype: 'local_file', configuration: { ingestionPath: folder } },
+    });
+    const ep = await first.request({
+      method: 'POST',
+      url: '/api/v1/endpoints/',
+      token: user.token,
+      payload: { name: 'e', slug: 'restart-ep', dataset_id: dataset.json().id, response_type: 'raw' },
+    });
     await createPolicy(first, user, { endpoint_id: ep.json().id, policy_type: 'rate_limit', configuration: { rate: '2/h' } });
-    const ask = (app: TestApp) => app.request({ method: 'POST', url: '/api/v1/endpoints/restart-ep/query', token: user.token, payload: { messages: 'x' } });
+    const ask = (app: TestApp) =>
+      app.request({ method: 'POST', url: '/api/v1/endpoints/restart-ep/query', token: user.token, payload: { messages: 'x' } });
     expect((await ask(first)).statusCode).toBe(200);
     expect((await ask(first)).statusCode).toBe(200);
     await first.close({ keepData: true });
@@ -522,11 +618,32 @@ describe('query limits across a restart', () => {
     try {
       const user = await t.user('general-limit');
       const other = await t.user('general-limit-2');
-      const model = await t.request({ method: 'POST', url: '/api/v1/models/', token: user.token, payload: { name: 'm', dtype: 'openai', configuration: { model: 'x', base_url: 'http://127.0.0.1:9/v1' } } });
-      await t.request({ method: 'POST', url: '/api/v1/endpoints/', token: user.token, payload: { name: 'e', slug: 'general-ep', model_id: model.json().id, response_type: 'summary' } });
-      await t.request({ method: 'POST', url: `/api/v1/tenants/${user.tenant}/members`, token: user.token, payload: { email: other.email } });
+      const model = await t.request({
+        method: 'POST',
+        url: '/api/v1/models/',
+        token: user.token,
+        payload: { name: 'm', dtype: 'openai', configuration: { model: 'x', base_url: 'http://127.0.0.1:9/v1' } },
+      });
+      await t.request({
+        method: 'POST',
+        url: '/api/v1/endpoints/',
+        token: user.token,
+        payload: { name: 'e', slug: 'general-ep', model_id: model.json().id, response_type: 'summary' },
+      });
+      await t.request({
+        method: 'POST',
+        url: `/api/v1/tenants/${user.tenant}/members`,
+        token: user.token,
+        payload: { email: other.email },
+      });
       const ask = (who: TestUser) =>
-        t.request({ method: 'POST', url: '/api/v1/endpoints/general-ep/query', token: who.token, headers: { 'x-tenant-name': user.tenant }, payload: { messages: 'x' } });
+        t.request({
+          method: 'POST',
+          url: '/api/v1/endpoints/general-ep/query',
+          token: who.token,
+          headers: { 'x-tenant-name': user.tenant },
+          payload: { messages: 'x' },
+        });
       const statuses = [];
       for (let i = 0; i < 6; i++) statuses.push((await ask(user)).statusCode);
       expect(statuses.slice(0, 5).every((status) => status === 502)).toBe(true); // the model is dead, the limit is not reached

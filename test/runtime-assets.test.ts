@@ -38,7 +38,7 @@ describe('extractEmbeddedFile', () => {
   test('writes the file once to ~/.cache/knode/native/<hash>/<name>, executable, and reuses it', () => {
     const source = embedded('vec0-abc123.so', 'library bytes');
     const path = extractEmbeddedFile(source, 'vec0.so');
-    expect(path.startsWith(join(scratch, 'home', '.cache', 'knode', 'native') + '/')).toBe(true);
+    expect(path.startsWith(`${join(scratch, 'home', '.cache', 'knode', 'native')}/`)).toBe(true);
     expect(path.endsWith('/vec0.so')).toBe(true);
     expect(readFileSync(path, 'utf8')).toBe('library bytes');
     expect(statSync(path).mode & 0o111).not.toBe(0);
@@ -65,13 +65,13 @@ describe('extractEmbeddedFile', () => {
   test('XDG_CACHE_HOME is used when set', () => {
     process.env.XDG_CACHE_HOME = join(scratch, 'xdg');
     const path = extractEmbeddedFile(embedded('f.so', 'bytes'), 'f.so');
-    expect(path.startsWith(join(scratch, 'xdg', 'knode', 'native') + '/')).toBe(true);
+    expect(path.startsWith(`${join(scratch, 'xdg', 'knode', 'native')}/`)).toBe(true);
   });
 
   test('falls back to a folder of this user in the temporary directory when the home cache cannot be written', () => {
     writeFileSync(join(scratch, 'home'), 'a file where the home folder should be');
     const path = extractEmbeddedFile(embedded('f.so', 'bytes'), 'f.so');
-    expect(path.startsWith(join(scratch, 'tmp', `knode-native-${process.getuid?.()}`) + '/')).toBe(true);
+    expect(path.startsWith(`${join(scratch, 'tmp', `knode-native-${process.getuid?.()}`)}/`)).toBe(true);
     expect(readFileSync(path, 'utf8')).toBe('bytes');
   });
 

@@ -9,19 +9,37 @@ import { createTestApp, tempDir } from './helpers/app.ts';
 import { createModel } from './helpers/fixtures.ts';
 
 describe('isSecretKey', () => {
-  test.each(['api_key', 'apiKey', 'API_KEY', 'accessToken', 'access_token', 'password', 'client_secret', 'secret', 'token', 'refresh-token', 'tunnelToken', 'db_password', 'Authorization'])(
-    '%s is a secret',
-    (name) => {
-      expect(isSecretKey(name)).toBe(true);
-    },
-  );
+  test.each([
+    'api_key',
+    'apiKey',
+    'API_KEY',
+    'accessToken',
+    'access_token',
+    'password',
+    'client_secret',
+    'secret',
+    'token',
+    'refresh-token',
+    'tunnelToken',
+    'db_password',
+    'Authorization',
+  ])('%s is a secret', (name) => {
+    expect(isSecretKey(name)).toBe(true);
+  });
 
-  test.each(['cost_per_1k_prompt_tokens', 'cost_per_1k_completion_tokens', 'max_tokens', 'keyword', 'keywords', 'model', 'base_url', 'timeout_ms', 'monkey'])(
-    '%s is not a secret',
-    (name) => {
-      expect(isSecretKey(name)).toBe(false);
-    },
-  );
+  test.each([
+    'cost_per_1k_prompt_tokens',
+    'cost_per_1k_completion_tokens',
+    'max_tokens',
+    'keyword',
+    'keywords',
+    'model',
+    'base_url',
+    'timeout_ms',
+    'monkey',
+  ])('%s is not a secret', (name) => {
+    expect(isSecretKey(name)).toBe(false);
+  });
 });
 
 describe('SecretBox', () => {
@@ -160,7 +178,11 @@ describe('key files in the data dir', () => {
         expect(me.json().email).toBe(user.email);
 
         // An encrypted api_key stored before the restart is still readable after it.
-        const tenant = await second.services.database.db.selectFrom('tenants').selectAll().where('name', '=', user.tenant).executeTakeFirstOrThrow();
+        const tenant = await second.services.database.db
+          .selectFrom('tenants')
+          .selectAll()
+          .where('name', '=', user.tenant)
+          .executeTakeFirstOrThrow();
         const opened = await second.services.models.openConfiguration(tenant, model.id);
         expect(opened.configuration.api_key).toBe('sk-survives-restart');
         const shown = await second.request({ method: 'GET', url: `/api/v1/models/${model.id}`, token: user.token });

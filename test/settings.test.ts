@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { rmSync } from 'node:fs';
-import { createTestApp, issueLocs, tempDir, type TestApp, type TestUser } from './helpers/app.ts';
+import { createTestApp, issueLocs, type TestApp, type TestUser, tempDir } from './helpers/app.ts';
 
 const ADMIN_KEY = 'admin-key-for-settings-tests';
 const URL_PATH = '/api/v1/settings/public-url';
@@ -115,7 +115,12 @@ describe('settings with SVC_ADMIN_API_KEY', () => {
   });
 
   test('the admin key reads and sets the public URL of the default tenant', async () => {
-    const patched = await t.request({ method: 'PATCH', url: URL_PATH, token: ADMIN_KEY, payload: { public_url: 'https://admin.example.com' } });
+    const patched = await t.request({
+      method: 'PATCH',
+      url: URL_PATH,
+      token: ADMIN_KEY,
+      payload: { public_url: 'https://admin.example.com' },
+    });
     expect(patched.statusCode).toBe(200);
     expect(patched.json()).toEqual({ public_url: 'https://admin.example.com' });
     const read = await t.request({ method: 'GET', url: URL_PATH, token: ADMIN_KEY });
@@ -136,8 +141,16 @@ describe('settings with SVC_ADMIN_API_KEY', () => {
       payload: { public_url: 'https://one.example.com' },
     });
     expect(one.statusCode).toBe(200);
-    expect((await t.request({ method: 'GET', url: URL_PATH, token: ADMIN_KEY, headers: as(other.tenant) })).json()).toEqual({ public_url: null });
-    await t.request({ method: 'PATCH', url: URL_PATH, token: ADMIN_KEY, headers: as(other.tenant), payload: { public_url: 'https://two.example.com' } });
+    expect((await t.request({ method: 'GET', url: URL_PATH, token: ADMIN_KEY, headers: as(other.tenant) })).json()).toEqual({
+      public_url: null,
+    });
+    await t.request({
+      method: 'PATCH',
+      url: URL_PATH,
+      token: ADMIN_KEY,
+      headers: as(other.tenant),
+      payload: { public_url: 'https://two.example.com' },
+    });
 
     expect((await t.request({ method: 'GET', url: URL_PATH, token: ADMIN_KEY, headers: as(user.tenant) })).json()).toEqual({
       public_url: 'https://one.example.com',
@@ -145,7 +158,9 @@ describe('settings with SVC_ADMIN_API_KEY', () => {
     expect((await t.request({ method: 'GET', url: URL_PATH, token: ADMIN_KEY, headers: as(other.tenant) })).json()).toEqual({
       public_url: 'https://two.example.com',
     });
-    expect((await t.request({ method: 'GET', url: URL_PATH, token: ADMIN_KEY })).json()).toEqual({ public_url: 'https://default.example.com' });
+    expect((await t.request({ method: 'GET', url: URL_PATH, token: ADMIN_KEY })).json()).toEqual({
+      public_url: 'https://default.example.com',
+    });
   });
 
   test('X-Tenant-Name naming an unknown tenant is 404', async () => {
@@ -193,7 +208,9 @@ describe('settings across a restart', () => {
 
       const second = await createTestApp(env, dataDir);
       try {
-        expect((await second.request({ method: 'GET', url: URL_PATH, token: ADMIN_KEY })).json()).toEqual({ public_url: 'https://persist.example.com' });
+        expect((await second.request({ method: 'GET', url: URL_PATH, token: ADMIN_KEY })).json()).toEqual({
+          public_url: 'https://persist.example.com',
+        });
         const tenant = await second.request({ method: 'GET', url: URL_PATH, token: ADMIN_KEY, headers: { 'x-tenant-name': user.tenant } });
         expect(tenant.json()).toEqual({ public_url: 'https://tenant-persist.example.com' });
       } finally {

@@ -88,7 +88,12 @@ describe('tenant membership', () => {
 
   test('X-Tenant-Name naming a tenant that does not exist is 403 for a user, not a hint that it is missing', async () => {
     const user = await t.user();
-    const response = await t.request({ method: 'GET', url: '/api/v1/models/', token: user.token, headers: { 'x-tenant-name': 'no-such-tenant' } });
+    const response = await t.request({
+      method: 'GET',
+      url: '/api/v1/models/',
+      token: user.token,
+      headers: { 'x-tenant-name': 'no-such-tenant' },
+    });
     expect(response.statusCode).toBe(403);
     expect(response.json()).toEqual({ detail: 'Insufficient permissions' });
   });
@@ -174,8 +179,20 @@ describe('tenant membership', () => {
     expect(response.statusCode).toBe(200);
     const list = response.json();
     expect(list).toEqual([
-      { user_id: expect.any(String), email: owner.email, tenant_name: owner.tenant, role: 'owner', created_at: expect.stringMatching(ISO_UTC) },
-      { user_id: expect.any(String), email: guest.email, tenant_name: owner.tenant, role: 'member', created_at: expect.stringMatching(ISO_UTC) },
+      {
+        user_id: expect.any(String),
+        email: owner.email,
+        tenant_name: owner.tenant,
+        role: 'owner',
+        created_at: expect.stringMatching(ISO_UTC),
+      },
+      {
+        user_id: expect.any(String),
+        email: guest.email,
+        tenant_name: owner.tenant,
+        role: 'member',
+        created_at: expect.stringMatching(ISO_UTC),
+      },
     ]);
     // A member sees the same list.
     expect((await listMembers(guest, owner.tenant)).json()).toEqual(list);

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
 import { type FakeSyftHub, startFakeSyftHub } from './fakes/syfthub.ts';
 import { FakeTunnelProvider } from './fakes/tunnel.ts';
-import { createTestApp, issueLocs, tempDir, type TestApp } from './helpers/app.ts';
+import { createTestApp, issueLocs, type TestApp, tempDir } from './helpers/app.ts';
 import { connectMarketplace, logCollector } from './helpers/hub.ts';
 import { waitFor } from './helpers/wait.ts';
 
@@ -32,7 +32,13 @@ describe('the tunnel (/settings/proxy)', () => {
   });
 
   const proxy = (method: 'GET' | 'POST' | 'DELETE', payload?: object, tenant?: string, token = ADMIN) =>
-    t.request({ method, url: '/api/v1/settings/proxy', token, headers: tenant ? { 'x-tenant-name': tenant } : {}, ...(payload ? { payload } : {}) });
+    t.request({
+      method,
+      url: '/api/v1/settings/proxy',
+      token,
+      headers: tenant ? { 'x-tenant-name': tenant } : {},
+      ...(payload ? { payload } : {}),
+    });
 
   async function tenantWithMarketplace(name: string) {
     const user = await t.user(name);
@@ -49,7 +55,11 @@ describe('the tunnel (/settings/proxy)', () => {
     expect(response.json()).toEqual({ connected: true, public_url: url, has_token: true });
     expect(provider.requests.at(-1)).toMatchObject({ token: 'ngrok-token-alpha', domain: `${marketplace.username}.tunnels.example` });
     expect(hub.domainOf(marketplace.username)).toBe(url);
-    expect((await t.request({ method: 'GET', url: '/api/v1/settings/public-url', token: ADMIN, headers: { 'x-tenant-name': user.tenant } })).json()).toEqual({ public_url: url });
+    expect(
+      (
+        await t.request({ method: 'GET', url: '/api/v1/settings/public-url', token: ADMIN, headers: { 'x-tenant-name': user.tenant } })
+      ).json(),
+    ).toEqual({ public_url: url });
     expect((await proxy('GET', undefined, user.tenant)).json()).toEqual({ connected: true, public_url: url, has_token: true });
     const row = await t.services.database.db.selectFrom('tenant_settings').selectAll().execute();
     expect(JSON.stringify(row)).not.toContain('ngrok-token-alpha');

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openDatabase, type OpenedDatabase } from '../src/db/database.ts';
+import { type OpenedDatabase, openDatabase } from '../src/db/database.ts';
 import { closeEmbedders, createEmbedder } from '../src/embeddings/embedder.ts';
 import { vectorExtensionPath } from '../src/vectors/extension.ts';
 import { type ChunkInput, type SearchOptions, VectorIndexMissingError, VectorStore } from '../src/vectors/store.ts';
@@ -26,7 +26,7 @@ afterAll(async () => {
 /** A unit vector with the given leading components (the rest zero). */
 function unit(...components: number[]): Float32Array {
   const vector = new Float32Array(DIMENSION);
-  components.forEach((value, index) => (vector[index] = value));
+  vector.set(components);
   const norm = Math.hypot(...vector);
   return vector.map((value) => value / norm);
 }
@@ -58,9 +58,7 @@ async function count(sql: string, ...params: (string | number)[]): Promise<numbe
 async function tablesOf(datasetId: string): Promise<string[]> {
   const hex = datasetId.replaceAll('-', '');
   return opened.exclusive((sqlite) =>
-    (sqlite.query('SELECT name FROM sqlite_master WHERE name LIKE ?').all(`%${hex}%`) as { name: string }[]).map(
-      (row) => row.name,
-    ),
+    (sqlite.query('SELECT name FROM sqlite_master WHERE name LIKE ?').all(`%${hex}%`) as { name: string }[]).map((row) => row.name),
   );
 }
 
@@ -82,7 +80,9 @@ async function topicDataset(): Promise<string> {
       chunk_index: 1,
     }),
   ]);
-  await store.replaceFileChunks(id, 'weather.md', [chunk('Rain and snow are expected this winter.', unit(0, 0, 1), { source: 'weather.md' })]);
+  await store.replaceFileChunks(id, 'weather.md', [
+    chunk('Rain and snow are expected this winter.', unit(0, 0, 1), { source: 'weather.md' }),
+  ]);
   return id;
 }
 
@@ -148,10 +148,7 @@ describe('writing chunks', () => {
     const id = crypto.randomUUID();
     await store.createDatasetIndex(id, DIMENSION);
     const given = crypto.randomUUID();
-    const ids = await store.replaceFileChunks(id, 'a.txt', [
-      { ...chunk('alpha', unit(1)), id: given },
-      chunk('beta', unit(0, 1)),
-    ]);
+    const ids = await store.replaceFileChunks(id, 'a.txt', [{ ...chunk('alpha', unit(1)), id: given }, chunk('beta', unit(0, 1))]);
     expect(ids[0]).toBe(given);
     expect(ids[1]).toMatch(/^[0-9a-f-]{36}$/);
     const [hit] = await store.search(id, unit(1), '', { ...defaults, mode: 'vector', limit: 1 });
@@ -160,10 +157,7 @@ describe('writing chunks', () => {
 
   test('a bad chunk fails the whole replacement and the old chunks stay searchable', async () => {
     const id = await topicDataset();
-    const attempt = store.replaceFileChunks(id, 'pets.md', [
-      chunk('fine', unit(1)),
-      chunk('wrong size', new Float32Array(DIMENSION + 1)),
-    ]);
+    const attempt = store.replaceFileChunks(id, 'pets.md', [chunk('fine', unit(1)), chunk('wrong size', new Float32Array(DIMENSION + 1))]);
     await expect(attempt).rejects.toThrow(/16 dimensions/);
     const nan = new Float32Array(DIMENSION).fill(Number.NaN);
     await expect(store.replaceFileChunks(id, 'pets.md', [chunk('nan', nan)])).rejects.toThrow(/finite/);

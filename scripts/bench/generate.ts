@@ -10,10 +10,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { getLlama, LlamaChat, LlamaLogLevel, type ChatHistoryItem } from 'node-llama-cpp';
-import { writeTinyGguf } from '../fixtures/make-tiny-gguf.ts';
-import { DEFAULT_MAX_CONTEXT_SIZE, LlamaCppChatProvider, llamaCppModelConfig, LocalModelRegistry } from '../../src/llm/llama-cpp.ts';
+import { type ChatHistoryItem, getLlama, LlamaChat, LlamaLogLevel } from 'node-llama-cpp';
+import { DEFAULT_MAX_CONTEXT_SIZE, LlamaCppChatProvider, LocalModelRegistry, llamaCppModelConfig } from '../../src/llm/llama-cpp.ts';
 import type { ChatOptions } from '../../src/llm/provider.ts';
+import { writeTinyGguf } from '../fixtures/make-tiny-gguf.ts';
 
 function flag(name: string, fallback: number): number {
   const at = process.argv.indexOf(`--${name}`);
@@ -47,7 +47,10 @@ async function compare(runners: Record<string, Runner>): Promise<Record<string, 
   for (let round = 0; round <= runs; round++) {
     for (const [label, run] of Object.entries(runners)) {
       const result = await run();
-      if (round > 0) (rates[label] ??= []).push((result.tokens / result.ms) * 1000);
+      if (round > 0) {
+        rates[label] ??= [];
+        rates[label].push((result.tokens / result.ms) * 1000);
+      }
     }
   }
   const medians: Record<string, number> = {};

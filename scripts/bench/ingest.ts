@@ -95,7 +95,11 @@ try {
 
   const latencies: { health: number[]; dataset: number[] } = { health: [], dataset: [] };
   const started = performance.now();
-  const dataset = await post('/api/v1/datasets/', { name: 'bench', dtype: 'local_file', configuration: { ingestionPath: folder, ...CHUNK } }, String(token));
+  const dataset = await post(
+    '/api/v1/datasets/',
+    { name: 'bench', dtype: 'local_file', configuration: { ingestionPath: folder, ...CHUNK } },
+    String(token),
+  );
   const headers = { authorization: `Bearer ${token}` };
   let chunks = 0;
   for (;;) {

@@ -26,7 +26,9 @@ import { seededRandom } from '../fixtures/seeded-random.ts';
 const chunkCount = Number(process.argv[2] ?? 10_000);
 const requests = Number(process.argv[3] ?? 300);
 const random = seededRandom(3);
-const WORDS = 'river mountain history science market weather energy policy network system process result analysis method data report'.split(' ');
+const WORDS = 'river mountain history science market weather energy policy network system process result analysis method data report'.split(
+  ' ',
+);
 const text = (words: number) => Array.from({ length: words }, () => WORDS[Math.floor(random() * WORDS.length)]).join(' ');
 function unitVector(): Float32Array {
   const vector = Float32Array.from({ length: 512 }, () => random() - 0.5);
@@ -56,14 +58,22 @@ async function measure(run: (i: number) => Promise<unknown>): Promise<Figure> {
 }
 
 const print = (label: string, figure: Figure) =>
-  console.log(`${label.padEnd(44)} p50 ${figure.p50.toFixed(2).padStart(7)} ms   p99 ${figure.p99.toFixed(2).padStart(7)} ms   ${figure.perSecond.toFixed(0).padStart(6)} req/s`);
+  console.log(
+    `${label.padEnd(44)} p50 ${figure.p50.toFixed(2).padStart(7)} ms   p99 ${figure.p99.toFixed(2).padStart(7)} ms   ${figure.perSecond.toFixed(0).padStart(6)} req/s`,
+  );
 
 const root = mkdtempSync(join(tmpdir(), 'knode-bench-query-'));
 try {
   const folder = join(root, 'docs');
   mkdirSync(folder);
   const dataDir = join(root, 'data');
-  const config = loadConfig({ SVC_DATA_DIR: dataDir, SVC_LOG_LEVEL: 'warn', SVC_INGESTION_ROOTS: root, SVC_RATE_LIMIT_PER_HOUR: '0', SVC_RATE_LIMIT_PER_MINUTE: '0' });
+  const config = loadConfig({
+    SVC_DATA_DIR: dataDir,
+    SVC_LOG_LEVEL: 'warn',
+    SVC_INGESTION_ROOTS: root,
+    SVC_RATE_LIMIT_PER_HOUR: '0',
+    SVC_RATE_LIMIT_PER_MINUTE: '0',
+  });
   const services = await createServices(config);
   const app = await buildApp(services);
   const base = await app.listen({ host: '127.0.0.1', port: 0 });
@@ -77,7 +87,12 @@ try {
   };
   await call('POST', '/api/v1/auth/register', { email: 'bench@example.com', password: 'bench-password', tenant_name: 'bench' });
   const token = String((await call('POST', '/api/v1/auth/login', { email: 'bench@example.com', password: 'bench-password' })).access_token);
-  const dataset = await call('POST', '/api/v1/datasets/', { name: 'bench', dtype: 'local_file', configuration: { ingestionPath: folder } }, token);
+  const dataset = await call(
+    'POST',
+    '/api/v1/datasets/',
+    { name: 'bench', dtype: 'local_file', configuration: { ingestionPath: folder } },
+    token,
+  );
   const datasetId = String(dataset.id);
   for (;;) {
     const view = await call('GET', `/api/v1/datasets/${datasetId}`, undefined, token);
@@ -95,13 +110,19 @@ try {
     await store.replaceFileChunks(datasetId, `file-${file}.txt`, chunks);
   }
 
-  const endpoint = await call('POST', '/api/v1/endpoints/', { name: 'bench', slug: 'bench', dataset_id: datasetId, response_type: 'raw' }, token);
+  const endpoint = await call(
+    'POST',
+    '/api/v1/endpoints/',
+    { name: 'bench', slug: 'bench', dataset_id: datasetId, response_type: 'raw' },
+    token,
+  );
   const policies = [
     { policy_type: 'access', configuration: { mode: 'allow', patterns: ['.*@example\\.com'] } },
     { policy_type: 'rate_limit', configuration: { rate: '1000000/m' } },
     { policy_type: 'accounting', configuration: { enabled: true, require_transaction_token: false } },
   ];
-  for (const policy of policies) await call('POST', '/api/v1/policies/', { name: policy.policy_type, endpoint_id: endpoint.id, ...policy }, token);
+  for (const policy of policies)
+    await call('POST', '/api/v1/policies/', { name: policy.policy_type, endpoint_id: endpoint.id, ...policy }, token);
 
   const tenant = await new TenantRepository(services.database.db).findByName('bench');
   if (!tenant) throw new Error('bench tenant missing');
@@ -124,7 +145,9 @@ try {
   print('POST /query, raw, 3 policies (HTTP)', viaHttp);
   const health = await measure(() => fetch(`${base}/api/v1/health`).then((response) => response.json()));
   print('GET /api/v1/health (HTTP)', health);
-  console.log(`pipeline overhead at p50: ${(viaHttp.p50 - direct.p50).toFixed(2)} ms (policies, HTTP, validation, serialisation, usage record)`);
+  console.log(
+    `pipeline overhead at p50: ${(viaHttp.p50 - direct.p50).toFixed(2)} ms (policies, HTTP, validation, serialisation, usage record)`,
+  );
   await app.close();
   await services.close();
 } finally {

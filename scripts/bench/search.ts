@@ -12,7 +12,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openDatabase, type OpenedDatabase } from '../../src/db/database.ts';
+import { type OpenedDatabase, openDatabase } from '../../src/db/database.ts';
 import { vectorExtensionPath } from '../../src/vectors/extension.ts';
 import { type SearchOptions, VectorStore } from '../../src/vectors/store.ts';
 import { seededRandom } from '../fixtures/seeded-random.ts';
@@ -132,10 +132,12 @@ async function measure(opened: OpenedDatabase, store: VectorStore, datasetId: st
       sqlite.query(`SELECT rowid, distance FROM ${table} WHERE ${column} MATCH ${match} AND k = ?`).all(blob, k),
     );
   };
-  const search = (mode: SearchOptions['mode'], extra: Partial<SearchOptions> = {}) => async () => {
-    const { vector, text: words } = query();
-    await store.search(datasetId, vector, words, options(mode, extra));
-  };
+  const search =
+    (mode: SearchOptions['mode'], extra: Partial<SearchOptions> = {}) =>
+    async () => {
+      const { vector, text: words } = query();
+      await store.search(datasetId, vector, words, options(mode, extra));
+    };
   const figures: [string, () => Promise<unknown>][] = [
     ['bare vec0 KNN, float, k=10 (exact scan)', bare('embedding', 10)],
     ['bare vec0 KNN, bit, k=160 (quantized scan)', bare('embedding_bits', 160)],

@@ -56,13 +56,21 @@ try {
     health.push(knode.healthyAfterMs);
     rss.push(residentMb(knode.pid));
     await knode.stop();
-    console.log(`run ${run + 1}: healthy after ${knode.healthyAfterMs.toFixed(0)} ms, idle RSS ${rss.at(-1)?.toFixed(1)} MB${run === 0 ? ' (first start: writes the native files to the cache)' : ''}`);
+    console.log(
+      `run ${run + 1}: healthy after ${knode.healthyAfterMs.toFixed(0)} ms, idle RSS ${rss.at(-1)?.toFixed(1)} MB${run === 0 ? ' (first start: writes the native files to the cache)' : ''}`,
+    );
   }
   const warm = health.length > 1 ? health.slice(1) : health;
   console.log('');
-  console.log(`binary size                   ${sizeMb.toFixed(1)} MB   (target < ${TARGETS.sizeMb} MB: ${verdict(sizeMb, TARGETS.sizeMb)})`);
-  console.log(`first healthy answer          ${median(warm).toFixed(0)} ms median of later starts, ${health[0]?.toFixed(0)} ms on the first (target < ${TARGETS.healthMs} ms: ${verdict(Math.max(...health), TARGETS.healthMs)})`);
-  console.log(`idle RSS (no model loaded)    ${median(rss).toFixed(1)} MB median, ${Math.max(...rss).toFixed(1)} MB max (target < ${TARGETS.rssMb} MB: ${verdict(Math.max(...rss), TARGETS.rssMb)})`);
+  console.log(
+    `binary size                   ${sizeMb.toFixed(1)} MB   (target < ${TARGETS.sizeMb} MB: ${verdict(sizeMb, TARGETS.sizeMb)})`,
+  );
+  console.log(
+    `first healthy answer          ${median(warm).toFixed(0)} ms median of later starts, ${health[0]?.toFixed(0)} ms on the first (target < ${TARGETS.healthMs} ms: ${verdict(Math.max(...health), TARGETS.healthMs)})`,
+  );
+  console.log(
+    `idle RSS (no model loaded)    ${median(rss).toFixed(1)} MB median, ${Math.max(...rss).toFixed(1)} MB max (target < ${TARGETS.rssMb} MB: ${verdict(Math.max(...rss), TARGETS.rssMb)})`,
+  );
 } finally {
   rmSync(scratch, { recursive: true, force: true });
 }

@@ -9,9 +9,10 @@
  * reads from there. Hiding the checkout proves it does not. When unshare is not permitted the binary
  * runs unhidden and `hidden` says so.
  */
-import { spawn, spawnSync, type Subprocess } from 'bun';
+
 import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join, resolve, sep } from 'node:path';
+import { type Subprocess, spawn, spawnSync } from 'bun';
 
 export interface LaunchOptions {
   /** The binary, in the folder it was staged to (its vendor/ beside it). */

@@ -1,5 +1,5 @@
-import type { BunPlugin } from 'bun';
 import { resolve } from 'node:path';
+import type { BunPlugin } from 'bun';
 
 /**
  * Some packages load parts of themselves in ways a bundle cannot follow; these build-time patches turn
@@ -35,6 +35,7 @@ const PATCHES: SourcePatch[] = [
     // .node file out and dlopens it when required; runtime/onnx-runtime.ts provides its library).
     file: /onnxruntime-node[\\/]dist[\\/]binding\.js$/,
     reason: "onnxruntime-node's addon must be required by a literal path to be embedded",
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the text to find in the library is a template literal
     find: 'require(`../bin/napi-v6/${process.platform}/${process.arch}/onnxruntime_binding.node`)',
     replace: 'require("../bin/napi-v6/linux/x64/onnxruntime_binding.node")',
   },
@@ -91,7 +92,9 @@ export function bundlePatches(): BundlePatches {
         build.onLoad({ filter: patch.file }, async (args) => {
           const source = await Bun.file(args.path).text();
           if (!source.includes(patch.find)) {
-            throw new Error(`${args.path} no longer contains ${JSON.stringify(patch.find)} (${patch.reason}); update scripts/build/bundle-patches.ts`);
+            throw new Error(
+              `${args.path} no longer contains ${JSON.stringify(patch.find)} (${patch.reason}); update scripts/build/bundle-patches.ts`,
+            );
           }
           applied.add(patch);
           return { contents: source.replace(patch.find, patch.replace), loader: 'js' };

@@ -1,6 +1,6 @@
-import type { BunPlugin } from 'bun';
 import { mkdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import type { BunPlugin } from 'bun';
 
 /**
  * Embeds some files zstd-compressed: an import of one of them (`with { type: 'file' }`) gets the path

@@ -1,4 +1,4 @@
-import { SignJWT, jwtVerify } from 'jose';
+import { jwtVerify, SignJWT } from 'jose';
 
 /** Lifetime of a local JWT, fixed by the specification. */
 export const ACCESS_TOKEN_SECONDS = 3600;

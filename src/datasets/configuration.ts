@@ -1,7 +1,14 @@
 import { statSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { EMBEDDER_PATTERN } from '../config.ts';
-import { enforceConfigurationLimits, Issues, rejectMaskedSecrets, optionalInteger, optionalNumber, optionalString } from '../http/issues.ts';
+import {
+  enforceConfigurationLimits,
+  Issues,
+  optionalInteger,
+  optionalNumber,
+  optionalString,
+  rejectMaskedSecrets,
+} from '../http/issues.ts';
 import type { Configuration } from '../security/secret-config.ts';
 import { isInsideAny, realPath } from '../util/paths.ts';
 import { isHttpUrl } from '../util/url.ts';
@@ -21,14 +28,11 @@ function collectionNameFrom(name: string): string {
 }
 
 /**
- * Checks a `local_file` configuration (the only dtype; the route schema refuses others) (API-CONTRACT 4) and returns it with every default filled in,
- * so what is stored says exactly how the dataset behaves. Unknown keys are kept as given.
+ * Checks a `local_file` configuration (the only dtype; the route schema refuses others) (API-CONTRACT 4)
+ * and returns it with every default filled in, so what is stored says exactly how the dataset behaves.
+ * Unknown keys are kept as given.
  */
-export function normalizeDatasetConfiguration(
-  input: Configuration,
-  datasetName: string,
-  rules: DatasetRules,
-): Configuration {
+export function normalizeDatasetConfiguration(input: Configuration, datasetName: string, rules: DatasetRules): Configuration {
   enforceConfigurationLimits(input);
   const issues = new Issues(['body', 'configuration']);
   rejectMaskedSecrets(issues, input);
@@ -36,14 +40,22 @@ export function normalizeDatasetConfiguration(
   const chunkSize = optionalInteger(issues, input, 'chunkSize', { min: 100, max: 100_000, fallback: 1000 }) ?? 1000;
   const chunkOverlap = optionalInteger(issues, input, 'chunkOverlap', { min: 0, max: 50_000, fallback: 100 }) ?? 100;
   if (chunkOverlap >= chunkSize) issues.add('chunkOverlap', 'Must be smaller than chunkSize', 'less_than');
-  const embedder = optionalString(issues, input, 'embedder', { maxLength: 500, pattern: EMBEDDER_PATTERN, fallback: rules.defaultEmbedder });
+  const embedder = optionalString(issues, input, 'embedder', {
+    maxLength: 500,
+    pattern: EMBEDDER_PATTERN,
+    fallback: rules.defaultEmbedder,
+  });
   const baseUrl = optionalString(issues, input, 'base_url', { maxLength: 2000 });
   if (baseUrl !== undefined && !isHttpUrl(baseUrl)) issues.add('base_url', 'Input should be an http or https URL', 'url_parsing');
   optionalString(issues, input, 'api_key', { maxLength: 2000 });
   const normalized: Configuration = {
     ...input,
     ingestionPath,
-    collectionName: optionalString(issues, input, 'collectionName', { maxLength: 64, pattern: /^[A-Za-z0-9_]+$/, fallback: collectionNameFrom(datasetName) }),
+    collectionName: optionalString(issues, input, 'collectionName', {
+      maxLength: 64,
+      pattern: /^[A-Za-z0-9_]+$/,
+      fallback: collectionNameFrom(datasetName),
+    }),
     embedder,
     chunkSize,
     chunkOverlap,
@@ -77,7 +89,11 @@ function checkIngestionPath(issues: Issues, value: unknown, roots: readonly stri
     return undefined;
   }
   if (roots.length === 0) {
-    issues.add('ingestionPath', 'This tenant may not index any folder yet: the operator grants folders with PATCH /api/v1/tenants/{name}', 'value_error');
+    issues.add(
+      'ingestionPath',
+      'This tenant may not index any folder yet: the operator grants folders with PATCH /api/v1/tenants/{name}',
+      'value_error',
+    );
     return undefined;
   }
   if (!isInsideAny(roots, resolved)) {

@@ -29,7 +29,11 @@ export class DatasetRepository {
     return this.db.selectFrom('datasets').selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
   }
 
-  async update(tenantId: string, id: string, changes: Partial<Pick<DatasetRow, 'name' | 'summary' | 'status' | 'updated_at'>>): Promise<void> {
+  async update(
+    tenantId: string,
+    id: string,
+    changes: Partial<Pick<DatasetRow, 'name' | 'summary' | 'status' | 'updated_at'>>,
+  ): Promise<void> {
     await this.db.updateTable('datasets').set(changes).where('tenant_id', '=', tenantId).where('id', '=', id).execute();
   }
 

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
 import { rejectImmutableFields } from '../http/immutable-fields.ts';
-import { DEFAULT_PAGE_LIMIT, listOf, pageOf, PageQuery, wantsPage } from '../http/pagination.ts';
+import { DEFAULT_PAGE_LIMIT, listOf, PageQuery, pageOf, wantsPage } from '../http/pagination.ts';
 import { requirePrincipal } from '../http/principal.ts';
 import { IdParams, MessageBody } from '../http/schemas.ts';
 import { CreateDatasetBody, DatasetFileView, DatasetView, ProvisionerView, UpdateDatasetBody } from './schemas.ts';
-import { Type } from 'typebox';
 import type { DatasetService } from './service.ts';
 
 export function datasetRoutes(datasets: DatasetService, vectorStoreVersion: string): FastifyPluginAsyncTypebox {

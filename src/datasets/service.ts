@@ -1,16 +1,16 @@
 import type { Static } from 'typebox';
 import { now } from '../db/database.ts';
+import { USE_LITE_DIMENSION } from '../embeddings/use-lite.ts';
 import { conflictAs } from '../http/conflicts.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../http/errors.ts';
+import type { IngestionEngine } from '../ingestion/engine.ts';
+import type { FileRepository } from '../ingestion/files-repository.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import { type Configuration, maskSecrets, openSecrets, sealSecrets } from '../security/secret-config.ts';
 import type { IngestionRoots } from '../tenants/ingestion-roots.ts';
 import type { Tenant } from '../tenants/repository.ts';
 import { type DatasetRules, normalizeDatasetConfiguration } from './configuration.ts';
 import { type DatasetRepository, type DatasetRow, NO_FILES } from './repository.ts';
-import type { IngestionEngine } from '../ingestion/engine.ts';
-import type { FileRepository } from '../ingestion/files-repository.ts';
-import { USE_LITE_DIMENSION } from '../embeddings/use-lite.ts';
 import type { CreateDatasetBody, DatasetFileView, DatasetView, ProvisionerView, UpdateDatasetBody } from './schemas.ts';
 
 export type DatasetViewData = Static<typeof DatasetView>;

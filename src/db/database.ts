@@ -31,8 +31,7 @@ export function kyselyAdapter(sqlite: SqliteDatabase) {
         reader: statement.columnNames.length > 0,
         all: (parameters: ReadonlyArray<unknown>) => statement.all(...(parameters as never[])) as unknown[],
         run: (parameters: ReadonlyArray<unknown>) => statement.run(...(parameters as never[])),
-        iterate: (parameters: ReadonlyArray<unknown>) =>
-          statement.iterate(...(parameters as never[])) as IterableIterator<unknown>,
+        iterate: (parameters: ReadonlyArray<unknown>) => statement.iterate(...(parameters as never[])) as IterableIterator<unknown>,
       };
     },
   };

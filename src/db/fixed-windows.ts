@@ -8,9 +8,7 @@ export interface WindowQuota {
   periodSeconds: number;
 }
 
-export type WindowVerdict =
-  | { allowed: true }
-  | { allowed: false; quota: WindowQuota; retryAfterSeconds: number };
+export type WindowVerdict = { allowed: true } | { allowed: false; quota: WindowQuota; retryAfterSeconds: number };
 
 const KEEP_SECONDS = 2 * 86_400; // longer than the longest period (a day)
 
@@ -37,32 +35,32 @@ export class FixedWindows {
   }
 
   private consumeNow(sqlite: Database, quotas: readonly WindowQuota[], nowMs: number, count: boolean): WindowVerdict {
-    const read = sqlite.query<{ count: number }, [string, number]>(
-      'SELECT count FROM rate_windows WHERE key = ? AND window_start = ?',
-    );
+    const read = sqlite.query<{ count: number }, [string, number]>('SELECT count FROM rate_windows WHERE key = ? AND window_start = ?');
     const bump = sqlite.query<unknown, [string, number]>(
       'INSERT INTO rate_windows (key, window_start, count) VALUES (?, ?, 1) ' +
         'ON CONFLICT (key, window_start) DO UPDATE SET count = count + 1',
     );
     const nowSeconds = Math.floor(nowMs / 1000);
-    const verdict = sqlite.transaction((): WindowVerdict => {
-      let refusal: WindowVerdict = { allowed: true };
-      for (const quota of quotas) {
-        const start = nowSeconds - (nowSeconds % quota.periodSeconds);
-        const used = read.get(quota.key, start)?.count ?? 0;
-        if (used >= quota.limit) {
-          const retryAfterSeconds = start + quota.periodSeconds - nowMs / 1000;
-          if (refusal.allowed || retryAfterSeconds > refusal.retryAfterSeconds) {
-            refusal = { allowed: false, quota, retryAfterSeconds };
+    const verdict = sqlite
+      .transaction((): WindowVerdict => {
+        let refusal: WindowVerdict = { allowed: true };
+        for (const quota of quotas) {
+          const start = nowSeconds - (nowSeconds % quota.periodSeconds);
+          const used = read.get(quota.key, start)?.count ?? 0;
+          if (used >= quota.limit) {
+            const retryAfterSeconds = start + quota.periodSeconds - nowMs / 1000;
+            if (refusal.allowed || retryAfterSeconds > refusal.retryAfterSeconds) {
+              refusal = { allowed: false, quota, retryAfterSeconds };
+            }
           }
         }
-      }
-      if (!refusal.allowed || !count) return refusal;
-      for (const quota of quotas) {
-        bump.run(quota.key, nowSeconds - (nowSeconds % quota.periodSeconds));
-      }
-      return refusal;
-    }).immediate();
+        if (!refusal.allowed || !count) return refusal;
+        for (const quota of quotas) {
+          bump.run(quota.key, nowSeconds - (nowSeconds % quota.periodSeconds));
+        }
+        return refusal;
+      })
+      .immediate();
     if (nowSeconds - this.lastPrune >= 60) {
       this.lastPrune = nowSeconds;
       sqlite.query('DELETE FROM rate_windows WHERE window_start < ?').run(nowSeconds - KEEP_SECONDS);

@@ -39,9 +39,7 @@ export function parseEmbedderSpec(spec: string): EmbedderSpec {
   const kind = separator > 0 ? trimmed.slice(0, separator) : '';
   const model = trimmed.slice(separator + 1).trim();
   if ((kind === 'transformers' || kind === 'openai') && model.length > 0) return { kind, model };
-  throw new EmbedderSpecError(
-    `unknown embedder "${spec}": expected use-lite, transformers:<model or folder> or openai:<model>`,
-  );
+  throw new EmbedderSpecError(`unknown embedder "${spec}": expected use-lite, transformers:<model or folder> or openai:<model>`);
 }
 
 export function formatEmbedderSpec(spec: EmbedderSpec): string {

@@ -1,7 +1,7 @@
 import OpenAI, { APIError } from 'openai';
-import type { Embedder } from './embedder.ts';
 import { SerialQueue } from '../util/serial-queue.ts';
 import { batches } from './batching.ts';
+import type { Embedder } from './embedder.ts';
 import { l2Normalise } from './normalise.ts';
 
 const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
@@ -70,9 +70,7 @@ class OpenAiEmbedder implements Embedder {
       const embedded = await this.queue.run(() => this.request(batch, signal));
       for (const vector of embedded) {
         if (vector.length !== this.width) {
-          throw new Error(
-            `embedding server ${this.server} returned ${vector.length} dimensions for ${this.model}, expected ${this.width}`,
-          );
+          throw new Error(`embedding server ${this.server} returned ${vector.length} dimensions for ${this.model}, expected ${this.width}`);
         }
         vectors.push(l2Normalise(vector));
       }

@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
 import { isAbsolute, join, resolve, sep } from 'node:path';
 import { preloadOnnxRuntime } from '../runtime/onnx-runtime.ts';
-import type { Embedder, EmbedderOptions } from './embedder.ts';
 import { SerialQueue } from '../util/serial-queue.ts';
 import { batches } from './batching.ts';
+import type { Embedder, EmbedderOptions } from './embedder.ts';
 import { l2Normalise } from './normalise.ts';
 
 // Texts are sorted by length before batching so each batch pads to a similar length.
@@ -65,7 +65,10 @@ class TransformersEmbedder implements Embedder {
       const embedded = await this.queue.run(async () => {
         signal?.throwIfAborted();
         this.extractor ??= await this.load();
-        return extract(this.extractor, batch.map((index) => texts[index] ?? ''));
+        return extract(
+          this.extractor,
+          batch.map((index) => texts[index] ?? ''),
+        );
       });
       batch.forEach((index, position) => {
         const vector = embedded[position];

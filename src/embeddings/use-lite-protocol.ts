@@ -4,6 +4,4 @@ export interface UseLiteRequest {
   readonly texts: string[];
 }
 
-export type UseLiteResponse =
-  | { readonly id: number; readonly vectors: Float32Array[] }
-  | { readonly id: number; readonly error: string };
+export type UseLiteResponse = { readonly id: number; readonly vectors: Float32Array[] } | { readonly id: number; readonly error: string };

@@ -70,10 +70,15 @@ export class PublishingService {
       const metadata = await this.metadata(tenant, endpoint);
       for (const result of await Promise.all(ids.map((id) => this.publishTo(tenant, endpoint, metadata, id)))) {
         if (!result.success) {
-          this.deps.log.warn({ tenant: tenant.name, endpoint: endpoint.slug, marketplace: result.marketplace_name, err: result.error }, 'could not update a published endpoint at its marketplace');
+          this.deps.log.warn(
+            { tenant: tenant.name, endpoint: endpoint.slug, marketplace: result.marketplace_name, err: result.error },
+            'could not update a published endpoint at its marketplace',
+          );
         }
       }
-    })().catch((error: unknown) => this.deps.log.warn({ tenant: tenant.name, err: describe(error) }, 'updating a published endpoint failed'));
+    })().catch((error: unknown) =>
+      this.deps.log.warn({ tenant: tenant.name, err: describe(error) }, 'updating a published endpoint failed'),
+    );
   }
 
   /**
@@ -88,7 +93,10 @@ export class PublishingService {
         try {
           await this.deps.hubs.client(marketplace).unpublish(slug);
         } catch (error) {
-          this.deps.log.warn({ tenant: tenant.name, endpoint: slug, marketplace: marketplace.name, err: describe(error) }, 'could not remove a deleted endpoint from its marketplace');
+          this.deps.log.warn(
+            { tenant: tenant.name, endpoint: slug, marketplace: marketplace.name, err: describe(error) },
+            'could not remove a deleted endpoint from its marketplace',
+          );
         }
       }),
     );
@@ -163,7 +171,12 @@ export class PublishingService {
     const marketplace = await this.deps.marketplaces.get(tenant.id, id);
     if (!marketplace) return failure(id, '', 'Marketplace not found', `Marketplace '${id}' not found`);
     if (marketplace.is_active !== 1) {
-      return failure(id, marketplace.name, `Not removed from '${marketplace.name}'`, `Marketplace '${marketplace.name}' is not active: activate it to remove the endpoint`);
+      return failure(
+        id,
+        marketplace.name,
+        `Not removed from '${marketplace.name}'`,
+        `Marketplace '${marketplace.name}' is not active: activate it to remove the endpoint`,
+      );
     }
     let outcome: 'removed' | 'absent';
     try {
@@ -182,7 +195,12 @@ export class PublishingService {
 
   private async metadataOf(tenant: Tenant, endpoints: EndpointRow[]): Promise<HubEndpoint[]> {
     const policies = await this.deps.policies.list(tenant.id);
-    return endpoints.map((endpoint) => hubEndpoint(endpoint, policies.filter((policy) => policy.endpoint_id === endpoint.id)));
+    return endpoints.map((endpoint) =>
+      hubEndpoint(
+        endpoint,
+        policies.filter((policy) => policy.endpoint_id === endpoint.id),
+      ),
+    );
   }
 
   private async publishedTo(endpoint: EndpointRow): Promise<string[]> {

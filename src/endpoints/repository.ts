@@ -12,7 +12,13 @@ export class EndpointRepository {
   }
 
   async list(tenantId: string): Promise<EndpointRow[]> {
-    return this.db.selectFrom('endpoints').selectAll().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy(sql`rowid`).execute();
+    return this.db
+      .selectFrom('endpoints')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .orderBy('created_at')
+      .orderBy(sql`rowid`)
+      .execute();
   }
 
   async getBySlug(tenantId: string, slug: string): Promise<EndpointRow | undefined> {
@@ -23,7 +29,11 @@ export class EndpointRepository {
     return this.db.selectFrom('endpoints').selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
   }
 
-  async update(tenantId: string, id: string, changes: Partial<Pick<EndpointRow, 'name' | 'summary' | 'description' | 'published' | 'updated_at'>>): Promise<void> {
+  async update(
+    tenantId: string,
+    id: string,
+    changes: Partial<Pick<EndpointRow, 'name' | 'summary' | 'description' | 'published' | 'updated_at'>>,
+  ): Promise<void> {
     await this.db.updateTable('endpoints').set(changes).where('tenant_id', '=', tenantId).where('id', '=', id).execute();
   }
 
@@ -41,11 +51,7 @@ export class EndpointRepository {
         eb
           .selectFrom('endpoints')
           .innerJoin('marketplaces', (join) => join.onRef('marketplaces.tenant_id', '=', 'endpoints.tenant_id'))
-          .select([
-            'endpoints.id as endpoint_id',
-            'marketplaces.id as marketplace_id',
-            sql<string>`${publishedAt}`.as('published_at'),
-          ])
+          .select(['endpoints.id as endpoint_id', 'marketplaces.id as marketplace_id', sql<string>`${publishedAt}`.as('published_at')])
           .where('endpoints.tenant_id', '=', tenantId)
           .where('endpoints.id', '=', endpointId)
           .where('marketplaces.id', '=', marketplaceId),

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { rejectImmutableFields } from '../http/immutable-fields.ts';
-import { listOf, pageOf, PageQuery } from '../http/pagination.ts';
+import { listOf, PageQuery, pageOf } from '../http/pagination.ts';
 import { requirePrincipal } from '../http/principal.ts';
 import { MessageBody } from '../http/schemas.ts';
 import { CreatedEndpointView, CreateEndpointBody, EndpointDetail, EndpointListItem, SlugParams, UpdateEndpointBody } from './schemas.ts';

@@ -57,7 +57,14 @@ export class EndpointService {
       updated_at: timestamp,
     };
     await conflictAs(`Endpoint with slug '${slug}' already exists`, () => this.endpoints.insert(row));
-    return { ...baseView(row), description: row.description, model_id: modelId, dataset_id: datasetId, published_to: [], updated_at: row.updated_at };
+    return {
+      ...baseView(row),
+      description: row.description,
+      model_id: modelId,
+      dataset_id: datasetId,
+      published_to: [],
+      updated_at: row.updated_at,
+    };
   }
 
   async list(tenant: Tenant): Promise<ListItem[]> {
@@ -143,7 +150,8 @@ function checkLinks(datasetId: string | null, modelId: string | null, responseTy
   }
   const issues = new Issues();
   if (responseType === 'raw' && !datasetId) issues.add('response_type', "'raw' searches a dataset: dataset_id is required", 'value_error');
-  if (responseType === 'summary' && !modelId) issues.add('response_type', "'summary' generates with a model: model_id is required", 'value_error');
+  if (responseType === 'summary' && !modelId)
+    issues.add('response_type', "'summary' generates with a model: model_id is required", 'value_error');
   issues.throwIfAny();
 }
 

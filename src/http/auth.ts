@@ -157,9 +157,7 @@ function requestedTenant(request: FastifyRequest): string | undefined {
   const value = request.headers['x-tenant-name'];
   if (value === undefined || value === '') return undefined;
   if (typeof value !== 'string' || !TENANT_NAME_PATTERN.test(value)) {
-    throw new ValidationError([
-      { loc: ['header', 'x-tenant-name'], msg: 'Not a valid tenant name', type: 'string_pattern_mismatch' },
-    ]);
+    throw new ValidationError([{ loc: ['header', 'x-tenant-name'], msg: 'Not a valid tenant name', type: 'string_pattern_mismatch' }]);
   }
   return value;
 }

@@ -58,7 +58,11 @@ export function clientIp(request: FastifyRequest): string {
   const peer = request.socket.remoteAddress ?? 'unknown';
   const forwarded = request.headers['x-forwarded-for'];
   if (!isLoopbackAddress(peer) || forwarded === undefined) return peer;
-  const last = (Array.isArray(forwarded) ? forwarded.join(',') : forwarded).split(',').map((part) => part.trim()).filter(Boolean).at(-1);
+  const last = (Array.isArray(forwarded) ? forwarded.join(',') : forwarded)
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean)
+    .at(-1);
   return last ?? peer;
 }
 

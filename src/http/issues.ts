@@ -87,12 +87,7 @@ export function optionalString(
   return value;
 }
 
-export function optionalBoolean(
-  issues: Issues,
-  config: Record<string, unknown>,
-  key: string,
-  fallback?: boolean,
-): boolean | undefined {
+export function optionalBoolean(issues: Issues, config: Record<string, unknown>, key: string, fallback?: boolean): boolean | undefined {
   const value = config[key];
   if (value === undefined || value === null) return fallback;
   if (typeof value !== 'boolean') {

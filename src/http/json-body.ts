@@ -20,7 +20,9 @@ export function pathBeyondDepth(value: unknown, maxDepth: number): (string | num
   const stack: { container: object; path: (string | number)[] }[] = isContainer(value) ? [{ container: value, path: [] }] : [];
   for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
     if (next.path.length >= maxDepth) return next.path;
-    const entries: [string | number, unknown][] = Array.isArray(next.container) ? [...next.container.entries()] : Object.entries(next.container);
+    const entries: [string | number, unknown][] = Array.isArray(next.container)
+      ? [...next.container.entries()]
+      : Object.entries(next.container);
     for (const [key, child] of entries) {
       if (isContainer(child)) stack.push({ container: child, path: [...next.path, key] });
     }

@@ -48,7 +48,8 @@ export class FailedAuthLimiter {
   async check(request: FastifyRequest): Promise<void> {
     if (isLocalPeer(request)) return;
     const verdict = await this.windows.peek([quota(request)]);
-    if (!verdict.allowed) throw new TooManyRequestsError(verdict.retryAfterSeconds, 'Too many failed authentication attempts: try again later');
+    if (!verdict.allowed)
+      throw new TooManyRequestsError(verdict.retryAfterSeconds, 'Too many failed authentication attempts: try again later');
   }
 
   async record(request: FastifyRequest, statusCode: number): Promise<void> {

@@ -1,15 +1,15 @@
-import type { FSWatcher } from 'chokidar';
 import { existsSync } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
+import type { FSWatcher } from 'chokidar';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { DatasetRepository } from '../datasets/repository.ts';
-import { SerialQueue } from '../util/serial-queue.ts';
-import { isInsideAny } from '../util/paths.ts';
 import { datasetEmbedder, type Embedder } from '../embeddings/embedder.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import { openSecrets } from '../security/secret-config.ts';
+import { isInsideAny } from '../util/paths.ts';
+import { SerialQueue } from '../util/serial-queue.ts';
 import type { ChunkInput, VectorStore } from '../vectors/store.ts';
 import { EmbeddingScheduler, type SliceLimits } from './embedding-scheduler.ts';
 import type { ClaimedFile, FileRepository } from './files-repository.ts';
@@ -125,7 +125,10 @@ export class IngestionEngine {
     this.embedding = new EmbeddingScheduler({ concurrency: EMBED_CONCURRENCY, slice: SLICE, onProgress: () => this.parseTurns.recheck() });
     // One file parsing per thread and one more ready to go: the pool's own queue stays short, so the
     // order of turns is decided here, fairly, and not by whoever queued first.
-    this.parseTurns = new TurnGate(deps.pool.size + 1, (datasetId) => this.embedding.waitingCharacters(datasetId) < DATASET_BACKLOG_CHARACTERS);
+    this.parseTurns = new TurnGate(
+      deps.pool.size + 1,
+      (datasetId) => this.embedding.waitingCharacters(datasetId) < DATASET_BACKLOG_CHARACTERS,
+    );
   }
 
   /** At start-up: every dataset that was ingesting resumes, and its folder is reconciled with the index. */
@@ -208,7 +211,10 @@ export class IngestionEngine {
    * The dataset folder's real path, checked against the tenant's roots now: the folder (or one above
    * it) may have been swapped for a symbolic link since the dataset was created or last started.
    */
-  private async checkFolder(tenantId: string, configured: string): Promise<{ real: string; roots: readonly string[] } | { refused: string }> {
+  private async checkFolder(
+    tenantId: string,
+    configured: string,
+  ): Promise<{ real: string; roots: readonly string[] } | { refused: string }> {
     const roots = await this.deps.rootsOf(tenantId);
     let real: string;
     try {
@@ -412,7 +418,9 @@ export class IngestionEngine {
     const job: FileJob = { runtime, file, controller: new AbortController() };
     runtime.jobs.add(job);
     job.done = this.runJob(job)
-      .catch((error: unknown) => this.deps.log.error({ dataset: runtime.datasetId, file: file.path, err: error }, 'indexing a file failed unexpectedly'))
+      .catch((error: unknown) =>
+        this.deps.log.error({ dataset: runtime.datasetId, file: file.path, err: error }, 'indexing a file failed unexpectedly'),
+      )
       .finally(() => {
         runtime.jobs.delete(job);
         this.logProgress(runtime);
@@ -439,7 +447,12 @@ export class IngestionEngine {
         return;
       }
       // Queued before the permit goes back, so the gate already counts this file's text as waiting.
-      const embedding = this.embedding.embed(runtime.datasetId, runtime.embedder, prepared.chunks.map((chunk) => chunk.text), signal);
+      const embedding = this.embedding.embed(
+        runtime.datasetId,
+        runtime.embedder,
+        prepared.chunks.map((chunk) => chunk.text),
+        signal,
+      );
       release();
       const vectors = await embedding.catch((error: unknown) => {
         throw signal.aborted ? signal.reason : new EmbeddingFailed(`embedding failed: ${messageOf(error)}`);

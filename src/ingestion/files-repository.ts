@@ -136,7 +136,11 @@ export class FileRepository {
         .set({ status: 'indexing', updated_at: now() })
         .where('dataset_id', '=', first.dataset_id)
         .where('status', '=', 'queued')
-        .where('path', 'in', rows.map((row) => row.path))
+        .where(
+          'path',
+          'in',
+          rows.map((row) => row.path),
+        )
         .execute();
       return rows.map((row) => ({ datasetId: row.dataset_id, path: row.path, generation: row.generation, contentHash: row.content_hash }));
     });

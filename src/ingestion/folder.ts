@@ -1,3 +1,4 @@
+import type { Dirent } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { extname, join, relative, sep } from 'node:path';
 
@@ -32,7 +33,7 @@ export async function scanFolder(root: string, fileTypes: ReadonlySet<string>): 
   const folders = [root];
   while (folders.length > 0) {
     const folder = folders.pop() as string;
-    let entries;
+    let entries: Dirent[];
     try {
       entries = await readdir(folder, { withFileTypes: true });
     } catch {

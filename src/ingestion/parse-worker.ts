@@ -8,7 +8,7 @@
  * when they are listed.
  */
 import { type Chunk, chunkDocument } from './chunker.ts';
-import { ParseError, parseBytes, parseFile, type ParsedDocument, type ParseErrorCode } from './parsers/index.ts';
+import { type ParsedDocument, ParseError, type ParseErrorCode, parseBytes, parseFile } from './parsers/index.ts';
 import { readFileLimited } from './read-file.ts';
 
 /** What ingestion asks of a file besides its text: chunks of this size, unless its hash is known already. */

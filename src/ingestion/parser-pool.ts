@@ -1,6 +1,6 @@
 import { workerUrl } from '../runtime/compiled.ts';
 import type { ParseRequest, ParseResponse, PreparedFile, PrepareOptions } from './parse-worker.ts';
-import { isParseErrorCode, ParseError, type ParsedDocument } from './parsers/types.ts';
+import { isParseErrorCode, type ParsedDocument, ParseError } from './parsers/types.ts';
 
 /**
  * Runs parseFile on a few Bun Worker threads so that a 500-page PDF never stalls the HTTP thread.
@@ -212,7 +212,10 @@ export class ParserPool {
  * report (source excerpt, "error: ...", stack) in `message`: keep only the error line.
  */
 function plainReason(message: string | undefined): string {
-  const lines = (message ?? '').split('\n').map((line) => line.trim()).filter(Boolean);
+  const lines = (message ?? '')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
   const errorLine = lines.findLast((line) => /^(error|\w*Error):\s/.test(line)) ?? lines.at(-1) ?? '';
   return errorLine.replace(/^error:\s*/, '');
 }

@@ -25,7 +25,11 @@ const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBL
 const PROC_FDS = process.platform === 'linux';
 
 /** Reads a whole regular file of at most `limits.maxFileBytes`, confined when `confinement` is given. */
-export async function readFileLimited(path: string, limits: Pick<FileLimits, 'maxFileBytes'>, confinement?: Confinement): Promise<Uint8Array> {
+export async function readFileLimited(
+  path: string,
+  limits: Pick<FileLimits, 'maxFileBytes'>,
+  confinement?: Confinement,
+): Promise<Uint8Array> {
   let target = path;
   if (confinement && !PROC_FDS) {
     // Best effort where /proc is missing: a swap between this check and the open is not caught.

@@ -1,5 +1,5 @@
-import { watch, type FSWatcher } from 'chokidar';
 import type { Stats } from 'node:fs';
+import { type FSWatcher, watch } from 'chokidar';
 import { type FileFacts, isHidden, isIndexable, toRelative } from './folder.ts';
 
 export interface FolderEvents {

@@ -32,9 +32,7 @@ function roundMoney(amount: number): number {
 
 /** `summary.cost`: what the answer cost given its usage. */
 export function usageCost(usage: Pick<Usage, 'prompt_tokens' | 'completion_tokens'>, prices: ModelPrices): number {
-  return roundMoney(
-    (usage.prompt_tokens / 1000) * prices.promptPer1k + (usage.completion_tokens / 1000) * prices.completionPer1k,
-  );
+  return roundMoney((usage.prompt_tokens / 1000) * prices.promptPer1k + (usage.completion_tokens / 1000) * prices.completionPer1k);
 }
 
 /**

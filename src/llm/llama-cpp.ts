@@ -17,35 +17,34 @@
  *   repetition penalty is applied (node-llama-cpp would otherwise apply its own 1.1 by default).
  * - gpu_layers is accepted and kept, but only CPU binaries ship, so layers always run on the CPU.
  */
-import { constants } from 'node:fs';
-import { accessSync, closeSync, openSync, readSync, realpathSync, statSync } from 'node:fs';
-import { importNodeLlamaCpp, type NodeLlamaCppModule } from '../runtime/vendor.ts';
-import { coreCount } from '../util/cores.ts';
+import { accessSync, closeSync, constants, openSync, readSync, realpathSync, statSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import type {
   ChatHistoryItem,
   GbnfJsonObjectSchema,
+  LLamaChatGenerateResponseOptions,
   Llama,
   LlamaChat,
   LlamaContext,
   LlamaGrammar,
   LlamaModel,
-  LLamaChatGenerateResponseOptions,
 } from 'node-llama-cpp';
+import { importNodeLlamaCpp, type NodeLlamaCppModule } from '../runtime/vendor.ts';
+import { coreCount } from '../util/cores.ts';
 import {
   abortReason,
-  doneEvent,
-  ModelError,
-  newCompletionId,
-  sumUsage,
   type ChatMessage,
   type ChatOptions,
   type ChatProvider,
   type ChatSummary,
+  doneEvent,
   type FinishReason,
+  ModelError,
+  newCompletionId,
   type ProviderHealth,
   type ResponseFormat,
   type StreamEvent,
+  sumUsage,
 } from './provider.ts';
 
 export type { NodeLlamaCppModule };

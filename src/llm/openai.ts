@@ -15,24 +15,20 @@
  *   scrubbed of it (and of anything shaped like a key) before they leave this file.
  */
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai';
-import type {
-  ChatCompletionChunk,
-  ChatCompletionCreateParamsBase,
-  ChatCompletionMessageParam,
-} from 'openai/resources/chat/completions';
+import type { ChatCompletionChunk, ChatCompletionCreateParamsBase, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import {
   abortReason,
-  ModelError,
-  ModelTimeoutError,
-  newCompletionId,
-  sumUsage,
   type ChatMessage,
   type ChatOptions,
   type ChatProvider,
   type ChatSummary,
+  ModelError,
+  ModelTimeoutError,
+  newCompletionId,
   type ProviderHealth,
   type ProviderInfo,
   type StreamEvent,
+  sumUsage,
   type Usage,
 } from './provider.ts';
 
@@ -63,10 +59,7 @@ export function openAIModelConfig(configuration: Readonly<Record<string, unknown
     baseUrl: typeof base_url === 'string' && base_url !== '' ? base_url : OPENAI_DEFAULT_BASE_URL,
     apiKey: typeof api_key === 'string' && api_key !== '' ? api_key : undefined,
     systemPrompt: typeof system_prompt === 'string' && system_prompt !== '' ? system_prompt : undefined,
-    timeoutMs:
-      typeof timeout_ms === 'number' && Number.isInteger(timeout_ms) && timeout_ms > 0
-        ? timeout_ms
-        : OPENAI_DEFAULT_TIMEOUT_MS,
+    timeoutMs: typeof timeout_ms === 'number' && Number.isInteger(timeout_ms) && timeout_ms > 0 ? timeout_ms : OPENAI_DEFAULT_TIMEOUT_MS,
   };
 }
 

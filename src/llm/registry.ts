@@ -4,10 +4,10 @@
  * and `createProvider` with the opened configuration (secrets decrypted) for each use.
  */
 import { isAbsolute } from 'node:path';
-import { ggufFileProblem, LlamaCppChatProvider, llamaCppModelConfig, type LocalModelRegistry } from './llama-cpp.ts';
+import { isHttpUrl } from '../util/url.ts';
+import { ggufFileProblem, LlamaCppChatProvider, type LocalModelRegistry, llamaCppModelConfig } from './llama-cpp.ts';
 import { OpenAIChatProvider, openAIModelConfig } from './openai.ts';
 import type { ChatProvider } from './provider.ts';
-import { isHttpUrl } from '../util/url.ts';
 
 export const MODEL_DTYPES = ['openai', 'llama_cpp'] as const;
 export type ModelDtype = (typeof MODEL_DTYPES)[number];

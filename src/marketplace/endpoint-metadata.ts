@@ -76,7 +76,10 @@ export function hubEndpoint(endpoint: EndpointFacts, policies: readonly PolicyFa
 /** Why an endpoint cannot go to SyftHub as it is, or undefined when it can. */
 export function unpublishableReason(endpoint: Pick<EndpointFacts, 'slug'>): string | undefined {
   if (endpoint.slug.length > HUB_SLUG_MAX) {
-    return `The slug '${endpoint.slug}' is ${endpoint.slug.length} characters long; SyftHub accepts at most ${HUB_SLUG_MAX} (knode never shortens a slug: create an endpoint with a shorter one)`;
+    return (
+      `The slug '${endpoint.slug}' is ${endpoint.slug.length} characters long; SyftHub accepts at most ${HUB_SLUG_MAX} ` +
+      '(knode never shortens a slug: create an endpoint with a shorter one)'
+    );
   }
   return undefined;
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { HubEndpoint } from './endpoint-metadata.ts';
 import { HubAnswerError, HubCredentialsError, hubReason } from './hub-errors.ts';
-import { type HubAccount, HUB_TIMEOUT_MS, type HubRequest, HubSession } from './hub-session.ts';
+import { HUB_TIMEOUT_MS, type HubAccount, type HubRequest, HubSession } from './hub-session.ts';
 
 export interface HubHealthReport {
   endpoints: { slug: string; status: 'healthy' | 'unhealthy'; checked_at: string }[];

@@ -81,7 +81,8 @@ function describeDetail(body: { detail?: unknown; message?: unknown; error?: unk
 /** Why a request never got an answer, without the URL's user information or any header. */
 export function unreachableReason(error: unknown, timeoutMs: number): string {
   if (error instanceof Error) {
-    if (error.name === 'TimeoutError') return `no answer within ${timeoutMs >= 1000 ? `${Math.round(timeoutMs / 1000)} s` : `${timeoutMs} ms`}`;
+    if (error.name === 'TimeoutError')
+      return `no answer within ${timeoutMs >= 1000 ? `${Math.round(timeoutMs / 1000)} s` : `${timeoutMs} ms`}`;
     if (error.name === 'AbortError') return 'the request was cancelled (knode is shutting down)';
     const code = (error as { code?: unknown }).code;
     return typeof code === 'string' && !error.message.includes(code) ? `${error.message} (${code})` : error.message;

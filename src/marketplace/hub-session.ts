@@ -1,11 +1,4 @@
-import {
-  displayUrl,
-  HubAnswerError,
-  HubCredentialsError,
-  HubUnavailableError,
-  hubReason,
-  unreachableReason,
-} from './hub-errors.ts';
+import { displayUrl, HubAnswerError, HubCredentialsError, HubUnavailableError, hubReason, unreachableReason } from './hub-errors.ts';
 
 /** A marketplace account as knode uses it: where the hub is and how to log in (password in clear, in memory only). */
 export interface HubAccount {
@@ -122,11 +115,17 @@ export class HubSession {
     });
     if ([400, 401, 403, 422].includes(response.status)) {
       const reason = await hubReason(response, this.secrets);
-      throw new HubCredentialsError(`${this.label} refused the credentials of '${this.account.username}': ${reason}`, response.status, reason);
+      throw new HubCredentialsError(
+        `${this.label} refused the credentials of '${this.account.username}': ${reason}`,
+        response.status,
+        reason,
+      );
     }
     if (response.status === 429) {
       await response.body?.cancel().catch(() => undefined);
-      throw new HubUnavailableError(`${this.label} refused to log in: too many logins from this address (the hub allows 10 a minute); try again in a minute`);
+      throw new HubUnavailableError(
+        `${this.label} refused to log in: too many logins from this address (the hub allows 10 a minute); try again in a minute`,
+      );
     }
     if (!response.ok) await this.fail(response, 'log in');
     this.accept(await this.tokens(response), 'log in');

@@ -84,7 +84,9 @@ export class HubSatelliteVerifier implements SatelliteVerifier {
     // An expired token is refused without asking anyone.
     if (typeof claims.exp !== 'number' || claims.exp * 1000 <= Date.now()) return null;
     const expiresAt = claims.exp * 1000;
-    const audiences = [...new Set((Array.isArray(claims.aud) ? claims.aud : [claims.aud]).filter((aud): aud is string => typeof aud === 'string'))];
+    const audiences = [
+      ...new Set((Array.isArray(claims.aud) ? claims.aud : [claims.aud]).filter((aud): aud is string => typeof aud === 'string')),
+    ];
     const candidates = await this.deps.marketplacesForAudience(
       audiences.map((aud) => aud.toLowerCase()),
       tenantIds,
@@ -106,7 +108,11 @@ export class HubSatelliteVerifier implements SatelliteVerifier {
    * A key set that cannot be fetched leaves the answer open, so it is a 503 unless only the accepting
    * tenant's own marketplaces are in doubt.
    */
-  private async vouchingMarketplace(candidates: VerifyingMarketplace[], token: string, audience: string): Promise<VerifyingMarketplace | undefined> {
+  private async vouchingMarketplace(
+    candidates: VerifyingMarketplace[],
+    token: string,
+    audience: string,
+  ): Promise<VerifyingMarketplace | undefined> {
     const accepted: VerifyingMarketplace[] = [];
     const unknown: { marketplace: VerifyingMarketplace; error: ServiceUnavailableError }[] = [];
     for (const marketplace of candidates) {
@@ -158,7 +164,12 @@ export class HubSatelliteVerifier implements SatelliteVerifier {
   }
 
   /** The hub's answer for this marketplace and token, asked once and kept until `expiresAt`. */
-  private async askOnce(marketplace: VerifyingMarketplace, token: string, expiresAt: number, audience: string | undefined): Promise<SatelliteIdentity | null> {
+  private async askOnce(
+    marketplace: VerifyingMarketplace,
+    token: string,
+    expiresAt: number,
+    audience: string | undefined,
+  ): Promise<SatelliteIdentity | null> {
     const key = `${marketplace.id}:${token}`;
     const known = this.verified.get(key);
     if (known) return known;
@@ -169,7 +180,7 @@ export class HubSatelliteVerifier implements SatelliteVerifier {
 
   /** The hub's word on the token; any failure to get it is a 503 (the caller may retry), never a 401. */
   private async ask(marketplace: VerifyingMarketplace, token: string, audience: string | undefined): Promise<SatelliteIdentity | null> {
-    let answer;
+    let answer: Awaited<ReturnType<ReturnType<HubClients['client']>['verify']>>;
     try {
       answer = await this.deps.hubs.client(marketplace).verify(token);
     } catch (error) {

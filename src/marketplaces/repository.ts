@@ -13,7 +13,13 @@ export class MarketplaceRepository {
   }
 
   async list(tenantId: string): Promise<MarketplaceRow[]> {
-    return this.db.selectFrom('marketplaces').selectAll().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy(sql`rowid`).execute();
+    return this.db
+      .selectFrom('marketplaces')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .orderBy('created_at')
+      .orderBy(sql`rowid`)
+      .execute();
   }
 
   async get(tenantId: string, id: string): Promise<MarketplaceRow | undefined> {
@@ -42,14 +48,22 @@ export class MarketplaceRepository {
       .selectFrom('marketplaces')
       .selectAll()
       .where('is_active', '=', 1)
-      .where(sql<string>`lower(username)`, 'in', usernames.map((name) => name.toLowerCase()));
+      .where(
+        sql<string>`lower(username)`,
+        'in',
+        usernames.map((name) => name.toLowerCase()),
+      );
     if (tenantIds) query = query.where('tenant_id', 'in', tenantIds);
     return query.orderBy('created_at').orderBy(sql`rowid`).execute();
   }
 
   /** The active default marketplace of a tenant, or of the `default` tenant when none is given. */
   async activeDefault(tenantId: string | undefined): Promise<MarketplaceRow | undefined> {
-    let query = this.db.selectFrom('marketplaces').selectAll('marketplaces').where('marketplaces.is_default', '=', 1).where('marketplaces.is_active', '=', 1);
+    let query = this.db
+      .selectFrom('marketplaces')
+      .selectAll('marketplaces')
+      .where('marketplaces.is_default', '=', 1)
+      .where('marketplaces.is_active', '=', 1);
     query =
       tenantId === undefined
         ? query.innerJoin('tenants', 'tenants.id', 'marketplaces.tenant_id').where('tenants.name', '=', DEFAULT_TENANT)
@@ -90,6 +104,12 @@ export class MarketplaceRepository {
   /** The oldest remaining marketplace, which becomes the default when the default one is removed. */
   async oldest(tenantId: string, db: DbOrTransaction = this.db): Promise<MarketplaceRow | undefined> {
     // rowid breaks ties between marketplaces created in the same millisecond, in insertion order.
-    return db.selectFrom('marketplaces').selectAll().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy(sql`rowid`).executeTakeFirst();
+    return db
+      .selectFrom('marketplaces')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .orderBy('created_at')
+      .orderBy(sql`rowid`)
+      .executeTakeFirst();
   }
 }

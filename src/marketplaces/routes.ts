@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { listOf, pageOf, PageQuery } from '../http/pagination.ts';
+import { listOf, PageQuery, pageOf } from '../http/pagination.ts';
 import { requirePrincipal } from '../http/principal.ts';
 import { IdParams, MessageBody } from '../http/schemas.ts';
 import { CreateMarketplaceBody, MarketplaceView, UpdateMarketplaceBody } from './schemas.ts';

@@ -1,12 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { rejectImmutableFields } from '../http/immutable-fields.ts';
-import { listOf, pageOf, PageQuery } from '../http/pagination.ts';
+import { listOf, PageQuery, pageOf } from '../http/pagination.ts';
 import { requirePrincipal } from '../http/principal.ts';
 import { IdParams, MessageBody } from '../http/schemas.ts';
-import { CreateModelBody, ModelHealthView, ModelTestBody, ModelView, UpdateModelBody } from './schemas.ts';
-import type { ModelRunnerService } from './runner.ts';
-import type { ModelService } from './service.ts';
 import { SummaryView } from '../query/schemas.ts';
+import type { ModelRunnerService } from './runner.ts';
+import { CreateModelBody, ModelHealthView, ModelTestBody, ModelView, UpdateModelBody } from './schemas.ts';
+import type { ModelService } from './service.ts';
 
 export function modelRoutes(models: ModelService, runner: ModelRunnerService): FastifyPluginAsyncTypebox {
   return async (app) => {

@@ -25,7 +25,13 @@ export class ModelRunnerService implements ModelRunner {
     return { ...summary, cost: usageCost(summary.usage, modelPrices(configuration)) };
   }
 
-  async *stream(tenant: Tenant, modelId: string, messages: ChatMessage[], options: ChatOptions, signal?: AbortSignal): AsyncGenerator<PricedStreamEvent> {
+  async *stream(
+    tenant: Tenant,
+    modelId: string,
+    messages: ChatMessage[],
+    options: ChatOptions,
+    signal?: AbortSignal,
+  ): AsyncGenerator<PricedStreamEvent> {
     const { provider, configuration } = await this.provider(tenant, modelId);
     yield { type: 'start', id: newCompletionId(), model: modelName(configuration) };
     try {

@@ -35,7 +35,8 @@ export class AccountingHook implements PolicyHook {
         appEpPath: context.endpoint.slug,
       });
     } catch (error) {
-      if (error instanceof AccountingRefusal) throw new PolicyError(403, 'Permission Denied', `Invalid transaction token: ${error.message}`);
+      if (error instanceof AccountingRefusal)
+        throw new PolicyError(403, 'Permission Denied', `Invalid transaction token: ${error.message}`);
       throw error;
     }
   }

@@ -38,7 +38,10 @@ export class RateLimitHook implements PolicyHook {
   ) {}
 
   async pre(context: QueryContext): Promise<void> {
-    await enforceRateLimits(this.windows, this.policies.map((policy) => rateQuota(policy, context.senderEmail)));
+    await enforceRateLimits(
+      this.windows,
+      this.policies.map((policy) => rateQuota(policy, context.senderEmail)),
+    );
   }
 
   async post(): Promise<void> {}

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { rejectImmutableFields } from '../http/immutable-fields.ts';
-import { listOf, pageOf, PageQuery } from '../http/pagination.ts';
+import { listOf, PageQuery, pageOf } from '../http/pagination.ts';
 import { requirePrincipal } from '../http/principal.ts';
 import { IdParams, MessageBody } from '../http/schemas.ts';
 import { CreatePolicyBody, PolicyListQuery, PolicySummary, PolicyView, UpdatePolicyBody } from './schemas.ts';
@@ -24,8 +24,7 @@ export function policyRoutes(policies: PolicyService): FastifyPluginAsyncTypebox
     app.get('/policies', {
       ...common,
       schema: { tags, querystring: PolicyListQuery, response: { 200: listOf(PolicyView) } },
-      handler: async (request) =>
-        pageOf(await policies.list(requirePrincipal(request).tenant, request.query.endpoint_id), request.query),
+      handler: async (request) => pageOf(await policies.list(requirePrincipal(request).tenant, request.query.endpoint_id), request.query),
     });
 
     app.get('/policies/:id', {

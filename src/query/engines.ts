@@ -1,5 +1,5 @@
-import type { ChatMessage, ChatOptions, StreamEvent } from '../llm/provider.ts';
 import type { Static } from 'typebox';
+import type { ChatMessage, ChatOptions, StreamEvent } from '../llm/provider.ts';
 import type { Tenant } from '../tenants/repository.ts';
 import type { ReferencesView, SummaryView } from './schemas.ts';
 
@@ -32,7 +32,13 @@ export type PricedStreamEvent =
 /** Runs a tenant's model: the `summary` object of a query, cost included. */
 export interface ModelRunner {
   chat(tenant: Tenant, modelId: string, messages: ChatMessage[], options: ChatOptions, signal?: AbortSignal): Promise<Summary>;
-  stream(tenant: Tenant, modelId: string, messages: ChatMessage[], options: ChatOptions, signal?: AbortSignal): AsyncIterable<PricedStreamEvent>;
+  stream(
+    tenant: Tenant,
+    modelId: string,
+    messages: ChatMessage[],
+    options: ChatOptions,
+    signal?: AbortSignal,
+  ): AsyncIterable<PricedStreamEvent>;
   /** The most a generation can cost for a prompt of `promptTokens` and up to `maxTokens`. */
   maxCost(tenant: Tenant, modelId: string, promptTokens: number, maxTokens: number): Promise<number>;
 }

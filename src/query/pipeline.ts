@@ -160,7 +160,13 @@ export class RunningQuery {
     try {
       references = await this.search(signal);
       if (generates(this.endpoint) && this.endpoint.model_id) {
-        summary = await this.deps.models.chat(this.context.tenant, this.endpoint.model_id, withReferences(this.messages, references), this.chatOptions(), signal);
+        summary = await this.deps.models.chat(
+          this.context.tenant,
+          this.endpoint.model_id,
+          withReferences(this.messages, references),
+          this.chatOptions(),
+          signal,
+        );
       }
     } catch (error) {
       await this.finish(failedOutcome(references), error);
@@ -191,7 +197,13 @@ export class RunningQuery {
   private async *generateStream(modelId: string, messages: ChatMessage[], signal?: AbortSignal): AsyncGenerator<AnswerEvent, Summary> {
     let content = '';
     let start: { id: string; model: string } | undefined;
-    const events: AsyncIterable<PricedStreamEvent> = this.deps.models.stream(this.context.tenant, modelId, messages, this.chatOptions(), signal);
+    const events: AsyncIterable<PricedStreamEvent> = this.deps.models.stream(
+      this.context.tenant,
+      modelId,
+      messages,
+      this.chatOptions(),
+      signal,
+    );
     for await (const event of events) {
       if (event.type === 'start') {
         start = { id: event.id, model: event.model };

@@ -7,10 +7,7 @@ export const ChatMessageSchema = Type.Object({
 
 /** The query request of the specification, with its defaults and ranges (422 outside them). */
 export const QueryBody = Type.Object({
-  messages: Type.Union([
-    Type.String({ minLength: 1, maxLength: 100_000 }),
-    Type.Array(ChatMessageSchema, { minItems: 1, maxItems: 200 }),
-  ]),
+  messages: Type.Union([Type.String({ minLength: 1, maxLength: 100_000 }), Type.Array(ChatMessageSchema, { minItems: 1, maxItems: 200 })]),
   similarity_threshold: Type.Number({ minimum: 0, maximum: 1, default: 0.5 }),
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 5 }),
   include_metadata: Type.Boolean({ default: true }),

@@ -1,8 +1,11 @@
+import type { Insertable } from 'kysely';
 import type { DbOrTransaction } from '../db/database.ts';
 import type { QueryUsageTable } from '../db/schema.ts';
-import type { Insertable } from 'kysely';
 
-export type UsageRecord = Pick<QueryUsageTable, 'sender_email' | 'dataset_cost' | 'model_cost' | 'total_cost' | 'tokens' | 'status' | 'created_at'>;
+export type UsageRecord = Pick<
+  QueryUsageTable,
+  'sender_email' | 'dataset_cost' | 'model_cost' | 'total_cost' | 'tokens' | 'status' | 'created_at'
+>;
 
 export class UsageRepository {
   constructor(private readonly db: DbOrTransaction) {}

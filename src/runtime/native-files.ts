@@ -1,7 +1,8 @@
 /**
  * The native libraries the binary carries inside itself. Each import is a path: in the binary an
  * embedded file under /$bunfs/ (see assets.ts for how it reaches the disk; the large ones are embedded
- * zstd-compressed, see scripts/build.ts), from source the file in node_modules. Only linux-x64 builds exist, so these name the linux-x64 files.
+ * zstd-compressed, see scripts/build.ts), from source the file in node_modules. Only linux-x64 builds
+ * exist, so these name the linux-x64 files.
  *
  * This module is loaded only inside the binary (see nativeFiles()), so running from source never
  * depends on these exact paths.

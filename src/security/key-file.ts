@@ -1,5 +1,5 @@
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 
 /**
  * Reads a random key kept in the data directory, creating it (mode 0600) on first use, so that secrets
@@ -14,6 +14,6 @@ export function loadOrCreateKey(path: string, bytes: number): Buffer {
   }
   const key = randomBytes(bytes);
   // 'wx' fails if another process created it meanwhile, rather than overwriting its key.
-  writeFileSync(path, key.toString('base64') + '\n', { mode: 0o600, flag: 'wx' });
+  writeFileSync(path, `${key.toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
   return key;
 }

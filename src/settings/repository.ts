@@ -50,11 +50,17 @@ export class SettingsRepository {
 
   /** The host names of every tenant's public URL. */
   async publicHostnames(): Promise<string[]> {
-    return [...new Set((await this.publicUrls()).map((row) => hostnameOf(row.public_url)).filter((host): host is string => host !== undefined))];
+    return [
+      ...new Set((await this.publicUrls()).map((row) => hostnameOf(row.public_url)).filter((host): host is string => host !== undefined)),
+    ];
   }
 
   private async publicUrls(): Promise<{ tenant_id: string; public_url: string }[]> {
-    const rows = await this.db.selectFrom('tenant_settings').select(['tenant_id', 'public_url']).where('public_url', 'is not', null).execute();
+    const rows = await this.db
+      .selectFrom('tenant_settings')
+      .select(['tenant_id', 'public_url'])
+      .where('public_url', 'is not', null)
+      .execute();
     return rows.map((row) => ({ tenant_id: row.tenant_id, public_url: row.public_url as string }));
   }
 }

@@ -55,7 +55,11 @@ export class TenantRepository {
   }
 
   async setGrantedRoots(tenantId: string, roots: readonly string[]): Promise<void> {
-    await this.db.updateTable('tenants').set({ ingestion_roots: JSON.stringify(roots) }).where('id', '=', tenantId).execute();
+    await this.db
+      .updateTable('tenants')
+      .set({ ingestion_roots: JSON.stringify(roots) })
+      .where('id', '=', tenantId)
+      .execute();
   }
 
   /** The tenant owned by the first user who ever registered (development mode gives it SVC_INGESTION_ROOTS). */

@@ -1,9 +1,9 @@
+import { statSync } from 'node:fs';
+import { isAbsolute } from 'node:path';
 import type { Principal } from '../auth/principal.ts';
 import type { UserRepository } from '../auth/repository.ts';
 import { conflictAs } from '../http/conflicts.ts';
 import { ForbiddenError, NotFoundError } from '../http/errors.ts';
-import { statSync } from 'node:fs';
-import { isAbsolute } from 'node:path';
 import { Issues } from '../http/issues.ts';
 import { realPath } from '../util/paths.ts';
 import type { IngestionRoots } from './ingestion-roots.ts';
@@ -46,7 +46,8 @@ export class TenantService {
     const real = folders.map((folder, index) => {
       const resolved = isAbsolute(folder) ? realPath(folder) : undefined;
       if (!isAbsolute(folder)) issues.add([index], 'Must be an absolute path', 'value_error');
-      else if (resolved === undefined || !statSync(resolved).isDirectory()) issues.add([index], `'${folder}' is not an existing folder`, 'value_error');
+      else if (resolved === undefined || !statSync(resolved).isDirectory())
+        issues.add([index], `'${folder}' is not an existing folder`, 'value_error');
       return resolved ?? folder;
     });
     issues.throwIfAny();
@@ -58,9 +59,7 @@ export class TenantService {
     const tenant = await this.requireAccess(principal, tenantName);
     const user = await this.users.findByEmail(email.trim().toLowerCase());
     if (!user) throw new NotFoundError(`No user with email '${email}'; they must register first`);
-    await conflictAs(`'${user.email}' is already a member of '${tenant.name}'`, () =>
-      this.tenants.addMember(tenant.id, user.id, 'member'),
-    );
+    await conflictAs(`'${user.email}' is already a member of '${tenant.name}'`, () => this.tenants.addMember(tenant.id, user.id, 'member'));
     const member = (await this.tenants.listMembers(tenant.id)).find((m) => m.user_id === user.id);
     if (!member) throw new Error('member vanished right after being added');
     return { ...member, tenant_name: tenant.name };

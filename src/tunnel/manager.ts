@@ -170,7 +170,10 @@ export class TunnelManager {
         this.log.warn({ tenant: tunnel.tenant.name, err: error }, 'publishing the tunnel URL failed');
       });
     } catch (error) {
-      this.log.warn({ tenant: tunnel.tenant.name, reason: (error as Error).message, retry_in_ms: tunnel.delayMs }, 'tunnel connection failed');
+      this.log.warn(
+        { tenant: tunnel.tenant.name, reason: (error as Error).message, retry_in_ms: tunnel.delayMs },
+        'tunnel connection failed',
+      );
       this.schedule(tunnel);
     }
   }

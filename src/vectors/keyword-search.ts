@@ -18,13 +18,7 @@ const QUERY_WORDS = 'knode_query_words';
 const QUERY_WORD_TERMS = 'knode_query_word_terms';
 
 /** Rowids of the dataset's chunks matching `text`, best BM25 first, at most `wanted`. */
-export function keywordChunks(
-  sqlite: SqliteDatabase,
-  tables: DatasetTables,
-  chunkCount: number,
-  text: string,
-  wanted: number,
-): number[] {
+export function keywordChunks(sqlite: SqliteDatabase, tables: DatasetTables, chunkCount: number, text: string, wanted: number): number[] {
   let words = keywordTerms(text);
   if (chunkCount >= PRUNE_MIN_CHUNKS && words.length > 0) words = affordableWords(sqlite, tables, chunkCount, words);
   const expression = matchExpression(words);
@@ -62,7 +56,7 @@ function stemsOf(sqlite: SqliteDatabase, words: readonly string[]): Map<number, 
   sqlite.run(`CREATE VIRTUAL TABLE IF NOT EXISTS temp.${QUERY_WORD_TERMS} USING fts5vocab(temp, ${QUERY_WORDS}, 'instance')`);
   sqlite.run(`DELETE FROM temp.${QUERY_WORDS}`);
   const insert = sqlite.query(`INSERT INTO temp.${QUERY_WORDS} (rowid, word) VALUES (?, ?)`);
-  words.forEach((word, index) => insert.run(index + 1, word));
+  for (const [index, word] of words.entries()) insert.run(index + 1, word);
   const rows = sqlite.query(`SELECT term, doc FROM temp.${QUERY_WORD_TERMS}`).all() as { term: string; doc: number }[];
   sqlite.run(`DELETE FROM temp.${QUERY_WORDS}`);
   const stems = new Map<number, string[]>();

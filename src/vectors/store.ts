@@ -75,9 +75,7 @@ export class VectorStore {
         .transaction(() => {
           const existing = readIndex(sqlite, tables);
           if (existing && existing.dimension !== dimension) {
-            throw new Error(
-              `dataset ${datasetId} already has a ${existing.dimension}-dimension index, not ${dimension}`,
-            );
+            throw new Error(`dataset ${datasetId} already has a ${existing.dimension}-dimension index, not ${dimension}`);
           }
           for (const statement of createTablesSql(tables, dimension)) sqlite.run(statement);
           if (!existing) {
@@ -166,12 +164,7 @@ export class VectorStore {
    * BM25, `hybrid` by reciprocal-rank fusion of both; every mode scores by cosine similarity and drops
    * chunks below `similarityThreshold`, then keeps `limit`.
    */
-  async search(
-    datasetId: string,
-    queryEmbedding: Float32Array,
-    queryText: string,
-    options: SearchOptions,
-  ): Promise<SearchHit[]> {
+  async search(datasetId: string, queryEmbedding: Float32Array, queryText: string, options: SearchOptions): Promise<SearchHit[]> {
     const tables = datasetTables(datasetId);
     const limit = Math.floor(options.limit);
     if (!(limit >= 1)) throw new Error(`search limit must be at least 1, got ${options.limit}`);
@@ -187,17 +180,8 @@ export class VectorStore {
       const nearest =
         options.mode === 'keyword'
           ? []
-          : nearestChunks(
-              sqlite,
-              tables,
-              index,
-              query,
-              options.mode === 'vector' ? limit : candidates,
-              limit,
-              options.vectorScan,
-            );
-      const keywordHits =
-        options.mode === 'vector' ? [] : keywordChunks(sqlite, tables, index.chunkCount, queryText, candidates);
+          : nearestChunks(sqlite, tables, index, query, options.mode === 'vector' ? limit : candidates, limit, options.vectorScan);
+      const keywordHits = options.mode === 'vector' ? [] : keywordChunks(sqlite, tables, index.chunkCount, queryText, candidates);
 
       const distances = new Map(nearest.map((hit) => [hit.rowid, hit.distance]));
       for (const rowid of keywordHits) {
@@ -212,13 +196,9 @@ export class VectorStore {
       else if (options.mode === 'keyword') order = keywordHits;
       else {
         const fused = reciprocalRankFusion([nearest.map((hit) => hit.rowid), keywordHits]);
-        order = [...fused.keys()].sort(
-          (a, b) => (fused.get(b) ?? 0) - (fused.get(a) ?? 0) || similarity(b) - similarity(a),
-        );
+        order = [...fused.keys()].sort((a, b) => (fused.get(b) ?? 0) - (fused.get(a) ?? 0) || similarity(b) - similarity(a));
       }
-      const selected = order
-        .filter((rowid) => distances.has(rowid) && similarity(rowid) >= options.similarityThreshold)
-        .slice(0, limit);
+      const selected = order.filter((rowid) => distances.has(rowid) && similarity(rowid) >= options.similarityThreshold).slice(0, limit);
       return loadHits(sqlite, selected, similarity, options.includeMetadata);
     });
   }
@@ -244,15 +224,13 @@ function requireIndex(sqlite: SqliteDatabase, tables: DatasetTables): IndexRow {
 
 function adjustCount(sqlite: SqliteDatabase, tables: DatasetTables, delta: number): void {
   if (delta === 0) return;
-  sqlite
-    .query('UPDATE vector_indexes SET chunk_count = chunk_count + ? WHERE dataset_id = ?')
-    .run(delta, tables.datasetId);
+  sqlite.query('UPDATE vector_indexes SET chunk_count = chunk_count + ? WHERE dataset_id = ?').run(delta, tables.datasetId);
 }
 
 function deleteFile(sqlite: SqliteDatabase, tables: DatasetTables, fileKey: string): number {
-  const rows = sqlite
-    .query('SELECT row_id FROM vector_chunks WHERE dataset_id = ? AND file_key = ?')
-    .all(tables.datasetId, fileKey) as { row_id: number }[];
+  const rows = sqlite.query('SELECT row_id FROM vector_chunks WHERE dataset_id = ? AND file_key = ?').all(tables.datasetId, fileKey) as {
+    row_id: number;
+  }[];
   if (rows.length === 0) return 0;
   const deleteVector = sqlite.query(`DELETE FROM ${tables.vectors} WHERE rowid = ?`);
   const deleteText = sqlite.query(`DELETE FROM ${tables.keywords} WHERE rowid = ?`);
@@ -294,9 +272,7 @@ function loadHits(
 ): SearchHit[] {
   if (rowids.length === 0) return [];
   const rows = sqlite
-    .query(
-      `SELECT row_id, id, content, metadata FROM vector_chunks WHERE row_id IN (${rowids.map(() => '?').join(', ')})`,
-    )
+    .query(`SELECT row_id, id, content, metadata FROM vector_chunks WHERE row_id IN (${rowids.map(() => '?').join(', ')})`)
     .all(...rowids) as { row_id: number; id: string; content: string; metadata: string }[];
   const byRowid = new Map(rows.map((row) => [row.row_id, row]));
   const hits: SearchHit[] = [];

@@ -43,9 +43,5 @@ export function createTablesSql(tables: DatasetTables, dimension: number): strin
 }
 
 export function dropTablesSql(tables: DatasetTables): string[] {
-  return [
-    `DROP TABLE IF EXISTS ${tables.vocabulary}`,
-    `DROP TABLE IF EXISTS ${tables.keywords}`,
-    `DROP TABLE IF EXISTS ${tables.vectors}`,
-  ];
+  return [`DROP TABLE IF EXISTS ${tables.vocabulary}`, `DROP TABLE IF EXISTS ${tables.keywords}`, `DROP TABLE IF EXISTS ${tables.vectors}`];
 }

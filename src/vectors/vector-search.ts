@@ -41,8 +41,7 @@ export function nearestChunks(
   const k = Math.min(MAX_KNN, wanted, index.chunkCount);
   if (k < 1) return [];
   const quantized =
-    hasBitColumn(index.dimension) &&
-    (scan === 'quantized' || (scan === 'auto' && index.chunkCount > EXACT_SCAN_MAX_CHUNKS));
+    hasBitColumn(index.dimension) && (scan === 'quantized' || (scan === 'auto' && index.chunkCount > EXACT_SCAN_MAX_CHUNKS));
   if (!quantized) {
     const rows = sqlite
       .query(`SELECT rowid, distance FROM ${tables.vectors} WHERE embedding MATCH ? AND k = ?`)
@@ -67,12 +66,7 @@ export function nearestChunks(
  * Cosine distance from the query to one stored chunk, by rowid. About 20 µs with the database
  * memory-mapped; without mmap, SQLite walks the 2 MB chunk blob's overflow pages and it takes ~0.4 ms.
  */
-export function distanceTo(
-  sqlite: SqliteDatabase,
-  tables: DatasetTables,
-  query: Uint8Array,
-  rowid: number,
-): number | undefined {
+export function distanceTo(sqlite: SqliteDatabase, tables: DatasetTables, query: Uint8Array, rowid: number): number | undefined {
   const row = sqlite
     .query(`SELECT vec_distance_cosine(embedding, ?) AS distance FROM ${tables.vectors} WHERE rowid = ?`)
     .get(query, rowid) as { distance: number } | null;

@@ -20,7 +20,8 @@ export function startImpostorHub(realHubUrl: string): ImpostorHub {
     async fetch(request) {
       const path = new URL(request.url).pathname;
       if (path === '/.well-known/jwks.json') return fetch(`${realHubUrl}/.well-known/jwks.json`);
-      if (path === '/api/v1/auth/login') return Response.json({ access_token: 'impostor', refresh_token: 'impostor', token_type: 'bearer' });
+      if (path === '/api/v1/auth/login')
+        return Response.json({ access_token: 'impostor', refresh_token: 'impostor', token_type: 'bearer' });
       if (path === '/api/v1/verify') {
         const { token } = (await request.json()) as { token: string };
         tokensReceived.push(token);

@@ -185,7 +185,12 @@ export function startFakeOpenAI(options: FakeOpenAIOptions = {}): FakeOpenAIServ
       return { object: 'embedding', index, embedding };
     });
     const tokens = inputs.reduce((sum, input) => sum + fakeTokens(input).length, 0);
-    return json(200, { object: 'list', data, model: body.model ?? 'fake-embedding', usage: { prompt_tokens: tokens, total_tokens: tokens } });
+    return json(200, {
+      object: 'list',
+      data,
+      model: body.model ?? 'fake-embedding',
+      usage: { prompt_tokens: tokens, total_tokens: tokens },
+    });
   }
 
   function chat(request: ChatRequest, signal: AbortSignal): Response {
@@ -200,7 +205,11 @@ export function startFakeOpenAI(options: FakeOpenAIOptions = {}): FakeOpenAIServ
     const model = request.model ?? 'fake-model';
     const created = 1700000000;
     const { tokens, finishReason } = answerFor(request, answer);
-    const usage = { prompt_tokens: promptTokens(request), completion_tokens: tokens.length, total_tokens: promptTokens(request) + tokens.length };
+    const usage = {
+      prompt_tokens: promptTokens(request),
+      completion_tokens: tokens.length,
+      total_tokens: promptTokens(request) + tokens.length,
+    };
 
     if (!request.stream) {
       return json(200, {

@@ -195,11 +195,24 @@ export async function startFakeSyftHub(options: FakeSyftHubOptions = {}): Promis
         { algorithms: ['RS256'], issuer: url() },
       );
       if (payload.aud !== caller.username) {
-        return json(200, { valid: false, error: 'audience_mismatch', message: `Token audience '${String(payload.aud)}' does not match '${caller.username}'` });
+        return json(200, {
+          valid: false,
+          error: 'audience_mismatch',
+          message: `Token audience '${String(payload.aud)}' does not match '${caller.username}'`,
+        });
       }
       const user = [...users.values()].find((candidate) => candidate.id === payload.sub);
       if (!user) return json(200, { valid: false, error: 'user_not_found', message: 'The token user does not exist' });
-      return json(200, { valid: true, sub: user.id, email: user.email, username: user.username, role: 'user', aud: payload.aud, exp: payload.exp, iat: payload.iat });
+      return json(200, {
+        valid: true,
+        sub: user.id,
+        email: user.email,
+        username: user.username,
+        role: 'user',
+        aud: payload.aud,
+        exp: payload.exp,
+        iat: payload.iat,
+      });
     } catch (error) {
       const code = (error as { code?: string }).code;
       if (code === 'ERR_JWT_EXPIRED') return json(200, { valid: false, error: 'token_expired', message: 'The token has expired.' });

@@ -21,14 +21,23 @@ export async function createModel(t: TestApp, user: TestUser, name = 'gpt', conf
     method: 'POST',
     url: '/api/v1/models/',
     token: user.token,
-    payload: { name, dtype: 'openai', configuration: { model: 'gpt-4o-mini', base_url: 'http://127.0.0.1:9/v1', api_key: 'sk-test-secret', ...configuration } },
+    payload: {
+      name,
+      dtype: 'openai',
+      configuration: { model: 'gpt-4o-mini', base_url: 'http://127.0.0.1:9/v1', api_key: 'sk-test-secret', ...configuration },
+    },
   });
   if (response.statusCode !== 201) throw new Error(`model: ${response.statusCode} ${response.body}`);
   return response.json() as { id: string; name: string; configuration: Record<string, unknown> };
 }
 
 export async function createEndpoint(t: TestApp, user: TestUser, body: Record<string, unknown>) {
-  const response = await t.request({ method: 'POST', url: '/api/v1/endpoints/', token: user.token, payload: { name: 'Endpoint', ...body } });
+  const response = await t.request({
+    method: 'POST',
+    url: '/api/v1/endpoints/',
+    token: user.token,
+    payload: { name: 'Endpoint', ...body },
+  });
   if (response.statusCode !== 201) throw new Error(`endpoint: ${response.statusCode} ${response.body}`);
   return response.json() as { id: string; slug: string };
 }

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import Fastify from 'fastify';
 import type { LightMyRequestResponse } from 'fastify';
+import Fastify from 'fastify';
 import { registerErrorHandler } from '../../src/http/error-handler.ts';
 import { MAX_CONFIGURATION_DEPTH } from '../../src/http/issues.ts';
 import { MAX_JSON_BODY_DEPTH, registerJsonBodyParser } from '../../src/http/json-body.ts';
@@ -11,7 +11,7 @@ import { createEndpoint, createModel, createPolicy } from '../helpers/fixtures.t
 
 /** `{"a":{"a":...1...}}` with `levels` objects, as text: building it as a value would need the recursion under test. */
 function nestedObjects(levels: number): string {
-  return '{"a":'.repeat(levels - 1) + '{"a":1}' + '}'.repeat(levels - 1);
+  return `${'{"a":'.repeat(levels - 1)}{"a":1}${'}'.repeat(levels - 1)}`;
 }
 
 function nestedArrays(levels: number): string {
@@ -48,19 +48,28 @@ describe('a configuration nested 16,000 levels deep is a 422, not a 500', () => 
   });
   afterAll(() => t.close());
 
-  const send = (method: 'POST' | 'PATCH', url: string, payload: string) => t.request({ method, url, token: owner.token, headers: json, payload });
+  const send = (method: 'POST' | 'PATCH', url: string, payload: string) =>
+    t.request({ method, url, token: owner.token, headers: json, payload });
   const deep = nestedObjects(16_000);
 
   test('datasets: create', async () => {
     const folder = join(t.dataDir, 'nesting');
     mkdirSync(folder, { recursive: true });
-    expectTooDeep(await send('POST', '/api/v1/datasets/', jsonWith({ name: 'deep', dtype: 'local_file', configuration: { ingestionPath: folder, deep: DEEP } }, deep)));
+    expectTooDeep(
+      await send(
+        'POST',
+        '/api/v1/datasets/',
+        jsonWith({ name: 'deep', dtype: 'local_file', configuration: { ingestionPath: folder, deep: DEEP } }, deep),
+      ),
+    );
     const list = await t.request({ method: 'GET', url: '/api/v1/datasets/', token: owner.token });
     expect(list.json()).toEqual([]);
   });
 
   test('models: create and PATCH', async () => {
-    expectTooDeep(await send('POST', '/api/v1/models/', jsonWith({ name: 'deep', dtype: 'openai', configuration: { model: 'm', deep: DEEP } }, deep)));
+    expectTooDeep(
+      await send('POST', '/api/v1/models/', jsonWith({ name: 'deep', dtype: 'openai', configuration: { model: 'm', deep: DEEP } }, deep)),
+    );
     const model = await createModel(t, owner, 'patched-deep');
     expectTooDeep(await send('PATCH', `/api/v1/models/${model.id}`, jsonWith({ configuration: { model: 'm', deep: DEEP } }, deep)));
     const shown = await t.request({ method: 'GET', url: `/api/v1/models/${model.id}`, token: owner.token });
@@ -72,11 +81,19 @@ describe('a configuration nested 16,000 levels deep is a 422, not a 500', () => 
     const configuration = { mode: 'allow', patterns: ['a@example.com'] };
     expectTooDeep(await send('POST', '/api/v1/policies/', jsonWith({ ...access, configuration: { ...configuration, deep: DEEP } }, deep)));
     const policy = await createPolicy(t, owner, { ...access, configuration });
-    expectTooDeep(await send('PATCH', `/api/v1/policies/${policy.id}`, jsonWith({ configuration: { ...configuration, deep: DEEP } }, deep)));
+    expectTooDeep(
+      await send('PATCH', `/api/v1/policies/${policy.id}`, jsonWith({ configuration: { ...configuration, deep: DEEP } }, deep)),
+    );
   });
 
   test('arrays count as levels too', async () => {
-    expectTooDeep(await send('POST', '/api/v1/models/', jsonWith({ name: 'deep-arrays', dtype: 'openai', configuration: { model: 'm', deep: DEEP } }, nestedArrays(16_000))));
+    expectTooDeep(
+      await send(
+        'POST',
+        '/api/v1/models/',
+        jsonWith({ name: 'deep-arrays', dtype: 'openai', configuration: { model: 'm', deep: DEEP } }, nestedArrays(16_000)),
+      ),
+    );
   });
 
   test(`${MAX_CONFIGURATION_DEPTH} levels are accepted, one more is a 422 naming where`, async () => {
@@ -117,12 +134,21 @@ describe('a JSON body nested 500,000 levels deep is a 422 before any route walks
     const response = await app.inject({ method: 'POST', url: '/echo', headers: json, payload: deepBody });
     // The body is level 1, `extras` level 2: the first array beyond the bound sits MAX - 1 indexes further.
     expect(validationIssues(response)).toEqual([
-      { loc: ['body', 'extras', ...Array(MAX_JSON_BODY_DEPTH - 1).fill(0)], msg: expect.stringContaining(`${MAX_JSON_BODY_DEPTH} levels`), type: 'too_deep' },
+      {
+        loc: ['body', 'extras', ...Array(MAX_JSON_BODY_DEPTH - 1).fill(0)],
+        msg: expect.stringContaining(`${MAX_JSON_BODY_DEPTH} levels`),
+        type: 'too_deep',
+      },
     ]);
     // What the default parser refused before still is, and bodies within the bound still pass.
     const poisoned = await app.inject({ method: 'POST', url: '/echo', headers: json, payload: '{"__proto__":{"admin":true}}' });
     expect(poisoned.statusCode).toBe(422);
-    const fine = await app.inject({ method: 'POST', url: '/echo', headers: json, payload: `{"a":${nestedArrays(MAX_JSON_BODY_DEPTH - 1)}}` });
+    const fine = await app.inject({
+      method: 'POST',
+      url: '/echo',
+      headers: json,
+      payload: `{"a":${nestedArrays(MAX_JSON_BODY_DEPTH - 1)}}`,
+    });
     expect(fine.statusCode).toBe(200);
     await app.close();
   });

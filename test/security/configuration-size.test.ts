@@ -24,18 +24,24 @@ describe('a configuration larger than 64 KiB is a 422, and nothing is stored', (
   const send = (method: 'POST' | 'PATCH', url: string, payload: object) => t.request({ method, url, token: owner.token, payload });
 
   function expectTooLarge(response: Parameters<typeof validationIssues>[0]): void {
-    expect(validationIssues(response)).toEqual([{ loc: ['body', 'configuration'], msg: expect.stringContaining(`${MAX_CONFIGURATION_BYTES} bytes`), type: 'too_long' }]);
+    expect(validationIssues(response)).toEqual([
+      { loc: ['body', 'configuration'], msg: expect.stringContaining(`${MAX_CONFIGURATION_BYTES} bytes`), type: 'too_long' },
+    ]);
   }
 
   test('datasets: create', async () => {
     const folder = join(t.dataDir, 'size');
     mkdirSync(folder, { recursive: true });
-    expectTooLarge(await send('POST', '/api/v1/datasets/', { name: 'big', dtype: 'local_file', configuration: { ingestionPath: folder, notes: bulk } }));
+    expectTooLarge(
+      await send('POST', '/api/v1/datasets/', { name: 'big', dtype: 'local_file', configuration: { ingestionPath: folder, notes: bulk } }),
+    );
     expect((await t.request({ method: 'GET', url: '/api/v1/datasets/', token: owner.token })).json()).toEqual([]);
   });
 
   test('models: create and PATCH; a configuration just within the bound is accepted', async () => {
-    expectTooLarge(await send('POST', '/api/v1/models/', { name: 'big', dtype: 'openai', configuration: { model: 'm', system_prompt: bulk } }));
+    expectTooLarge(
+      await send('POST', '/api/v1/models/', { name: 'big', dtype: 'openai', configuration: { model: 'm', system_prompt: bulk } }),
+    );
     const model = await createModel(t, owner, 'grows');
     expectTooLarge(await send('PATCH', `/api/v1/models/${model.id}`, { configuration: { model: 'm', system_prompt: bulk } }));
     const room = MAX_CONFIGURATION_BYTES - JSON.stringify({ model: 'm', system_prompt: '' }).length;

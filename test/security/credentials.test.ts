@@ -37,7 +37,12 @@ describe('security: credentials', () => {
     try {
       const user = await t.user('target');
       const login = (password: string) =>
-        t.request({ method: 'POST', url: '/api/v1/auth/login', headers: { 'x-forwarded-for': '198.51.100.4' }, payload: { email: user.email, password } });
+        t.request({
+          method: 'POST',
+          url: '/api/v1/auth/login',
+          headers: { 'x-forwarded-for': '198.51.100.4' },
+          payload: { email: user.email, password },
+        });
       await awayFromMinuteEdge();
       for (let attempt = 0; attempt < 10; attempt++) expect((await login(`guess-${attempt}`)).statusCode).toBe(401);
       expect((await login(user.password)).statusCode).toBe(429);
@@ -88,7 +93,12 @@ describe('security: credentials', () => {
       });
       expect(response.statusCode).toBe(201);
       expect(response.json().tenant_name).toBe('newcomer');
-      const tenant = await t.request({ method: 'GET', url: '/api/v1/tenants/newcomer', token: ADMIN_KEY, headers: { 'x-tenant-name': 'newcomer' } });
+      const tenant = await t.request({
+        method: 'GET',
+        url: '/api/v1/tenants/newcomer',
+        token: ADMIN_KEY,
+        headers: { 'x-tenant-name': 'newcomer' },
+      });
       expect(tenant.statusCode).toBe(200);
     } finally {
       await t.close();
@@ -101,9 +111,19 @@ describe('security: credentials', () => {
       const alice = await t.user('alice');
       const bob = await t.user('bob');
       const asAliceTenant = { 'x-tenant-name': alice.tenant };
-      const own = await t.request({ method: 'GET', url: `/api/v1/tenants/${alice.tenant}/members`, token: ADMIN_KEY, headers: asAliceTenant });
+      const own = await t.request({
+        method: 'GET',
+        url: `/api/v1/tenants/${alice.tenant}/members`,
+        token: ADMIN_KEY,
+        headers: asAliceTenant,
+      });
       expect(own.statusCode).toBe(200);
-      const other = await t.request({ method: 'GET', url: `/api/v1/tenants/${bob.tenant}/members`, token: ADMIN_KEY, headers: asAliceTenant });
+      const other = await t.request({
+        method: 'GET',
+        url: `/api/v1/tenants/${bob.tenant}/members`,
+        token: ADMIN_KEY,
+        headers: asAliceTenant,
+      });
       expect(other.statusCode).toBe(403);
       const add = await t.request({
         method: 'POST',

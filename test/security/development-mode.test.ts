@@ -15,7 +15,12 @@ describe('security: development mode is reachable only from this machine', () =>
     t = await createTestApp();
     const owner = await t.user('owner');
     // The tunnel's URL is the public URL; its host is allowed, but what arrives through it is remote.
-    const url = await t.request({ method: 'PATCH', url: '/api/v1/settings/public-url', token: owner.token, payload: { public_url: 'https://owner.syfthub.ngrok.app' } });
+    const url = await t.request({
+      method: 'PATCH',
+      url: '/api/v1/settings/public-url',
+      token: owner.token,
+      payload: { public_url: 'https://owner.syfthub.ngrok.app' },
+    });
     expect(url.statusCode).toBe(200);
   });
   afterAll(async () => {
@@ -72,7 +77,9 @@ describe('security: development mode is reachable only from this machine', () =>
       const response = await t.request({ method: 'GET', url: '/api/v1/settings/public-url', headers: { host } });
       expect(response.statusCode).toBe(421);
     }
-    expect((await t.request({ method: 'GET', url: '/api/v1/settings/public-url', headers: { host: '127.0.0.1:8080' } })).statusCode).toBe(200);
+    expect((await t.request({ method: 'GET', url: '/api/v1/settings/public-url', headers: { host: '127.0.0.1:8080' } })).statusCode).toBe(
+      200,
+    );
     expect((await t.request({ method: 'GET', url: '/api/v1/settings/public-url', headers: { host: '[::1]:8080' } })).statusCode).toBe(200);
   });
 

@@ -18,7 +18,9 @@ const CHUNK_SIZE = 100;
 
 /** One sentence per chunk: 20,000 chunks of about 100 characters. */
 function hugeText(): string {
-  return Array.from({ length: CHUNKS }, (_, i) => `Sentence ${String(i).padStart(6, '0')} of a very long file about the tides.`.padEnd(CHUNK_SIZE - 1, '.')).join('\n');
+  return Array.from({ length: CHUNKS }, (_, i) =>
+    `Sentence ${String(i).padStart(6, '0')} of a very long file about the tides.`.padEnd(CHUNK_SIZE - 1, '.'),
+  ).join('\n');
 }
 
 describe('cancelling and sharing ingestion work', () => {

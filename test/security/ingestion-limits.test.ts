@@ -52,7 +52,10 @@ describe('ingestion limits', () => {
     writeFileSync(join(folder, 'bomb.docx'), await Bun.file(path).bytes());
     rmSync(path);
     const file = await dataset.settledFile('bomb.docx');
-    expect(file).toMatchObject({ status: 'failed', error: 'the DOCX declares 500.0 MB of XML, more than SVC_MAX_TEXT_MB (1 MB): not inflated' });
+    expect(file).toMatchObject({
+      status: 'failed',
+      error: 'the DOCX declares 500.0 MB of XML, more than SVC_MAX_TEXT_MB (1 MB): not inflated',
+    });
     // Inflating it took 2.5 GB and minutes; refusing it takes neither.
     expect(performance.now() - started).toBeLessThan(10_000);
     expect(process.memoryUsage().rss - rss).toBeLessThan(200 * MB);

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Dataset } from '../fixtures/ingestion-datasets.ts';
-import { createTestApp, tempDir, type TestApp, type TestUser } from '../helpers/app.ts';
+import { createTestApp, type TestApp, type TestUser, tempDir } from '../helpers/app.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const SECRET = 'SECRETOUTSIDE the private text of a folder outside every ingestion root';

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createTestApp, tempDir, type TestApp, type TestUser } from '../helpers/app.ts';
+import { createTestApp, type TestApp, type TestUser, tempDir } from '../helpers/app.ts';
 
 const ADMIN_KEY = 'admin-key-for-security-tests';
 
@@ -11,7 +11,12 @@ const ADMIN_KEY = 'admin-key-for-security-tests';
  */
 describe('security: ingestion roots belong to tenants', () => {
   const createDataset = (t: TestApp, user: TestUser, folder: string) =>
-    t.request({ method: 'POST', url: '/api/v1/datasets/', token: user.token, payload: { name: `ds-${crypto.randomUUID()}`, dtype: 'local_file', configuration: { ingestionPath: folder } } });
+    t.request({
+      method: 'POST',
+      url: '/api/v1/datasets/',
+      token: user.token,
+      payload: { name: `ds-${crypto.randomUUID()}`, dtype: 'local_file', configuration: { ingestionPath: folder } },
+    });
   /** An app whose SVC_INGESTION_ROOTS is a "home" folder inside its data directory (removed with it). */
   const appWithHome = async (env: Record<string, string> = {}) => {
     const dataDir = tempDir();
@@ -110,7 +115,9 @@ describe('security: ingestion roots belong to tenants', () => {
         ['body', 'ingestion_roots', 0],
         ['body', 'ingestion_roots', 1],
       ]);
-      expect((await t.request({ method: 'PATCH', url: '/api/v1/tenants/no-such-tenant', payload: { ingestion_roots: [] } })).statusCode).toBe(404);
+      expect(
+        (await t.request({ method: 'PATCH', url: '/api/v1/tenants/no-such-tenant', payload: { ingestion_roots: [] } })).statusCode,
+      ).toBe(404);
       expect((await t.request({ method: 'GET', url: `/api/v1/tenants/${alice.tenant}`, token: bob.token })).statusCode).toBe(403);
       expect((await t.request({ method: 'GET', url: `/api/v1/tenants/${alice.tenant}` })).statusCode).toBe(401);
     } finally {

@@ -54,7 +54,10 @@ describe('stopping knode', () => {
     const folder = join(dataDir, 'docs');
     mkdirSync(folder);
     // 20,000 chunks at 100 ms per embedding request of 64: about 30 s of embedding.
-    writeFileSync(join(folder, 'huge.txt'), Array.from({ length: 20_000 }, (_, i) => `Line ${i} of a huge file.`.padEnd(99, '.')).join('\n'));
+    writeFileSync(
+      join(folder, 'huge.txt'),
+      Array.from({ length: 20_000 }, (_, i) => `Line ${i} of a huge file.`.padEnd(99, '.')).join('\n'),
+    );
     server = Bun.spawn(['./node_modules/.bin/bun', 'src/main.ts'], {
       cwd: join(import.meta.dir, '../..'),
       env: {
@@ -73,7 +76,11 @@ describe('stopping knode', () => {
     const url = await listeningUrl(server);
     const json = { 'content-type': 'application/json' };
     const credentials = { email: 'owner@example.com', password: 'correct horse battery' };
-    const registered = await fetch(`${url}/api/v1/auth/register`, { method: 'POST', headers: json, body: JSON.stringify({ ...credentials, tenant_name: 'owner' }) });
+    const registered = await fetch(`${url}/api/v1/auth/register`, {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ ...credentials, tenant_name: 'owner' }),
+    });
     expect(registered.status).toBe(201);
     const login = await fetch(`${url}/api/v1/auth/login`, { method: 'POST', headers: json, body: JSON.stringify(credentials) });
     const token = ((await login.json()) as { access_token: string }).access_token;

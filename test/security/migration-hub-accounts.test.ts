@@ -22,7 +22,9 @@ describe('security: upgrading a database where two tenants hold one hub account'
     const legacy = new Kysely<unknown>({ dialect: new SqliteDialect({ database: kyselyAdapter(sqlite) }) });
     const legacyMigrations = Object.fromEntries(Object.entries(migrations).filter(([name]) => name <= '0004'));
     await new Migrator({ db: legacy, provider: { getMigrations: async () => legacyMigrations } }).migrateToLatest();
-    await sql`INSERT INTO tenants (id, name, created_at) VALUES ('t-victim', 'victim', '2026-01-01T00:00:00Z'), ('t-other', 'other', '2026-01-01T00:00:00Z')`.execute(legacy);
+    await sql`INSERT INTO tenants (id, name, created_at) VALUES ('t-victim', 'victim', '2026-01-01T00:00:00Z'), ('t-other', 'other', '2026-01-01T00:00:00Z')`.execute(
+      legacy,
+    );
     const insert = (id: string, tenant: string, url: string, username: string, createdAt: string) =>
       sql`INSERT INTO marketplaces (id, tenant_id, name, url, username, password, is_default, is_active, created_at, updated_at)
           VALUES (${id}, ${tenant}, ${id}, ${url}, ${username}, 'sealed', 0, 1, ${createdAt}, ${createdAt})`.execute(legacy);

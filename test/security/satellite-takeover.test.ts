@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { startImpostorHub, type ImpostorHub } from '../fakes/impostor-hub.ts';
+import { type ImpostorHub, startImpostorHub } from '../fakes/impostor-hub.ts';
 import { type FakeSyftHub, startFakeSyftHub } from '../fakes/syfthub.ts';
 import { createTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { createDataset, createEndpoint } from '../helpers/fixtures.ts';
@@ -18,7 +18,13 @@ describe('security: another tenant cannot take over satellite tokens meant for y
   let attacker: TestUser;
 
   const query = (token: string, headers: Record<string, string> = {}) =>
-    t.request({ method: 'POST', url: '/api/v1/endpoints/docs/query', token, headers, payload: { messages: 'hello', similarity_threshold: 0 } });
+    t.request({
+      method: 'POST',
+      url: '/api/v1/endpoints/docs/query',
+      token,
+      headers,
+      payload: { messages: 'hello', similarity_threshold: 0 },
+    });
   const usageOf = async (user: TestUser): Promise<unknown[]> =>
     (await t.request({ method: 'GET', url: '/api/v1/endpoints/docs/usage', token: user.token })).json();
 
@@ -41,7 +47,12 @@ describe('security: another tenant cannot take over satellite tokens meant for y
       const dataset = await createDataset(t, owner, 'docs');
       await createEndpoint(t, owner, { slug: 'docs', dataset_id: dataset.id, response_type: 'raw', published: true });
     }
-    const url = await t.request({ method: 'PATCH', url: '/api/v1/settings/public-url', token: victim.token, payload: { public_url: 'https://victim.example.org' } });
+    const url = await t.request({
+      method: 'PATCH',
+      url: '/api/v1/settings/public-url',
+      token: victim.token,
+      payload: { public_url: 'https://victim.example.org' },
+    });
     expect(url.statusCode).toBe(200);
   });
   afterAll(async () => {
@@ -86,7 +97,12 @@ describe('security: another tenant cannot take over satellite tokens meant for y
       method: 'POST',
       url: '/api/v1/marketplaces/',
       token: attacker.token,
-      payload: { name: 'same-account', url: `${hub.url.toUpperCase().replace('HTTP://', 'http://')}/`, username: 'VICTIM', password: 'victim-hub-password' },
+      payload: {
+        name: 'same-account',
+        url: `${hub.url.toUpperCase().replace('HTTP://', 'http://')}/`,
+        username: 'VICTIM',
+        password: 'victim-hub-password',
+      },
     });
     expect(response.statusCode).toBe(409);
     expect(response.json().detail).toContain('another tenant');

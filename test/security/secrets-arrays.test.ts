@@ -83,7 +83,11 @@ describe('an api_key inside an array of headers is masked in responses and encry
     expect(detail.json().configuration).toMatchObject(masked);
     expectNoSecret(created.body, detail.body, (await get('/api/v1/datasets/')).body);
 
-    const row = await t.services.database.db.selectFrom('datasets').selectAll().where('id', '=', created.json().id).executeTakeFirstOrThrow();
+    const row = await t.services.database.db
+      .selectFrom('datasets')
+      .selectAll()
+      .where('id', '=', created.json().id)
+      .executeTakeFirstOrThrow();
     expectNoSecret(row.configuration);
     expect(await t.services.datasets.openConfiguration(await tenant(), created.json().id)).toMatchObject(inArrays);
   });
@@ -93,9 +97,15 @@ describe('an api_key inside an array of headers is masked in responses and encry
       method: 'POST',
       url: '/api/v1/models/',
       token: owner.token,
-      payload: { name: 'mask-in-array', dtype: 'openai', configuration: { model: 'm', extra_headers: [{ name: 'X' }, { api_key: SECRET_MASK }] } },
+      payload: {
+        name: 'mask-in-array',
+        dtype: 'openai',
+        configuration: { model: 'm', extra_headers: [{ name: 'X' }, { api_key: SECRET_MASK }] },
+      },
     });
     expect(response.statusCode).toBe(422);
-    expect(response.json().detail).toEqual([{ loc: ['body', 'configuration', 'extra_headers', 1, 'api_key'], msg: expect.any(String), type: 'value_error' }]);
+    expect(response.json().detail).toEqual([
+      { loc: ['body', 'configuration', 'extra_headers', 1, 'api_key'], msg: expect.any(String), type: 'value_error' },
+    ]);
   });
 });

@@ -1,7 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { randomBytes } from 'node:crypto';
 import { SecretBox } from '../../src/security/secret-box.ts';
-import { keepMaskedSecrets, maskedSecretKeys, maskSecrets, openSecrets, SECRET_MASK, sealSecrets } from '../../src/security/secret-config.ts';
+import {
+  keepMaskedSecrets,
+  maskedSecretKeys,
+  maskSecrets,
+  openSecrets,
+  SECRET_MASK,
+  sealSecrets,
+} from '../../src/security/secret-config.ts';
 import { createTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { createModel } from '../helpers/fixtures.ts';
 
@@ -28,7 +35,10 @@ describe('secrets of a configuration nested deeper than the call stack are handl
   test('maskSecrets, sealSecrets, openSecrets, keepMaskedSecrets and maskedSecretKeys', () => {
     const config = { deep: nested(LEVELS, leaf) };
     const masked = maskSecrets(config);
-    expect(innermost(masked.deep as Record<string, unknown>)).toEqual({ api_key: SECRET_MASK, url: `https://${SECRET_MASK}@deep.example/x` });
+    expect(innermost(masked.deep as Record<string, unknown>)).toEqual({
+      api_key: SECRET_MASK,
+      url: `https://${SECRET_MASK}@deep.example/x`,
+    });
 
     const sealed = sealSecrets(config, box);
     const bottom = innermost(sealed.deep as Record<string, unknown>);
@@ -60,7 +70,11 @@ describe('a model stored with a configuration 100,000 levels deep can still be o
     const levels = 100_000;
     const legacy = `{"model":"m","deep":${'{"a":'.repeat(levels - 1)}{"api_key":"sk-legacy-deep"}${'}'.repeat(levels - 1)}}`;
     await t.services.database.db.updateTable('models').set({ configuration: legacy }).where('id', '=', model.id).execute();
-    const tenant = await t.services.database.db.selectFrom('tenants').selectAll().where('name', '=', owner.tenant).executeTakeFirstOrThrow();
+    const tenant = await t.services.database.db
+      .selectFrom('tenants')
+      .selectAll()
+      .where('name', '=', owner.tenant)
+      .executeTakeFirstOrThrow();
 
     const opened = await t.services.models.openConfiguration(tenant, model.id);
     expect(innermost(opened.configuration.deep as Record<string, unknown>)).toEqual({ api_key: 'sk-legacy-deep' });

@@ -29,7 +29,8 @@ describe('sending the masked values back in a PATCH keeps the stored secrets', (
 
   const tenant = () => t.services.database.db.selectFrom('tenants').selectAll().where('name', '=', owner.tenant).executeTakeFirstOrThrow();
   const opened = async (id: string) => (await t.services.models.openConfiguration(await tenant(), id)).configuration;
-  const shown = async (id: string) => (await t.request({ method: 'GET', url: `/api/v1/models/${id}`, token: owner.token })).json().configuration;
+  const shown = async (id: string) =>
+    (await t.request({ method: 'GET', url: `/api/v1/models/${id}`, token: owner.token })).json().configuration;
   const patch = (id: string, configuration: Record<string, unknown>) =>
     t.request({ method: 'PATCH', url: `/api/v1/models/${id}`, token: owner.token, payload: { configuration } });
 
@@ -54,7 +55,10 @@ describe('sending the masked values back in a PATCH keeps the stored secrets', (
     expect(response.statusCode).toBe(200);
     expect(response.body).not.toContain('header-key-new');
     const now = await opened(model.id);
-    expect(now.extra_headers).toEqual([{ name: 'X-Api-Key', api_key: 'header-key-new' }, { name: 'X-Other', value: 'plain' }]);
+    expect(now.extra_headers).toEqual([
+      { name: 'X-Api-Key', api_key: 'header-key-new' },
+      { name: 'X-Other', value: 'plain' },
+    ]);
     expect(now).toMatchObject({ api_key: original.api_key, base_url: original.base_url, auth: original.auth, mirrors: original.mirrors });
   });
 
@@ -78,7 +82,9 @@ describe('sending the masked values back in a PATCH keeps the stored secrets', (
     const headers = configuration.extra_headers as Record<string, unknown>[];
     const response = await patch(model.id, { ...configuration, extra_headers: [...headers, { name: 'X-New', api_key: SECRET_MASK }] });
     expect(response.statusCode).toBe(422);
-    expect(response.json().detail).toEqual([{ loc: ['body', 'configuration', 'extra_headers', 2, 'api_key'], msg: expect.any(String), type: 'value_error' }]);
+    expect(response.json().detail).toEqual([
+      { loc: ['body', 'configuration', 'extra_headers', 2, 'api_key'], msg: expect.any(String), type: 'value_error' },
+    ]);
     expect(await opened(model.id)).toMatchObject(original);
   });
 });

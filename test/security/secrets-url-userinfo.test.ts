@@ -64,12 +64,20 @@ describe("a password in a URL's user-info is masked and encrypted", () => {
       method: 'POST',
       url: '/api/v1/datasets/',
       token: owner.token,
-      payload: { name: 'url-secrets', dtype: 'local_file', configuration: { ingestionPath: folder, embedder: 'openai:text-embedding-3-small', base_url } },
+      payload: {
+        name: 'url-secrets',
+        dtype: 'local_file',
+        configuration: { ingestionPath: folder, embedder: 'openai:text-embedding-3-small', base_url },
+      },
     });
     expect(created.statusCode).toBe(201);
     expect(created.json().configuration.base_url).toBe(`http://${SECRET_MASK}@127.0.0.1:9/v1`);
     expect(created.body).not.toContain(PASSWORD);
-    const row = await t.services.database.db.selectFrom('datasets').selectAll().where('id', '=', created.json().id).executeTakeFirstOrThrow();
+    const row = await t.services.database.db
+      .selectFrom('datasets')
+      .selectAll()
+      .where('id', '=', created.json().id)
+      .executeTakeFirstOrThrow();
     expect(row.configuration).not.toContain(PASSWORD);
     expect((await t.services.datasets.openConfiguration(await tenant(), created.json().id)).base_url).toBe(base_url);
   });

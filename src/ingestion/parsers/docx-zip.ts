@@ -32,7 +32,10 @@ export async function openDocx(bytes: Uint8Array, limits: FileLimits): Promise<D
   }
   const declared = declaredXmlBytes(zip);
   if (declared > limits.maxTextBytes) {
-    throw new ParseError('too_large', `the DOCX declares ${megabytes(declared)} of XML, more than SVC_MAX_TEXT_MB (${setting(limits.maxTextBytes)}): not inflated`);
+    throw new ParseError(
+      'too_large',
+      `the DOCX declares ${megabytes(declared)} of XML, more than SVC_MAX_TEXT_MB (${setting(limits.maxTextBytes)}): not inflated`,
+    );
   }
   const budget = { left: limits.maxTextBytes };
   return {
@@ -77,7 +80,8 @@ function declaredSize(entry: JSZip.JSZipObject): number {
 function inflateBounded(entry: JSZip.JSZipObject, budget: { left: number }, limits: FileLimits): Promise<Uint8Array> {
   const declared = declaredSize(entry);
   if (declared > budget.left) {
-    const message = `the DOCX parts read add up to more than SVC_MAX_TEXT_MB (${setting(limits.maxTextBytes)}): '${entry.name}' not inflated`;
+    const limit = setting(limits.maxTextBytes);
+    const message = `the DOCX parts read add up to more than SVC_MAX_TEXT_MB (${limit}): '${entry.name}' not inflated`;
     return Promise.reject(new ParseError('too_large', message));
   }
   budget.left -= declared;
@@ -108,6 +112,7 @@ function damaged(error: unknown): ParseError {
   if (error instanceof ParseError) return error;
   const message = error instanceof Error ? error.message : String(error);
   // JSZip's wording for "not a zip at all" means nothing to someone who saved a .docx.
-  if (/end of central directory|is this a zip file/i.test(message)) return new ParseError('damaged', 'DOCX is damaged: not a valid DOCX (zip) file');
+  if (/end of central directory|is this a zip file/i.test(message))
+    return new ParseError('damaged', 'DOCX is damaged: not a valid DOCX (zip) file');
   return new ParseError('damaged', `DOCX is damaged: ${message.trim() || 'unknown error'}`);
 }

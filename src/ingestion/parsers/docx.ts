@@ -2,7 +2,7 @@ import mammoth from 'mammoth';
 import { openDocx } from './docx-zip.ts';
 import { htmlToText } from './html.ts';
 import type { FileLimits } from './limits.ts';
-import { ParseError, type ParsedDocument } from './types.ts';
+import { type ParsedDocument, ParseError } from './types.ts';
 
 /**
  * DOCX through mammoth's HTML output rather than its raw text: raw text drops table structure (every

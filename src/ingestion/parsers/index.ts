@@ -5,10 +5,10 @@ import { parseHtml } from './html.ts';
 import { type FileLimits, NO_LIMITS, textTooLarge, utf8Bytes } from './limits.ts';
 import { parsePdf } from './pdf.ts';
 import { parseMarkdown, parseText } from './text.ts';
-import { ParseError, type ParsedDocument } from './types.ts';
+import { type ParsedDocument, ParseError } from './types.ts';
 
-export { ParseError, type ParseErrorCode, type ParsedDocument, type ParsedSection } from './types.ts';
 export { type FileLimits, NO_LIMITS } from './limits.ts';
+export { type ParsedDocument, type ParsedSection, ParseError, type ParseErrorCode } from './types.ts';
 
 /** Parsers that can stop early (PDF pages, DOCX parts) are handed the limits; the rest are checked after. */
 type Parser = (bytes: Uint8Array, limits: FileLimits) => ParsedDocument | Promise<ParsedDocument>;

@@ -1,6 +1,6 @@
 import { ensureDomMatrix } from './dom-matrix.ts';
 import { type FileLimits, textTooLarge, utf8Bytes } from './limits.ts';
-import { ParseError, type ParsedDocument, type ParsedSection } from './types.ts';
+import { type ParsedDocument, type ParsedSection, ParseError } from './types.ts';
 
 /**
  * PDF text, one section per page, with pdf-parse 2 (pdf.js underneath).

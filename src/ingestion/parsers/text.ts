@@ -1,5 +1,5 @@
 import { type FileLimits, NO_LIMITS, textTooLarge } from './limits.ts';
-import { ParseError, type ParsedDocument } from './types.ts';
+import { type ParsedDocument, ParseError } from './types.ts';
 
 /**
  * Plain text and Markdown. A folder of notes always holds a few files with stray Latin-1 bytes, so
