@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'bun:test';
 import pino from 'pino';
-import { backoffDelay, Heartbeat, type HeartbeatTarget } from '../src/marketplace/heartbeat.ts';
-import type { HubClient, HubHealthReport } from '../src/marketplace/hub-client.ts';
-import { HubUnavailableError } from '../src/marketplace/hub-errors.ts';
+import { backoffDelay, Heartbeat, type HeartbeatTarget } from '../src/publishing/heartbeat.ts';
+import type { HubClient, HubHealthReport } from '../src/syfthub/hub-client.ts';
+import { HubUnavailableError } from '../src/syfthub/hub-errors.ts';
 
 const report: HubHealthReport = {
   endpoints: [{ slug: 'ep', status: 'healthy', checked_at: '2025-01-01T00:00:00.000Z' }],

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { hubEndpoint } from '../src/marketplace/endpoint-metadata.ts';
-import { ExpiringCache } from '../src/marketplace/expiring-cache.ts';
-import { HubClients } from '../src/marketplace/hub-client.ts';
-import { HubAnswerError, HubUnavailableError } from '../src/marketplace/hub-errors.ts';
+import { hubEndpoint } from '../src/syfthub/endpoint-metadata.ts';
+import { HubClients } from '../src/syfthub/hub-client.ts';
+import { HubAnswerError, HubUnavailableError } from '../src/syfthub/hub-errors.ts';
+import { ExpiringCache } from '../src/util/expiring-cache.ts';
 import { type FakeSyftHub, startFakeSyftHub } from './fakes/syfthub.ts';
 
 /** Stored marketplaces of these tests keep their password in clear: the "secret box" is the identity. */

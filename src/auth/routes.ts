@@ -1,6 +1,6 @@
 import formbody from '@fastify/formbody';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ValidationError } from '../http/errors.ts';
+import { ValidationError } from '../domain/errors.ts';
 import { requireUser } from '../http/principal.ts';
 import { ErrorBody } from '../http/schemas.ts';
 import { AccessToken, LoginBody, Me, RegisterBody, RegisteredUser } from './schemas.ts';

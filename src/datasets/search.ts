@@ -1,7 +1,7 @@
 import type { Config } from '../config.ts';
+import { NotFoundError } from '../domain/errors.ts';
 import { datasetEmbedder } from '../embeddings/embedder.ts';
-import { NotFoundError } from '../http/errors.ts';
-import type { DatasetSearch, References, SearchOptions } from '../query/engines.ts';
+import type { DatasetSearch, References, SearchOptions } from '../query/ports.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import { type Configuration, openSecrets } from '../security/secret-config.ts';
 import type { Tenant } from '../tenants/repository.ts';

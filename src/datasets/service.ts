@@ -1,8 +1,8 @@
 import type { Static } from 'typebox';
 import { now } from '../db/database.ts';
+import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.ts';
 import { USE_LITE_DIMENSION } from '../embeddings/use-lite.ts';
 import { conflictAs } from '../http/conflicts.ts';
-import { ConflictError, NotFoundError, ValidationError } from '../http/errors.ts';
 import type { IngestionEngine } from '../ingestion/engine.ts';
 import type { FileRepository } from '../ingestion/files-repository.ts';
 import type { SecretBox } from '../security/secret-box.ts';

@@ -1,8 +1,8 @@
 import type { Static } from 'typebox';
 import type { DatasetRepository, DatasetRow } from '../datasets/repository.ts';
 import { now } from '../db/database.ts';
+import { NotFoundError, ValidationError } from '../domain/errors.ts';
 import { conflictAs } from '../http/conflicts.ts';
-import { NotFoundError, ValidationError } from '../http/errors.ts';
 import { Issues } from '../http/issues.ts';
 import type { ModelRepository, ModelRow } from '../models/repository.ts';
 import type { PolicyRepository } from '../policies/repository.ts';

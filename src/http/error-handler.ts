@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isUniqueViolation } from '../db/database.ts';
-import { HttpError, type ValidationIssue } from './errors.ts';
+import { HttpError, type ValidationIssue } from '../domain/errors.ts';
 
 interface AjvIssue {
   keyword: string;

@@ -1,5 +1,5 @@
-import type { Principal } from '../auth/principal.ts';
-import type { AuthMode } from './auth.ts';
+import type { AuthMode } from '../auth/guard.ts';
+import type { Principal } from '../domain/principal.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

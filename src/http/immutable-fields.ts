@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { ValidationError } from './errors.ts';
+import { ValidationError } from '../domain/errors.ts';
 
 /**
  * A PATCH that tries to change a field that cannot change is refused rather than silently ignored

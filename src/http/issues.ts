@@ -1,5 +1,5 @@
+import { ValidationError, type ValidationIssue } from '../domain/errors.ts';
 import { maskedSecretKeys } from '../security/secret-config.ts';
-import { ValidationError, type ValidationIssue } from './errors.ts';
 import { pathBeyondDepth } from './json-body.ts';
 
 /**

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { ValidationError } from './errors.ts';
+import { ValidationError } from '../domain/errors.ts';
 
 /**
  * How deep any JSON body may nest, the body itself being level 1. The deepest bodies knode needs are a

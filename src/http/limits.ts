@@ -1,9 +1,9 @@
 import type { FastifyRequest } from 'fastify';
-import type { Principal } from '../auth/principal.ts';
 import type { Config } from '../config.ts';
 import type { FixedWindows, WindowQuota } from '../db/fixed-windows.ts';
+import { TooManyRequestsError } from '../domain/errors.ts';
+import type { Principal } from '../domain/principal.ts';
 import { clientIp, isLocalPeer } from './client.ts';
-import { TooManyRequestsError } from './errors.ts';
 
 /**
  * The general API limits (specification, Limits; API-CONTRACT 7): per tenant for authenticated requests,

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import type { Principal } from '../auth/principal.ts';
+import type { Principal } from '../domain/principal.ts';
 
 /** The caller of a route whose auth mode guarantees one (the guard has already run). */
 export function requirePrincipal(request: FastifyRequest): Principal {

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { type Config, DEV_FRONTEND_ORIGIN } from '../config.ts';
+import { ForbiddenError, MisdirectedRequestError, UnsupportedMediaTypeError } from '../domain/errors.ts';
 import { isLoopbackHost, requestHost } from './client.ts';
-import { ForbiddenError, MisdirectedRequestError, UnsupportedMediaTypeError } from './errors.ts';
 
 const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const JSON_TYPE = 'application/json';

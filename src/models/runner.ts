@@ -1,10 +1,10 @@
 import { basename } from 'node:path';
-import { HttpError } from '../http/errors.ts';
+import { HttpError } from '../domain/errors.ts';
 import { maxGenerationCost, modelPrices, usageCost } from '../llm/costs.ts';
 import type { LocalModelRegistry } from '../llm/llama-cpp.ts';
 import { type ChatMessage, type ChatOptions, ModelError, newCompletionId, type ProviderHealth } from '../llm/provider.ts';
 import { createProvider } from '../llm/registry.ts';
-import type { ModelRunner, PricedStreamEvent, Summary } from '../query/engines.ts';
+import type { ModelRunner, PricedStreamEvent, Summary } from '../query/ports.ts';
 import type { Configuration } from '../security/secret-config.ts';
 import type { Tenant } from '../tenants/repository.ts';
 import type { ModelService } from './service.ts';

@@ -1,6 +1,6 @@
 import type { Static } from 'typebox';
 import { now } from '../db/database.ts';
-import { ConflictError, NotFoundError, ValidationError } from '../http/errors.ts';
+import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import { type Configuration, keepMaskedSecrets, maskSecrets, openSecrets, sealSecrets } from '../security/secret-config.ts';
 import type { Tenant } from '../tenants/repository.ts';

@@ -1,5 +1,5 @@
 import type { RE2JS } from 're2js';
-import { PolicyError } from '../http/errors.ts';
+import { PolicyError } from '../domain/errors.ts';
 import { compileEmailPattern, isPlainEmailPattern } from './configuration.ts';
 import type { PolicyHook, QueryContext } from './hooks.ts';
 

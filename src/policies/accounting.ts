@@ -1,5 +1,5 @@
-import { PolicyError, ServiceUnavailableError } from '../http/errors.ts';
-import { AccountingRefusal, type AccountingService } from '../marketplace/accounting.ts';
+import { PolicyError, ServiceUnavailableError } from '../domain/errors.ts';
+import { AccountingRefusal, type AccountingService } from '../syfthub/accounting.ts';
 import type { PolicyHook, QueryContext, QueryOutcome } from './hooks.ts';
 
 export interface AccountingConfiguration {

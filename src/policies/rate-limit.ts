@@ -1,5 +1,5 @@
 import type { FixedWindows, WindowQuota } from '../db/fixed-windows.ts';
-import { PolicyError } from '../http/errors.ts';
+import { PolicyError } from '../domain/errors.ts';
 import type { PolicyHook, QueryContext } from './hooks.ts';
 import type { PolicyRow } from './repository.ts';
 

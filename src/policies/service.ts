@@ -1,8 +1,8 @@
 import type { Static } from 'typebox';
 import { now } from '../db/database.ts';
+import { NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { EndpointRepository } from '../endpoints/repository.ts';
 import type { Publications } from '../endpoints/service.ts';
-import { NotFoundError, ValidationError } from '../http/errors.ts';
 import type { Tenant } from '../tenants/repository.ts';
 import { normalizePolicyConfiguration, type PolicyType } from './configuration.ts';
 import type { PolicyRepository, PolicyRow } from './repository.ts';

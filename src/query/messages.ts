@@ -1,5 +1,5 @@
 import type { ChatMessage } from '../llm/provider.ts';
-import type { References } from './engines.ts';
+import type { References } from './ports.ts';
 
 /** A string query is one user message (specification, Query request). */
 export function toMessages(messages: string | ChatMessage[]): ChatMessage[] {

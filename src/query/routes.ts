@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { HttpError, NotFoundError } from '../domain/errors.ts';
 import type { EndpointRepository } from '../endpoints/repository.ts';
 import { SlugParams } from '../endpoints/schemas.ts';
-import { HttpError, NotFoundError } from '../http/errors.ts';
 import { DEFAULT_PAGE_LIMIT, listOf, PageQuery, wantsPage } from '../http/pagination.ts';
 import { requirePrincipal } from '../http/principal.ts';
 import type { QueryPipeline } from './pipeline.ts';

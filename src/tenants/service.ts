@@ -1,13 +1,13 @@
 import { statSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
-import type { Principal } from '../auth/principal.ts';
-import type { UserRepository } from '../auth/repository.ts';
+import { ForbiddenError, NotFoundError } from '../domain/errors.ts';
+import type { Principal } from '../domain/principal.ts';
 import { conflictAs } from '../http/conflicts.ts';
-import { ForbiddenError, NotFoundError } from '../http/errors.ts';
 import { Issues } from '../http/issues.ts';
 import { realPath } from '../util/paths.ts';
 import type { IngestionRoots } from './ingestion-roots.ts';
 import type { Tenant, TenantRepository } from './repository.ts';
+import type { UserRepository } from './users-repository.ts';
 
 export interface MemberViewData {
   user_id: string;

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { BadRequestError, NotFoundError } from '../http/errors.ts';
+import { BadRequestError, NotFoundError } from '../domain/errors.ts';
 import type { Tenant } from '../tenants/repository.ts';
 import { type TunnelConnection, type TunnelProvider, TunnelRefused } from './provider.ts';
 

@@ -1,14 +1,14 @@
 import type { Logger } from 'pino';
 import type { Static } from 'typebox';
 import { now } from '../db/database.ts';
-import { HttpError, NotFoundError, ValidationError } from '../http/errors.ts';
-import { type HubEndpoint, hubEndpoint, unpublishableReason } from '../marketplace/endpoint-metadata.ts';
-import type { HubClients } from '../marketplace/hub-client.ts';
+import { HttpError, NotFoundError, ValidationError } from '../domain/errors.ts';
+import type { EndpointRepository, EndpointRow } from '../endpoints/repository.ts';
 import type { MarketplaceRepository, MarketplaceRow } from '../marketplaces/repository.ts';
 import type { PolicyRepository } from '../policies/repository.ts';
+import { type HubEndpoint, hubEndpoint, unpublishableReason } from '../syfthub/endpoint-metadata.ts';
+import type { HubClients } from '../syfthub/hub-client.ts';
 import type { Tenant } from '../tenants/repository.ts';
-import type { PublicationAnswer, PublicationResult, PublishBody, SyncAnswer, UnpublishBody } from './publishing-schemas.ts';
-import type { EndpointRepository, EndpointRow } from './repository.ts';
+import type { PublicationAnswer, PublicationResult, PublishBody, SyncAnswer, UnpublishBody } from './schemas.ts';
 
 type Result = Static<typeof PublicationResult>;
 type Answer = Static<typeof PublicationAnswer>;

@@ -1,7 +1,7 @@
 import { createRemoteJWKSet, decodeJwt, type JWTPayload, jwtVerify } from 'jose';
-import type { SatelliteIdentity, SatelliteVerifier } from '../auth/principal.ts';
-import { HttpError, MisdirectedRequestError, ServiceUnavailableError } from '../http/errors.ts';
-import { ExpiringCache } from './expiring-cache.ts';
+import { HttpError, MisdirectedRequestError, ServiceUnavailableError } from '../domain/errors.ts';
+import type { SatelliteIdentity, SatelliteVerifier } from '../domain/principal.ts';
+import { ExpiringCache } from '../util/expiring-cache.ts';
 import type { HubClients, StoredMarketplace } from './hub-client.ts';
 
 /** A marketplace that may vouch for satellite tokens, with the tenant it belongs to. */

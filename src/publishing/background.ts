@@ -1,17 +1,17 @@
 import type { Logger } from 'pino';
-import type { Config } from './config.ts';
-import { now } from './db/database.ts';
-import type { EndpointHealth } from './endpoints/health.ts';
-import type { PublishingService } from './endpoints/publishing.ts';
-import type { EndpointRepository } from './endpoints/repository.ts';
-import { unpublishableReason } from './marketplace/endpoint-metadata.ts';
-import { HEARTBEAT_TTL_SECONDS, Heartbeat, type HeartbeatTarget } from './marketplace/heartbeat.ts';
-import type { HubClients } from './marketplace/hub-client.ts';
-import { detectPublicIp, publicUrlFor } from './marketplace/public-ip.ts';
-import type { MarketplaceRepository } from './marketplaces/repository.ts';
-import type { SettingsRepository } from './settings/repository.ts';
-import type { SettingsService } from './settings/service.ts';
-import { DEFAULT_TENANT, type TenantRepository } from './tenants/repository.ts';
+import type { Config } from '../config.ts';
+import { now } from '../db/database.ts';
+import type { EndpointRepository } from '../endpoints/repository.ts';
+import type { MarketplaceRepository } from '../marketplaces/repository.ts';
+import { unpublishableReason } from '../syfthub/endpoint-metadata.ts';
+import type { HubClients } from '../syfthub/hub-client.ts';
+import { DEFAULT_TENANT, type TenantRepository } from '../tenants/repository.ts';
+import type { EndpointHealth } from './endpoint-health.ts';
+import { HEARTBEAT_TTL_SECONDS, Heartbeat, type HeartbeatTarget } from './heartbeat.ts';
+import { detectPublicIp, publicUrlFor } from './public-ip.ts';
+import type { SettingsService } from './public-url.ts';
+import type { PublishingService } from './service.ts';
+import type { SettingsRepository } from './settings-repository.ts';
 
 export interface MarketplaceTaskDeps {
   config: Config;

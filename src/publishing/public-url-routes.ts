@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { requirePrincipal } from '../http/principal.ts';
-import { PublicUrlBody, PublicUrlView } from './schemas.ts';
-import type { SettingsService } from './service.ts';
+import type { SettingsService } from './public-url.ts';
+import { PublicUrlBody, PublicUrlView } from './public-url-schemas.ts';
 
 export function settingsRoutes(settings: SettingsService): FastifyPluginAsyncTypebox {
   return async (app) => {

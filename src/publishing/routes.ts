@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { SlugParams } from '../endpoints/schemas.ts';
 import { requirePrincipal } from '../http/principal.ts';
-import type { PublishingService } from './publishing.ts';
-import { PublicationAnswer, PublishBody, SyncAnswer, SyncBody, UnpublishBody } from './publishing-schemas.ts';
-import { SlugParams } from './schemas.ts';
+import { PublicationAnswer, PublishBody, SyncAnswer, SyncBody, UnpublishBody } from './schemas.ts';
+import type { PublishingService } from './service.ts';
 
 /**
  * Publish, unpublish and batch sync (API-CONTRACT 4). `POST /endpoints/sync` is a static route: the

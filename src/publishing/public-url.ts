@@ -1,7 +1,7 @@
-import type { HubClients } from '../marketplace/hub-client.ts';
 import type { MarketplaceRepository } from '../marketplaces/repository.ts';
+import type { HubClients } from '../syfthub/hub-client.ts';
 import type { Tenant } from '../tenants/repository.ts';
-import type { SettingsRepository } from './repository.ts';
+import type { SettingsRepository } from './settings-repository.ts';
 
 export interface SettingsDeps {
   settings: SettingsRepository;

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { displayUrl } from './hub-errors.ts';
+import { displayUrl } from '../syfthub/hub-errors.ts';
 
 const DETECT_TIMEOUT_MS = 5_000;
 

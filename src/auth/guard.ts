@@ -1,12 +1,12 @@
 import type { FastifyRequest } from 'fastify';
-import { ADMIN_EMAIL, type Principal, type SatelliteVerifier } from '../auth/principal.ts';
-import type { UserRepository } from '../auth/repository.ts';
-import type { TokenIssuer } from '../auth/tokens.ts';
 import type { Config } from '../config.ts';
+import { ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from '../domain/errors.ts';
+import { ADMIN_EMAIL, type Principal, type SatelliteVerifier } from '../domain/principal.ts';
+import { isDirectLocal, requestHost } from '../http/client.ts';
 import { safeEqual } from '../security/compare.ts';
 import { DEFAULT_TENANT, type Tenant, type TenantRepository } from '../tenants/repository.ts';
-import { isDirectLocal, requestHost } from './client.ts';
-import { ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from './errors.ts';
+import type { UserRepository } from '../tenants/users-repository.ts';
+import type { TokenIssuer } from './tokens.ts';
 
 /**
  * What a route demands of its caller:

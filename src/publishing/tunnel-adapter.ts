@@ -1,10 +1,10 @@
-import { NotFoundError } from '../http/errors.ts';
+import { NotFoundError } from '../domain/errors.ts';
 import type { MarketplaceRepository } from '../marketplaces/repository.ts';
 import type { SecretBox } from '../security/secret-box.ts';
-import type { SettingsRepository } from '../settings/repository.ts';
-import type { SettingsService } from '../settings/service.ts';
 import type { Tenant, TenantRepository } from '../tenants/repository.ts';
-import type { TunnelHooks } from './manager.ts';
+import type { TunnelHooks } from '../tunnel/manager.ts';
+import type { SettingsService } from './public-url.ts';
+import type { SettingsRepository } from './settings-repository.ts';
 
 export interface TunnelHookDeps {
   settingsRepository: SettingsRepository;

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { requirePrincipal } from '../http/principal.ts';
-import type { TunnelManager } from '../tunnel/manager.ts';
+import type { TunnelManager } from './manager.ts';
 
 const TunnelBody = Type.Object({ tunnel_token: Type.String({ minLength: 1, maxLength: 4096 }) });
 

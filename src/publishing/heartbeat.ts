@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { HubClient, HubHealthReport } from './hub-client.ts';
+import type { HubClient, HubHealthReport } from '../syfthub/hub-client.ts';
 
 /** One marketplace to report to, and how to build its report when the time comes. */
 export interface HeartbeatTarget {

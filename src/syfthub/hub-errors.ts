@@ -1,4 +1,4 @@
-import { BadGatewayError, BadRequestError, ServiceUnavailableError } from '../http/errors.ts';
+import { BadGatewayError, BadRequestError, ServiceUnavailableError } from '../domain/errors.ts';
 
 /**
  * What can go wrong talking to a marketplace (SyftHub), as HTTP errors whose `detail` names the

@@ -1,4 +1,4 @@
-import { ServiceUnavailableError } from '../http/errors.ts';
+import { ServiceUnavailableError } from '../domain/errors.ts';
 
 /** The accounting service of a marketplace (API-CONTRACT 9): transactions created, confirmed, cancelled. */
 export interface AccountingService {
