@@ -8,6 +8,7 @@ import { DEV_FRONTEND_ORIGIN } from './config.ts';
 import { datasetRoutes } from './datasets/routes.ts';
 import { endpointRoutes } from './endpoints/routes.ts';
 import { healthRoutes } from './health/routes.ts';
+import { clientIp } from './http/client.ts';
 import { registerErrorHandler } from './http/error-handler.ts';
 import { publishingRoutes } from './publishing/routes.ts';
 import './http/fastify-types.ts';
@@ -64,9 +65,10 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     reply.header('x-request-id', request.id);
     const config = request.routeOptions.config;
     await services.requestGuard.check(request);
-    if (config.counted !== false) await services.failedAuth.check(request);
+    // An address that failed too often waits, on every route (a query with a guessed token too).
+    await services.failedAuth.check(request);
     request.principal = await services.guard.authenticate(request, config.auth ?? 'public');
-    if (config.counted !== false) await services.limiter.check(request, request.principal);
+    if (config.counted !== false) await services.limits.checkRequest(request.principal, clientIp(request));
   });
   // Every 401 counts against the client's address, wherever it came from (the guard, a wrong password).
   app.addHook('onResponse', async (request, reply) => {

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import pino, { type DestinationStream, type Logger } from 'pino';
+import { FailedAuthLimiter } from './auth/failed-attempts.ts';
 import { CredentialGuard } from './auth/guard.ts';
 import { AuthService } from './auth/service.ts';
 import { TokenIssuer } from './auth/tokens.ts';
@@ -9,10 +10,10 @@ import { DatasetSearchService } from './datasets/search.ts';
 import { DatasetService } from './datasets/service.ts';
 import { type OpenedDatabase, openDatabase } from './db/database.ts';
 import { FixedWindows } from './db/fixed-windows.ts';
+import { DEFAULT_TENANT, type Tenant } from './domain/principal.ts';
 import { closeEmbedders } from './embeddings/embedder.ts';
 import { EndpointRepository } from './endpoints/repository.ts';
 import { EndpointService } from './endpoints/service.ts';
-import { ApiLimiter, FailedAuthLimiter } from './http/limits.ts';
 import { RequestGuard } from './http/request-guard.ts';
 import { IngestionEngine } from './ingestion/engine.ts';
 import { FileRepository } from './ingestion/files-repository.ts';
@@ -23,6 +24,7 @@ import { MarketplaceService } from './marketplaces/service.ts';
 import { ModelRepository } from './models/repository.ts';
 import { ModelRunnerService } from './models/runner.ts';
 import { ModelService } from './models/service.ts';
+import { GeneralLimits } from './policies/general-limits.ts';
 import { PolicyRepository } from './policies/repository.ts';
 import { PolicyService } from './policies/service.ts';
 import { MarketplaceTasks } from './publishing/background.ts';
@@ -40,7 +42,7 @@ import { type AccountingService, HttpAccountingService } from './syfthub/account
 import { HubClients } from './syfthub/hub-client.ts';
 import { HubSatelliteVerifier } from './syfthub/satellite.ts';
 import { IngestionRoots } from './tenants/ingestion-roots.ts';
-import { DEFAULT_TENANT, type Tenant, TenantRepository } from './tenants/repository.ts';
+import { TenantRepository } from './tenants/repository.ts';
 import { TenantService } from './tenants/service.ts';
 import { UserRepository } from './tenants/users-repository.ts';
 import { type Backoff, TUNNEL_BACKOFF, TunnelManager } from './tunnel/manager.ts';
@@ -58,7 +60,8 @@ export interface Services {
   readonly guard: CredentialGuard;
   /** Host, content type and Origin checks that come before credentials. */
   readonly requestGuard: RequestGuard;
-  readonly limiter: ApiLimiter;
+  /** The general API limits, of management requests and of queries to endpoints without rate_limit policies. */
+  readonly limits: GeneralLimits;
   readonly failedAuth: FailedAuthLimiter;
   readonly auth: AuthService;
   readonly tenants: TenantService;
@@ -114,6 +117,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const marketplaceRepository = new MarketplaceRepository(db);
   const usage = new UsageRepository(db);
   const windows = new FixedWindows(database);
+  const limits = new GeneralLimits(config, windows);
   await tenantRepository.ensure(DEFAULT_TENANT);
 
   const ingestionRoots = new IngestionRoots(tenantRepository, {
@@ -222,7 +226,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
       tenantsServingHost: (hostname) => settingsRepository.tenantIdsWithPublicHost(hostname),
     }),
     requestGuard: new RequestGuard({ config, publicHostnames: () => settingsRepository.publicHostnames() }),
-    limiter: new ApiLimiter(config, windows),
+    limits,
     failedAuth: new FailedAuthLimiter(windows),
     auth: new AuthService(db, userRepository, tenantRepository, tokens),
     tenants: new TenantService(tenantRepository, userRepository, ingestionRoots),
@@ -240,7 +244,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     settings,
     tunnels,
     query: new QueryPipeline({
-      config,
+      limits,
       endpoints: endpointRepository,
       policies: policyRepository,
       usage,

@@ -1,24 +1,13 @@
 import type { FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import { ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from '../domain/errors.ts';
-import { ADMIN_EMAIL, type Principal, type SatelliteVerifier } from '../domain/principal.ts';
+import { ADMIN_EMAIL, DEFAULT_TENANT, type Principal, type SatelliteVerifier, type Tenant } from '../domain/principal.ts';
 import { isDirectLocal, requestHost } from '../http/client.ts';
+import type { AuthMode } from '../http/fastify-types.ts';
 import { safeEqual } from '../security/compare.ts';
-import { DEFAULT_TENANT, type Tenant, type TenantRepository } from '../tenants/repository.ts';
+import type { TenantRepository } from '../tenants/repository.ts';
 import type { UserRepository } from '../tenants/users-repository.ts';
 import type { TokenIssuer } from './tokens.ts';
-
-/**
- * What a route demands of its caller:
- * - public: nothing;
- * - registration: nothing while registration is open (in development mode: to direct local requests only), else the admin key;
- * - tenant: a local JWT or the admin key (management routes);
- * - user: a local JWT (the caller's own account);
- * - admin: the admin key; in development mode a user's JWT (for its own tenant), or nothing from this machine (settings);
- * - operator: the admin key, or nothing from this machine in development mode; never a user's JWT (granting folders);
- * - query: a satellite token, or the owner's credentials (a local JWT or the admin key).
- */
-export type AuthMode = 'public' | 'registration' | 'tenant' | 'user' | 'admin' | 'operator' | 'query';
 
 export const TENANT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 

@@ -1,8 +1,9 @@
 import { type Db, inTransaction, isUniqueViolation } from '../db/database.ts';
 import { ConflictError, UnauthorizedError } from '../domain/errors.ts';
 import type { Principal } from '../domain/principal.ts';
+import { DEFAULT_TENANT } from '../domain/principal.ts';
 import { hashPassword, verifyAgainstNothing, verifyPassword } from '../security/passwords.ts';
-import { DEFAULT_TENANT, type TenantRepository } from '../tenants/repository.ts';
+import type { TenantRepository } from '../tenants/repository.ts';
 import type { UserRepository } from '../tenants/users-repository.ts';
 import { ACCESS_TOKEN_SECONDS, type TokenIssuer } from './tokens.ts';
 

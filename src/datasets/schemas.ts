@@ -61,3 +61,17 @@ export const ProvisionerView = Type.Object({
   message: Type.String(),
   details: Type.Record(Type.String(), Type.Unknown()),
 });
+
+/** The `references` object of a query answer (specification, Query response). */
+export const ReferencesView = Type.Object({
+  documents: Type.Array(
+    Type.Object({
+      document_id: Type.String(),
+      content: Type.String(),
+      similarity_score: Type.Number(),
+      metadata: Type.Record(Type.String(), Type.Unknown()),
+    }),
+  ),
+  provider_info: Type.Record(Type.String(), Type.Unknown()),
+  cost: Type.Number(),
+});

@@ -1,15 +1,25 @@
+import type { Static } from 'typebox';
 import type { Config } from '../config.ts';
 import { NotFoundError } from '../domain/errors.ts';
+import type { Tenant } from '../domain/principal.ts';
 import { datasetEmbedder } from '../embeddings/embedder.ts';
-import type { DatasetSearch, References, SearchOptions } from '../query/ports.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import { type Configuration, openSecrets } from '../security/secret-config.ts';
-import type { Tenant } from '../tenants/repository.ts';
 import { VectorIndexMissingError, type VectorStore } from '../vectors/store.ts';
 import type { DatasetRepository } from './repository.ts';
+import type { ReferencesView } from './schemas.ts';
+
+export type References = Static<typeof ReferencesView>;
+
+export interface SearchOptions {
+  similarityThreshold: number;
+  limit: number;
+  includeMetadata: boolean;
+  mode: 'hybrid' | 'vector' | 'keyword';
+}
 
 /** The search step of a query: embeds the text with the dataset's own embedder and asks the vector store. */
-export class DatasetSearchService implements DatasetSearch {
+export class DatasetSearchService {
   constructor(
     private readonly config: Config,
     private readonly datasets: DatasetRepository,

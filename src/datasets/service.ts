@@ -1,6 +1,7 @@
 import type { Static } from 'typebox';
 import { now } from '../db/database.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.ts';
+import type { Tenant } from '../domain/principal.ts';
 import { USE_LITE_DIMENSION } from '../embeddings/use-lite.ts';
 import { conflictAs } from '../http/conflicts.ts';
 import type { IngestionEngine } from '../ingestion/engine.ts';
@@ -8,7 +9,6 @@ import type { FileRepository } from '../ingestion/files-repository.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import { type Configuration, maskSecrets, openSecrets, sealSecrets } from '../security/secret-config.ts';
 import type { IngestionRoots } from '../tenants/ingestion-roots.ts';
-import type { Tenant } from '../tenants/repository.ts';
 import { type DatasetRules, normalizeDatasetConfiguration } from './configuration.ts';
 import { type DatasetRepository, type DatasetRow, NO_FILES } from './repository.ts';
 import type { CreateDatasetBody, DatasetFileView, DatasetView, ProvisionerView, UpdateDatasetBody } from './schemas.ts';

@@ -1,4 +1,12 @@
-import type { Tenant } from '../tenants/repository.ts';
+/** A tenant: the owner of every resource (specification, rule 1). */
+export interface Tenant {
+  id: string;
+  name: string;
+  created_at: string;
+}
+
+/** The tenant that admin-key requests use when they name none (API-CONTRACT 3). */
+export const DEFAULT_TENANT = 'default';
 
 /** Who is calling, and in which tenant they act: what every service receives instead of a request. */
 export type Principal =

@@ -2,26 +2,19 @@ import type { Static } from 'typebox';
 import type { DatasetRepository, DatasetRow } from '../datasets/repository.ts';
 import { now } from '../db/database.ts';
 import { NotFoundError, ValidationError } from '../domain/errors.ts';
+import type { Tenant } from '../domain/principal.ts';
+import type { Publications } from '../domain/publications.ts';
 import { conflictAs } from '../http/conflicts.ts';
 import { Issues } from '../http/issues.ts';
 import type { ModelRepository, ModelRow } from '../models/repository.ts';
 import type { PolicyRepository } from '../policies/repository.ts';
 import { maskSecrets } from '../security/secret-config.ts';
-import type { Tenant } from '../tenants/repository.ts';
 import type { EndpointRepository, EndpointRow } from './repository.ts';
 import type { CreatedEndpointView, CreateEndpointBody, EndpointDetail, EndpointListItem, UpdateEndpointBody } from './schemas.ts';
 
 type Created = Static<typeof CreatedEndpointView>;
 type ListItem = Static<typeof EndpointListItem>;
 type Detail = Static<typeof EndpointDetail>;
-
-/** Keeps the marketplaces an endpoint is published to in step with it (PublishingService). */
-export interface Publications {
-  /** Takes a deleted endpoint off the marketplaces it was published to. */
-  removeEverywhere(tenant: Tenant, slug: string, marketplaceIds: readonly string[]): Promise<void>;
-  /** Sends a changed endpoint's metadata again, in the background. */
-  refresh(tenant: Tenant, endpointId: string): void;
-}
 
 export class EndpointService {
   constructor(

@@ -1,5 +1,16 @@
-import type { AuthMode } from '../auth/guard.ts';
 import type { Principal } from '../domain/principal.ts';
+
+/**
+ * What a route demands of its caller:
+ * - public: nothing;
+ * - registration: nothing while registration is open (in development mode: to direct local requests only), else the admin key;
+ * - tenant: a local JWT or the admin key (management routes);
+ * - user: a local JWT (the caller's own account);
+ * - admin: the admin key; in development mode a user's JWT (for its own tenant), or nothing from this machine (settings);
+ * - operator: the admin key, or nothing from this machine in development mode; never a user's JWT (granting folders);
+ * - query: a satellite token, or the owner's credentials (a local JWT or the admin key).
+ */
+export type AuthMode = 'public' | 'registration' | 'tenant' | 'user' | 'admin' | 'operator' | 'query';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -4,7 +4,6 @@ import { extname, join } from 'node:path';
 import type { FSWatcher } from 'chokidar';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
-import type { DatasetRepository } from '../datasets/repository.ts';
 import { datasetEmbedder, type Embedder } from '../embeddings/embedder.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import { openSecrets } from '../security/secret-config.ts';
@@ -16,6 +15,7 @@ import type { ClaimedFile, FileRepository } from './files-repository.ts';
 import { type FileFacts, scanFolder } from './folder.ts';
 import type { PreparedFile, PrepareOptions } from './parse-worker.ts';
 import { type ParserPool, ParserPoolClosedError } from './parser-pool.ts';
+import type { IngestionDatasets } from './ports.ts';
 import { TurnGate } from './turn-gate.ts';
 import { watchFolder } from './watcher.ts';
 
@@ -39,7 +39,7 @@ const STARTING_WAIT_MS = 2_000;
 
 export interface IngestionEngineDeps {
   config: Config;
-  datasets: DatasetRepository;
+  datasets: IngestionDatasets;
   files: FileRepository;
   store: VectorStore;
   pool: ParserPool;

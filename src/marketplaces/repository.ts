@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { DbOrTransaction } from '../db/database.ts';
 import type { MarketplaceTable } from '../db/schema.ts';
-import { DEFAULT_TENANT } from '../tenants/repository.ts';
+import { DEFAULT_TENANT } from '../domain/principal.ts';
 
 export type MarketplaceRow = MarketplaceTable;
 

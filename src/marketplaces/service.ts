@@ -1,11 +1,11 @@
 import type { Static } from 'typebox';
 import { type Db, inTransaction, now } from '../db/database.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.ts';
+import type { Tenant } from '../domain/principal.ts';
 import { conflictAs } from '../http/conflicts.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import { hubAccountKey } from '../syfthub/account.ts';
 import type { HubClients } from '../syfthub/hub-client.ts';
-import type { Tenant } from '../tenants/repository.ts';
 import type { MarketplaceRepository, MarketplaceRow } from './repository.ts';
 import type { CreateMarketplaceBody, MarketplaceView, UpdateMarketplaceBody } from './schemas.ts';
 

@@ -3,9 +3,8 @@ import { rejectImmutableFields } from '../http/immutable-fields.ts';
 import { listOf, PageQuery, pageOf } from '../http/pagination.ts';
 import { requirePrincipal } from '../http/principal.ts';
 import { IdParams, MessageBody } from '../http/schemas.ts';
-import { SummaryView } from '../query/schemas.ts';
 import type { ModelRunnerService } from './runner.ts';
-import { CreateModelBody, ModelHealthView, ModelTestBody, ModelView, UpdateModelBody } from './schemas.ts';
+import { CreateModelBody, ModelHealthView, ModelTestBody, ModelView, SummaryView, UpdateModelBody } from './schemas.ts';
 import type { ModelService } from './service.ts';
 
 export function modelRoutes(models: ModelService, runner: ModelRunnerService): FastifyPluginAsyncTypebox {

@@ -1,19 +1,31 @@
 import { basename } from 'node:path';
+import type { Static } from 'typebox';
 import { HttpError } from '../domain/errors.ts';
+import type { Tenant } from '../domain/principal.ts';
 import { maxGenerationCost, modelPrices, usageCost } from '../llm/costs.ts';
 import type { LocalModelRegistry } from '../llm/llama-cpp.ts';
-import { type ChatMessage, type ChatOptions, ModelError, newCompletionId, type ProviderHealth } from '../llm/provider.ts';
+import { type ChatMessage, type ChatOptions, ModelError, newCompletionId, type ProviderHealth, type StreamEvent } from '../llm/provider.ts';
 import { createProvider } from '../llm/registry.ts';
-import type { ModelRunner, PricedStreamEvent, Summary } from '../query/ports.ts';
 import type { Configuration } from '../security/secret-config.ts';
-import type { Tenant } from '../tenants/repository.ts';
+import type { SummaryView } from './schemas.ts';
 import type { ModelService } from './service.ts';
+
+export type Summary = Static<typeof SummaryView>;
+
+/**
+ * A model stream as the query pipeline sees it: first who answers (`start`), then text deltas, then
+ * `done` with usage and the cost of the generation.
+ */
+export type PricedStreamEvent =
+  | { type: 'start'; id: string; model: string }
+  | Extract<StreamEvent, { type: 'delta' }>
+  | (Extract<StreamEvent, { type: 'done' }> & { cost: number });
 
 /**
  * Runs a tenant's models. The configuration is opened (API key decrypted) for each call only, and a
  * model failure becomes an HTTP error naming the model (502, or 504 when it timed out).
  */
-export class ModelRunnerService implements ModelRunner {
+export class ModelRunnerService {
   constructor(
     private readonly models: ModelService,
     private readonly localModels: LocalModelRegistry,

@@ -39,3 +39,16 @@ export const ModelTestBody = Type.Object({
   prompt: Type.String({ minLength: 1, maxLength: 2000, default: 'Say hello in one short sentence.' }),
   max_tokens: Type.Integer({ minimum: 1, maximum: 256, default: 32 }),
 });
+
+/** The `summary` object of a query answer (specification, Query response); also what /models/{id}/test answers. */
+const Usage = Type.Object({ prompt_tokens: Type.Integer(), completion_tokens: Type.Integer(), total_tokens: Type.Integer() });
+
+export const SummaryView = Type.Object({
+  id: Type.String(),
+  model: Type.String(),
+  message: Type.Object({ role: Type.String(), content: Type.String(), tokens: Type.Integer() }),
+  finish_reason: Type.String(),
+  usage: Usage,
+  cost: Type.Number(),
+  provider_info: Type.Record(Type.String(), Type.Unknown()),
+});

@@ -1,9 +1,9 @@
 import type { Static } from 'typebox';
 import { now } from '../db/database.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.ts';
+import type { Tenant } from '../domain/principal.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import { type Configuration, keepMaskedSecrets, maskSecrets, openSecrets, sealSecrets } from '../security/secret-config.ts';
-import type { Tenant } from '../tenants/repository.ts';
 import { type ModelDtype, normalizeModelConfiguration } from './configuration.ts';
 import type { ModelRepository, ModelRow } from './repository.ts';
 import type { CreateModelBody, ModelView, UpdateModelBody } from './schemas.ts';

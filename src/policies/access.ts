@@ -1,7 +1,7 @@
 import type { RE2JS } from 're2js';
 import { PolicyError } from '../domain/errors.ts';
 import { compileEmailPattern, isPlainEmailPattern } from './configuration.ts';
-import type { PolicyHook, QueryContext } from './hooks.ts';
+import type { PolicyContext, PolicyHook } from './hooks.ts';
 
 export interface AccessConfiguration {
   mode: 'allow' | 'deny';
@@ -32,7 +32,7 @@ export function matchesPattern(email: string, pattern: string): boolean {
 export class AccessHook implements PolicyHook {
   constructor(private readonly configuration: AccessConfiguration) {}
 
-  async pre(context: QueryContext): Promise<void> {
+  async pre(context: PolicyContext): Promise<void> {
     const matched = this.configuration.patterns.some((pattern) => matchesPattern(context.senderEmail, pattern));
     const allowed = this.configuration.mode === 'allow' ? matched : !matched;
     if (!allowed) {

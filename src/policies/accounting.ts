@@ -1,6 +1,6 @@
 import { PolicyError, ServiceUnavailableError } from '../domain/errors.ts';
 import { AccountingRefusal, type AccountingService } from '../syfthub/accounting.ts';
-import type { PolicyHook, QueryContext, QueryOutcome } from './hooks.ts';
+import type { PolicyContext, PolicyHook, QueryOutcome } from './hooks.ts';
 
 export interface AccountingConfiguration {
   enabled: boolean;
@@ -20,9 +20,9 @@ export class AccountingHook implements PolicyHook {
     private readonly service: AccountingService | undefined,
   ) {}
 
-  async pre(context: QueryContext): Promise<void> {
+  async pre(context: PolicyContext): Promise<void> {
     if (!this.configuration.enabled || !this.configuration.require_transaction_token) return;
-    const token = context.body.transaction_token;
+    const token = context.transactionToken;
     if (!token) throw new PolicyError(403, 'Permission Denied', 'Transaction token required');
     if (!this.service) {
       throw new ServiceUnavailableError('This endpoint requires payment but its owner has no accounting service configured');
@@ -41,7 +41,7 @@ export class AccountingHook implements PolicyHook {
     }
   }
 
-  async post(_context: QueryContext, outcome: QueryOutcome): Promise<void> {
+  async post(_context: PolicyContext, outcome: QueryOutcome): Promise<void> {
     const id = this.transactionId;
     if (!id || !this.service) return;
     this.transactionId = undefined;

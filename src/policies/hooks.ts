@@ -1,17 +1,15 @@
-import type { Static } from 'typebox';
-import type { EndpointRow } from '../endpoints/repository.ts';
-import type { QueryBody } from '../query/schemas.ts';
-import type { Tenant } from '../tenants/repository.ts';
+import type { Tenant } from '../domain/principal.ts';
 import type { PolicyType } from './configuration.ts';
 import type { PolicyRow } from './repository.ts';
 
-/** What every hook knows of the query it guards. */
-export interface QueryContext {
+/** What every hook knows of the query it guards (the query pipeline passes more; hooks need no more). */
+export interface PolicyContext {
   readonly tenant: Tenant;
-  readonly endpoint: EndpointRow;
+  readonly endpoint: { readonly id: string; readonly slug: string };
   /** From the verified credential, never from the body (specification, Query request). */
   readonly senderEmail: string;
-  readonly body: Static<typeof QueryBody>;
+  /** The accounting token the caller sent (the query's `transaction_token`). */
+  readonly transactionToken: string | null | undefined;
   /** The most this query can cost: dataset price plus the model's price for the prompt and max_tokens. */
   readonly maxCost: number;
 }
@@ -29,8 +27,8 @@ export interface QueryOutcome {
  * PolicyError; whatever it reserved is settled by `post`, which always runs once `pre` succeeded.
  */
 export interface PolicyHook {
-  pre(context: QueryContext): Promise<void>;
-  post(context: QueryContext, outcome: QueryOutcome): Promise<void>;
+  pre(context: PolicyContext): Promise<void>;
+  post(context: PolicyContext, outcome: QueryOutcome): Promise<void>;
 }
 
 /** The specification's execution order, whatever order the policies were created in. */

@@ -1,6 +1,6 @@
 import type { FixedWindows, WindowQuota } from '../db/fixed-windows.ts';
 import { PolicyError } from '../domain/errors.ts';
-import type { PolicyHook, QueryContext } from './hooks.ts';
+import type { PolicyContext, PolicyHook } from './hooks.ts';
 import type { PolicyRow } from './repository.ts';
 
 const PERIODS = { s: ['second', 1], m: ['minute', 60], h: ['hour', 3600], d: ['day', 86_400] } as const;
@@ -37,7 +37,7 @@ export class RateLimitHook implements PolicyHook {
     private readonly policies: PolicyRow[],
   ) {}
 
-  async pre(context: QueryContext): Promise<void> {
+  async pre(context: PolicyContext): Promise<void> {
     await enforceRateLimits(
       this.windows,
       this.policies.map((policy) => rateQuota(policy, context.senderEmail)),

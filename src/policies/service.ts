@@ -1,9 +1,8 @@
 import type { Static } from 'typebox';
 import { now } from '../db/database.ts';
 import { NotFoundError, ValidationError } from '../domain/errors.ts';
-import type { EndpointRepository } from '../endpoints/repository.ts';
-import type { Publications } from '../endpoints/service.ts';
-import type { Tenant } from '../tenants/repository.ts';
+import type { Tenant } from '../domain/principal.ts';
+import type { Publications } from '../domain/publications.ts';
 import { normalizePolicyConfiguration, type PolicyType } from './configuration.ts';
 import type { PolicyRepository, PolicyRow } from './repository.ts';
 import type { CreatePolicyBody, PolicyView, UpdatePolicyBody } from './schemas.ts';
@@ -13,7 +12,8 @@ export type PolicyViewData = Static<typeof PolicyView>;
 export class PolicyService {
   constructor(
     private readonly policies: PolicyRepository,
-    private readonly endpoints: EndpointRepository,
+    /** Whether an endpoint exists in a tenant (the endpoints' repository): a policy attaches to one. */
+    private readonly endpoints: { getById(tenantId: string, id: string): Promise<object | undefined> },
     /** Published endpoints carry their policies to the marketplace: a change is sent there too. */
     private readonly publications?: Pick<Publications, 'refresh'>,
   ) {}

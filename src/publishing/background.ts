@@ -1,11 +1,12 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import { now } from '../db/database.ts';
+import { DEFAULT_TENANT } from '../domain/principal.ts';
 import type { EndpointRepository } from '../endpoints/repository.ts';
 import type { MarketplaceRepository } from '../marketplaces/repository.ts';
 import { unpublishableReason } from '../syfthub/endpoint-metadata.ts';
 import type { HubClients } from '../syfthub/hub-client.ts';
-import { DEFAULT_TENANT, type TenantRepository } from '../tenants/repository.ts';
+import type { TenantRepository } from '../tenants/repository.ts';
 import type { EndpointHealth } from './endpoint-health.ts';
 import { HEARTBEAT_TTL_SECONDS, Heartbeat, type HeartbeatTarget } from './heartbeat.ts';
 import { detectPublicIp, publicUrlFor } from './public-ip.ts';

@@ -1,7 +1,7 @@
 import type { DatasetRepository } from '../datasets/repository.ts';
+import type { Tenant } from '../domain/principal.ts';
 import type { EndpointRow } from '../endpoints/repository.ts';
 import type { ProviderHealth } from '../llm/provider.ts';
-import type { Tenant } from '../tenants/repository.ts';
 
 export interface ModelHealth {
   health(tenant: Tenant, modelId: string, signal?: AbortSignal): Promise<ProviderHealth>;

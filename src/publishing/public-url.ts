@@ -1,6 +1,6 @@
+import type { Tenant } from '../domain/principal.ts';
 import type { MarketplaceRepository } from '../marketplaces/repository.ts';
 import type { HubClients } from '../syfthub/hub-client.ts';
-import type { Tenant } from '../tenants/repository.ts';
 import type { SettingsRepository } from './settings-repository.ts';
 
 export interface SettingsDeps {

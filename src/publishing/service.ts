@@ -2,12 +2,12 @@ import type { Logger } from 'pino';
 import type { Static } from 'typebox';
 import { now } from '../db/database.ts';
 import { HttpError, NotFoundError, ValidationError } from '../domain/errors.ts';
+import type { Tenant } from '../domain/principal.ts';
 import type { EndpointRepository, EndpointRow } from '../endpoints/repository.ts';
 import type { MarketplaceRepository, MarketplaceRow } from '../marketplaces/repository.ts';
 import type { PolicyRepository } from '../policies/repository.ts';
 import { type HubEndpoint, hubEndpoint, unpublishableReason } from '../syfthub/endpoint-metadata.ts';
 import type { HubClients } from '../syfthub/hub-client.ts';
-import type { Tenant } from '../tenants/repository.ts';
 import type { PublicationAnswer, PublicationResult, PublishBody, SyncAnswer, UnpublishBody } from './schemas.ts';
 
 type Result = Static<typeof PublicationResult>;

@@ -1,7 +1,8 @@
 import { NotFoundError } from '../domain/errors.ts';
+import type { Tenant } from '../domain/principal.ts';
 import type { MarketplaceRepository } from '../marketplaces/repository.ts';
 import type { SecretBox } from '../security/secret-box.ts';
-import type { Tenant, TenantRepository } from '../tenants/repository.ts';
+import type { TenantRepository } from '../tenants/repository.ts';
 import type { TunnelHooks } from '../tunnel/manager.ts';
 import type { SettingsService } from './public-url.ts';
 import type { SettingsRepository } from './settings-repository.ts';

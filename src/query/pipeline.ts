@@ -1,18 +1,18 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Static } from 'typebox';
-import type { Config } from '../config.ts';
 import { now } from '../db/database.ts';
 import type { FixedWindows } from '../db/fixed-windows.ts';
-import { ForbiddenError, HttpError, NotFoundError, TooManyRequestsError } from '../domain/errors.ts';
+import { ForbiddenError, HttpError, NotFoundError } from '../domain/errors.ts';
+import type { Tenant } from '../domain/principal.ts';
 import type { EndpointRepository, EndpointRow } from '../endpoints/repository.ts';
 import type { ChatMessage, ChatOptions } from '../llm/provider.ts';
 import { type AccessConfiguration, AccessHook } from '../policies/access.ts';
 import { type AccountingConfiguration, AccountingHook } from '../policies/accounting.ts';
-import { inPolicyOrder, type PolicyHook, type QueryContext, type QueryOutcome } from '../policies/hooks.ts';
+import type { GeneralLimits } from '../policies/general-limits.ts';
+import { inPolicyOrder, type PolicyContext, type PolicyHook, type QueryOutcome } from '../policies/hooks.ts';
 import { RateLimitHook } from '../policies/rate-limit.ts';
 import type { PolicyRepository } from '../policies/repository.ts';
 import type { AccountingService } from '../syfthub/accounting.ts';
-import type { Tenant } from '../tenants/repository.ts';
 import { estimateTokens, searchText, toMessages, withReferences } from './messages.ts';
 import type { DatasetSearch, ModelRunner, PricedStreamEvent, References, Summary } from './ports.ts';
 import type { QueryBody } from './schemas.ts';
@@ -21,6 +21,12 @@ import type { UsageRepository } from './usage-repository.ts';
 export type QueryRequest = Static<typeof QueryBody>;
 
 /** Who asks: the endpoint's owner (local JWT or admin key) or a marketplace user (satellite token). */
+/** The query as the pipeline carries it: what the policies see, and the endpoint and body behind it. */
+interface QueryContext extends PolicyContext {
+  readonly endpoint: EndpointRow;
+  readonly body: Static<typeof QueryBody>;
+}
+
 export interface QueryCaller {
   kind: 'owner' | 'satellite';
   senderEmail: string;
@@ -29,7 +35,7 @@ export interface QueryCaller {
 }
 
 export interface QueryPipelineDeps {
-  config: Config;
+  limits: GeneralLimits;
   endpoints: EndpointRepository;
   policies: PolicyRepository;
   usage: UsageRepository;
@@ -56,7 +62,8 @@ export class QueryPipeline {
 
     const policies = inPolicyOrder(await this.deps.policies.list(caller.tenant.id, endpoint.id));
     const rateLimits = policies.filter((policy) => policy.policy_type === 'rate_limit');
-    if (rateLimits.length === 0) await this.enforceGeneralLimit(caller, endpoint);
+    // An endpoint without rate_limit policies is governed by the general limits, per caller and endpoint.
+    if (rateLimits.length === 0) await this.deps.limits.checkQuery(endpoint.id, caller.senderEmail || caller.clientIp);
 
     const hooks: PolicyHook[] = [];
     for (const policy of policies) {
@@ -76,23 +83,13 @@ export class QueryPipeline {
       tenant: caller.tenant,
       endpoint,
       senderEmail: caller.senderEmail,
+      transactionToken: body.transaction_token,
       body,
       maxCost: await this.maxCost(caller.tenant, endpoint, messages, body),
     };
     const query = new RunningQuery(this.deps, context, messages);
     await query.runPreHooks(hooks);
     return query;
-  }
-
-  /** An endpoint without rate_limit policies is governed by the general limits, per caller and endpoint. */
-  private async enforceGeneralLimit(caller: QueryCaller, endpoint: EndpointRow): Promise<void> {
-    const { rateLimitPerHour, rateLimitPerMinute } = this.deps.config;
-    const subject = `query:${endpoint.id}:${caller.senderEmail || caller.clientIp}`;
-    const quotas = [];
-    if (rateLimitPerHour > 0) quotas.push({ key: `${subject}:h`, limit: rateLimitPerHour, periodSeconds: 3600 });
-    if (rateLimitPerMinute > 0) quotas.push({ key: `${subject}:m`, limit: rateLimitPerMinute, periodSeconds: 60 });
-    const verdict = await this.deps.windows.consume(quotas);
-    if (!verdict.allowed) throw new TooManyRequestsError(verdict.retryAfterSeconds);
   }
 
   private async maxCost(tenant: Tenant, endpoint: EndpointRow, messages: ChatMessage[], body: QueryRequest): Promise<number> {

@@ -1,17 +1,14 @@
-import type { Static } from 'typebox';
-import type { ChatMessage, ChatOptions, StreamEvent } from '../llm/provider.ts';
-import type { Tenant } from '../tenants/repository.ts';
-import type { ReferencesView, SummaryView } from './schemas.ts';
+import type { References, SearchOptions } from '../datasets/search.ts';
+import type { Tenant } from '../domain/principal.ts';
+import type { ChatMessage, ChatOptions } from '../llm/provider.ts';
+import type { PricedStreamEvent, Summary } from '../models/runner.ts';
 
-export type References = Static<typeof ReferencesView>;
-export type Summary = Static<typeof SummaryView>;
-
-export interface SearchOptions {
-  similarityThreshold: number;
-  limit: number;
-  includeMetadata: boolean;
-  mode: 'hybrid' | 'vector' | 'keyword';
-}
+/**
+ * What the query pipeline needs of the modules below it. The implementations (datasets/search.ts,
+ * models/runner.ts) define the data they answer with; these interfaces let tests and the pipeline
+ * depend on the capability, not the class.
+ */
+export type { PricedStreamEvent, References, SearchOptions, Summary };
 
 /** Searches a dataset: the `references` object of a query, cost included. */
 export interface DatasetSearch {
@@ -19,15 +16,6 @@ export interface DatasetSearch {
   /** What one search of the dataset costs, and how large its chunks can be (for the cost ceiling). */
   pricing(tenant: Tenant, datasetId: string): Promise<{ costPerQuery: number; chunkSize: number }>;
 }
-
-/**
- * A model stream as the query pipeline sees it: first who answers (`start`), then text deltas, then
- * `done` with usage and the cost of the generation.
- */
-export type PricedStreamEvent =
-  | { type: 'start'; id: string; model: string }
-  | Extract<StreamEvent, { type: 'delta' }>
-  | (Extract<StreamEvent, { type: 'done' }> & { cost: number });
 
 /** Runs a tenant's model: the `summary` object of a query, cost included. */
 export interface ModelRunner {

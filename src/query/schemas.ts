@@ -1,4 +1,6 @@
 import { Type } from 'typebox';
+import { ReferencesView } from '../datasets/schemas.ts';
+import { SummaryView } from '../models/schemas.ts';
 
 export const ChatMessageSchema = Type.Object({
   role: Type.Enum(['user', 'assistant', 'system']),
@@ -31,31 +33,6 @@ export const QueryBody = Type.Object({
     { default: {} },
   ),
   transaction_token: Type.Union([Type.String({ maxLength: 10_000 }), Type.Null()], { default: null }),
-});
-
-const Usage = Type.Object({ prompt_tokens: Type.Integer(), completion_tokens: Type.Integer(), total_tokens: Type.Integer() });
-
-export const SummaryView = Type.Object({
-  id: Type.String(),
-  model: Type.String(),
-  message: Type.Object({ role: Type.String(), content: Type.String(), tokens: Type.Integer() }),
-  finish_reason: Type.String(),
-  usage: Usage,
-  cost: Type.Number(),
-  provider_info: Type.Record(Type.String(), Type.Unknown()),
-});
-
-export const ReferencesView = Type.Object({
-  documents: Type.Array(
-    Type.Object({
-      document_id: Type.String(),
-      content: Type.String(),
-      similarity_score: Type.Number(),
-      metadata: Type.Record(Type.String(), Type.Unknown()),
-    }),
-  ),
-  provider_info: Type.Record(Type.String(), Type.Unknown()),
-  cost: Type.Number(),
 });
 
 export const QueryResponse = Type.Object({

@@ -1,5 +1,6 @@
+import { DEFAULT_TENANT, type Tenant } from '../domain/principal.ts';
 import { realPath } from '../util/paths.ts';
-import { DEFAULT_TENANT, type Tenant, type TenantRepository } from './repository.ts';
+import type { TenantRepository } from './repository.ts';
 
 export interface IngestionRootsOptions {
   /** SVC_INGESTION_ROOTS. */

@@ -1,12 +1,7 @@
 import { sql } from 'kysely';
 import type { DbOrTransaction } from '../db/database.ts';
 import { now } from '../db/database.ts';
-
-export interface Tenant {
-  id: string;
-  name: string;
-  created_at: string;
-}
+import type { Tenant } from '../domain/principal.ts';
 
 export interface Member {
   user_id: string;
@@ -14,9 +9,6 @@ export interface Member {
   role: 'owner' | 'member';
   created_at: string;
 }
-
-/** The tenant that admin-key requests use when they name none (API-CONTRACT 3). */
-export const DEFAULT_TENANT = 'default';
 
 export class TenantRepository {
   constructor(private readonly db: DbOrTransaction) {}

@@ -1,12 +1,12 @@
 import { statSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { ForbiddenError, NotFoundError } from '../domain/errors.ts';
-import type { Principal } from '../domain/principal.ts';
+import type { Principal, Tenant } from '../domain/principal.ts';
 import { conflictAs } from '../http/conflicts.ts';
 import { Issues } from '../http/issues.ts';
 import { realPath } from '../util/paths.ts';
 import type { IngestionRoots } from './ingestion-roots.ts';
-import type { Tenant, TenantRepository } from './repository.ts';
+import type { TenantRepository } from './repository.ts';
 import type { UserRepository } from './users-repository.ts';
 
 export interface MemberViewData {

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { BadRequestError, NotFoundError } from '../domain/errors.ts';
-import type { Tenant } from '../tenants/repository.ts';
+import type { Tenant } from '../domain/principal.ts';
 import { type TunnelConnection, type TunnelProvider, TunnelRefused } from './provider.ts';
 
 /** What GET/POST/DELETE /settings/proxy answer (specification, Settings). */

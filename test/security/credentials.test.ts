@@ -51,6 +51,25 @@ describe('security: credentials', () => {
     }
   });
 
+  test('guessing satellite tokens at the query route through the tunnel is stopped too', async () => {
+    const t = await createTestApp({ SVC_ADMIN_API_KEY: ADMIN_KEY });
+    try {
+      const query = () =>
+        t.request({
+          method: 'POST',
+          url: '/api/v1/endpoints/anything/query',
+          token: `sat_live_${crypto.randomUUID()}`,
+          headers: { 'x-forwarded-for': '192.0.2.44' },
+          payload: { messages: 'hello' },
+        });
+      await awayFromMinuteEdge();
+      for (let attempt = 0; attempt < 10; attempt++) expect((await query()).statusCode).toBe(401);
+      expect((await query()).statusCode).toBe(429);
+    } finally {
+      await t.close();
+    }
+  });
+
   test('tools on this machine are not locked out by their own mistakes', async () => {
     const t = await createTestApp({ SVC_ADMIN_API_KEY: ADMIN_KEY });
     try {

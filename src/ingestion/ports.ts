@@ -1,0 +1,20 @@
+/** A dataset as ingestion needs it: its tenant and its stored configuration (JSON, secrets sealed). */
+export interface IngestedDataset {
+  id: string;
+  tenant_id: string;
+  configuration: string;
+}
+
+export type IngestionStatus = 'starting' | 'running' | 'stopped' | 'error';
+
+/**
+ * The dataset records ingestion works for (datasets/repository.ts implements it). Ingestion sits below
+ * the datasets module, which drives it, so it names what it needs here instead of importing it.
+ */
+export interface IngestionDatasets {
+  /** Datasets of every tenant that should be ingesting (at start-up, to resume them). */
+  listActive(): Promise<IngestedDataset[]>;
+  getAnyTenant(id: string): Promise<IngestedDataset | undefined>;
+  /** `error` says why a dataset is in status `error`. */
+  setStatus(id: string, status: IngestionStatus, error?: string | null): Promise<void>;
+}

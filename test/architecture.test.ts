@@ -1,0 +1,112 @@
+import { describe, expect, test } from 'bun:test';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+
+/**
+ * The module map of docs/ARCHITECTURE.md, kept true: every top-level folder of src/ is described there,
+ * and no module imports one that is not below it (lower modules never import upper ones).
+ */
+
+const SRC = resolve(import.meta.dir, '../src');
+const ARCHITECTURE = resolve(import.meta.dir, '../docs/ARCHITECTURE.md');
+
+/** Each module and the modules it may import (besides itself). The order is the layering, bottom first. */
+const FOUNDATION = ['util', 'domain'];
+const MAY_IMPORT: Record<string, readonly string[]> = {
+  util: [],
+  domain: [],
+  'version.ts': [],
+  'config.ts': ['util'],
+  runtime: ['util'],
+  security: [...FOUNDATION],
+  db: [...FOUNDATION],
+  http: [...FOUNDATION, 'config.ts', 'security', 'db'],
+  embeddings: [...FOUNDATION, 'runtime'],
+  vectors: [...FOUNDATION, 'runtime', 'db', 'embeddings'],
+  llm: [...FOUNDATION, 'runtime', 'security'],
+  ingestion: [...FOUNDATION, 'config.ts', 'runtime', 'security', 'db', 'embeddings', 'vectors'],
+  syfthub: [...FOUNDATION, 'security'],
+  tunnel: [...FOUNDATION, 'http'],
+  tenants: [...FOUNDATION, 'security', 'db', 'http'],
+  auth: [...FOUNDATION, 'config.ts', 'security', 'db', 'http', 'tenants'],
+  marketplaces: [...FOUNDATION, 'security', 'db', 'http', 'syfthub'],
+  datasets: [...FOUNDATION, 'config.ts', 'security', 'db', 'http', 'embeddings', 'vectors', 'ingestion', 'tenants'],
+  models: [...FOUNDATION, 'security', 'db', 'http', 'llm'],
+  policies: [...FOUNDATION, 'config.ts', 'security', 'db', 'http', 'syfthub'],
+  endpoints: [...FOUNDATION, 'security', 'db', 'http', 'datasets', 'models', 'policies'],
+  query: [...FOUNDATION, 'config.ts', 'security', 'db', 'http', 'llm', 'syfthub', 'datasets', 'models', 'policies', 'endpoints'],
+  publishing: [
+    ...FOUNDATION,
+    'config.ts',
+    'security',
+    'db',
+    'http',
+    'llm',
+    'syfthub',
+    'tunnel',
+    'tenants',
+    'datasets',
+    'models',
+    'policies',
+    'endpoints',
+    'marketplaces',
+  ],
+  health: [...FOUNDATION, 'http', 'version.ts'],
+};
+/** The wiring at the top may import anything. */
+const TOP = new Set(['main.ts', 'server.ts', 'app.ts', 'services.ts']);
+
+function sourceFiles(folder: string): string[] {
+  return readdirSync(folder).flatMap((name) => {
+    const path = join(folder, name);
+    if (statSync(path).isDirectory()) return sourceFiles(path);
+    return /\.tsx?$/.test(name) ? [path] : [];
+  });
+}
+
+/** The top-level module of a file under src/: its folder, or the file itself at the top. */
+function moduleOf(path: string): string {
+  return relative(SRC, path).split('/')[0] as string;
+}
+
+function imports(path: string): string[] {
+  const text = readFileSync(path, 'utf8');
+  const found = [
+    ...text.matchAll(/(?:^|\n)\s*(?:import|export)[^'"]*?from\s+'(\.[^']+)'/g),
+    ...text.matchAll(/import\(\s*'(\.[^']+)'\s*\)/g),
+  ];
+  return found.map((match) => resolve(dirname(path), match[1] as string)).filter((target) => target.startsWith(SRC));
+}
+
+describe('architecture', () => {
+  test('no module imports one above it (docs/ARCHITECTURE.md, "Module map")', () => {
+    const violations: string[] = [];
+    for (const file of sourceFiles(SRC)) {
+      const from = moduleOf(file);
+      if (TOP.has(from)) continue;
+      const allowed = MAY_IMPORT[from];
+      if (!allowed) {
+        violations.push(`${from}: not in the module map of this test`);
+        continue;
+      }
+      for (const target of imports(file)) {
+        const to = moduleOf(target);
+        if (to !== from && !allowed.includes(to))
+          violations.push(`${relative(SRC, file)} imports ${relative(SRC, target)} (${from} -> ${to})`);
+      }
+    }
+    expect(violations).toEqual([]);
+  });
+
+  test('docs/ARCHITECTURE.md describes every top-level folder of src/', () => {
+    const text = readFileSync(ARCHITECTURE, 'utf8');
+    const folders = readdirSync(SRC).filter((name) => statSync(join(SRC, name)).isDirectory());
+    expect(folders.filter((folder) => !text.includes(`\`${folder}/\``))).toEqual([]);
+  });
+
+  test('the module map of this test and the document name the same modules', () => {
+    const text = readFileSync(ARCHITECTURE, 'utf8');
+    const folders = Object.keys(MAY_IMPORT).filter((name) => !name.endsWith('.ts'));
+    expect(folders.filter((folder) => !text.includes(`\`${folder}/\``))).toEqual([]);
+  });
+});
