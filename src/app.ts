@@ -17,7 +17,7 @@ import { validatorCompiler } from './http/validation.ts';
 import { marketplaceRoutes } from './marketplaces/routes.ts';
 import { modelRoutes } from './models/routes.ts';
 import { policyRoutes, rootPolicyRoutes } from './policies/routes.ts';
-import { settingsRoutes } from './publishing/public-url-routes.ts';
+import { publicUrlRoutes } from './publishing/public-url-routes.ts';
 import { queryRoutes } from './query/routes.ts';
 import type { Services } from './services.ts';
 import { tenantRoutes } from './tenants/routes.ts';
@@ -86,9 +86,9 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       await api.register(publishingRoutes(services.publishing));
       await api.register(policyRoutes(services.policies));
       await api.register(marketplaceRoutes(services.marketplaces));
-      await api.register(settingsRoutes(services.settings));
+      await api.register(publicUrlRoutes(services.publicUrl));
       await api.register(tunnelRoutes(services.tunnels));
-      await api.register(queryRoutes(services.query, services.endpointRepository, services.usage));
+      await api.register(queryRoutes(services.query, services.usage));
     },
     { prefix: '/api/v1' },
   );

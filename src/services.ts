@@ -10,7 +10,7 @@ import { DatasetSearchService } from './datasets/search.ts';
 import { DatasetService } from './datasets/service.ts';
 import { type OpenedDatabase, openDatabase } from './db/database.ts';
 import { FixedWindows } from './db/fixed-windows.ts';
-import { DEFAULT_TENANT, type Tenant } from './domain/principal.ts';
+import { DEFAULT_TENANT } from './domain/principal.ts';
 import { closeEmbedders } from './embeddings/embedder.ts';
 import { EndpointRepository } from './endpoints/repository.ts';
 import { EndpointService } from './endpoints/service.ts';
@@ -27,18 +27,18 @@ import { ModelService } from './models/service.ts';
 import { GeneralLimits } from './policies/general-limits.ts';
 import { PolicyRepository } from './policies/repository.ts';
 import { PolicyService } from './policies/service.ts';
-import { MarketplaceTasks } from './publishing/background.ts';
+import { PublishingTasks } from './publishing/background.ts';
 import { EndpointHealth } from './publishing/endpoint-health.ts';
 import { HEARTBEAT_INTERVAL_MS } from './publishing/heartbeat.ts';
-import { SettingsService } from './publishing/public-url.ts';
+import { PublicUrlService } from './publishing/public-url.ts';
 import { PublishingService } from './publishing/service.ts';
-import { SettingsRepository } from './publishing/settings-repository.ts';
-import { tunnelHooks } from './publishing/tunnel-adapter.ts';
+import { TenantSettingsRepository } from './publishing/settings-repository.ts';
+import { tunnelAdapter } from './publishing/tunnel-adapter.ts';
 import { QueryPipeline } from './query/pipeline.ts';
 import { UsageRepository } from './query/usage-repository.ts';
+import { UsageService } from './query/usage-service.ts';
 import { loadOrCreateKey } from './security/key-file.ts';
 import { SecretBox } from './security/secret-box.ts';
-import { type AccountingService, HttpAccountingService } from './syfthub/accounting.ts';
 import { HubClients } from './syfthub/hub-client.ts';
 import { HubSatelliteVerifier } from './syfthub/satellite.ts';
 import { IngestionRoots } from './tenants/ingestion-roots.ts';
@@ -70,18 +70,17 @@ export interface Services {
   readonly models: ModelService;
   readonly modelRunner: ModelRunnerService;
   readonly endpoints: EndpointService;
-  readonly endpointRepository: EndpointRepository;
   readonly policies: PolicyService;
   readonly marketplaces: MarketplaceService;
   readonly publishing: PublishingService;
   /** One hub session per marketplace, shared by everything that talks to marketplaces. */
   readonly hubs: HubClients;
   /** Start-up public URL and sync, and the health heartbeats. */
-  readonly marketplaceTasks: MarketplaceTasks;
-  readonly settings: SettingsService;
+  readonly publishingTasks: PublishingTasks;
+  readonly publicUrl: PublicUrlService;
   readonly tunnels: TunnelManager;
   readonly query: QueryPipeline;
-  readonly usage: UsageRepository;
+  readonly usage: UsageService;
   close(): Promise<void>;
 }
 
@@ -115,7 +114,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const endpointRepository = new EndpointRepository(db);
   const policyRepository = new PolicyRepository(db);
   const marketplaceRepository = new MarketplaceRepository(db);
-  const usage = new UsageRepository(db);
+  const usageRepository = new UsageRepository(db);
   const windows = new FixedWindows(database);
   const limits = new GeneralLimits(config, windows);
   await tenantRepository.ensure(DEFAULT_TENANT);
@@ -135,7 +134,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     pool,
     box,
     log,
-    rootsOf: (tenantId) => ingestionRoots.of(tenantId),
+    roots: ingestionRoots,
   });
   const models = new ModelService(modelRepository, box);
   // Loaded GGUF models are shared by every request and given back after 10 idle minutes.
@@ -151,32 +150,20 @@ export async function createServices(config: Config, options: ServiceOptions = {
     hubs,
     log,
   });
-  const settingsRepository = new SettingsRepository(db);
-  const settings = new SettingsService({
-    settings: settingsRepository,
-    marketplaces: marketplaceRepository,
-    hubs,
-    // The hub builds its consumers' URLs from the public URL: every endpoint is sent again.
-    onPublicUrlChange: async (tenant) => {
-      await publishing
-        .sync(tenant)
-        .catch((error: unknown) => log.warn({ tenant: tenant.name, err: error }, 'sync after a public URL change failed'));
-    },
-  });
+  const settingsRepository = new TenantSettingsRepository(db);
+  const publicUrl = new PublicUrlService({ settings: settingsRepository, marketplaces: marketplaceRepository, hubs, publishing, log });
   const satellites = new HubSatelliteVerifier({
     hubs,
-    marketplacesForAudience: (usernames, tenantIds) => marketplaceRepository.listActiveByUsernames(usernames, tenantIds),
-    defaultMarketplace: (tenantId) => marketplaceRepository.activeDefault(tenantId),
-    onAmbiguous: (audience, tenantIds) =>
-      log.warn({ audience, tenants: tenantIds }, 'a satellite token matches the marketplaces of several tenants: refused (421)'),
+    marketplaces: marketplaceRepository,
+    log,
     ...(options.jwksCooldownMs !== undefined ? { jwksCooldownMs: options.jwksCooldownMs } : {}),
   });
   const tunnelProvider = options.tunnelProvider === undefined ? new NgrokTunnelProvider() : options.tunnelProvider;
   const tunnels = new TunnelManager(
     tunnelProvider ?? undefined,
-    tunnelHooks({
+    tunnelAdapter({
       settingsRepository,
-      settings,
+      publicUrl,
       tenants: tenantRepository,
       marketplaces: marketplaceRepository,
       box,
@@ -187,30 +174,21 @@ export async function createServices(config: Config, options: ServiceOptions = {
     config.port,
   );
   const endpoints = new EndpointService(endpointRepository, datasetRepository, modelRepository, policyRepository, publishing);
-  const marketplaceTasks = new MarketplaceTasks({
+  const publishingTasks = new PublishingTasks({
     config,
     log,
     tenants: tenantRepository,
     endpoints: endpointRepository,
     marketplaces: marketplaceRepository,
     settingsRepository,
-    settings,
+    publicUrl,
     publishing,
     hubs,
     health: new EndpointHealth(datasetRepository, modelRunner),
     heartbeatIntervalMs: options.heartbeatIntervalMs ?? HEARTBEAT_INTERVAL_MS,
   });
 
-  /** The accounting service of the tenant's default marketplace, with its password opened for the call. */
-  const accountingFor = async (tenant: Tenant): Promise<AccountingService | undefined> => {
-    const marketplace = await marketplaceRepository.getDefault(tenant.id);
-    if (!marketplace?.accounting_url || !marketplace.accounting_email || !marketplace.accounting_password) return undefined;
-    return new HttpAccountingService({
-      url: marketplace.accounting_url,
-      email: marketplace.accounting_email,
-      password: box.decrypt(marketplace.accounting_password),
-    });
-  };
+  const marketplaces = new MarketplaceService(db, marketplaceRepository, box, hubs);
 
   const services: Services = {
     config,
@@ -223,9 +201,9 @@ export async function createServices(config: Config, options: ServiceOptions = {
       users: userRepository,
       tenants: tenantRepository,
       satellites,
-      tenantsServingHost: (hostname) => settingsRepository.tenantIdsWithPublicHost(hostname),
+      publicHosts: settingsRepository,
     }),
-    requestGuard: new RequestGuard({ config, publicHostnames: () => settingsRepository.publicHostnames() }),
+    requestGuard: new RequestGuard({ config, publicHosts: settingsRepository }),
     limits,
     failedAuth: new FailedAuthLimiter(windows),
     auth: new AuthService(db, userRepository, tenantRepository, tokens),
@@ -235,29 +213,28 @@ export async function createServices(config: Config, options: ServiceOptions = {
     models,
     modelRunner,
     endpoints,
-    endpointRepository,
     policies: new PolicyService(policyRepository, endpointRepository, publishing),
-    marketplaces: new MarketplaceService(db, marketplaceRepository, box, hubs),
+    marketplaces,
     publishing,
     hubs,
-    marketplaceTasks,
-    settings,
+    publishingTasks,
+    publicUrl,
     tunnels,
     query: new QueryPipeline({
       limits,
       endpoints: endpointRepository,
       policies: policyRepository,
-      usage,
+      usage: usageRepository,
       windows,
       search: new DatasetSearchService(config, datasetRepository, store, box, vectorStoreVersion),
       models: modelRunner,
-      accountingFor,
+      accounting: marketplaces,
       log,
     }),
-    usage,
+    usage: new UsageService(endpointRepository, usageRepository),
     close: async () => {
       await tunnels.shutdown();
-      await marketplaceTasks.close(); // also aborts every hub request in flight
+      await publishingTasks.close(); // also aborts every hub request in flight
       await ingestion.close();
       await pool.close();
       await closeEmbedders();
@@ -268,6 +245,6 @@ export async function createServices(config: Config, options: ServiceOptions = {
   // Datasets that were ingesting when knode stopped resume in the background: start-up does not wait.
   void ingestion.resumeAll();
   // Likewise the marketplace work: SVC_PUBLIC_URL, the start-up sync, then heartbeats.
-  marketplaceTasks.start();
+  publishingTasks.start();
   return services;
 }

@@ -51,7 +51,7 @@ describe('health heartbeat', () => {
   });
 
   test('nothing is reported while the tenant has no public URL', async () => {
-    await t.services.marketplaceTasks.beat();
+    await t.services.publishingTasks.beat();
     expect(hub.healthReports).toEqual([]);
   });
 
@@ -89,7 +89,7 @@ describe('health heartbeat', () => {
 
   test('the heartbeat stops on shutdown', async () => {
     const app = await createTestApp({}, undefined, { heartbeatIntervalMs: 5 });
-    await app.services.marketplaceTasks.beat();
+    await app.services.publishingTasks.beat();
     await app.close(); // would hang if a beat or its timer outlived the services
     expect(true).toBe(true);
   });

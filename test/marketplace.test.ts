@@ -635,7 +635,10 @@ describe('marketplace: publish, satellite tokens, queries', () => {
           model_id: model.id,
           response_type: 'summary',
         });
-        await t.services.endpointRepository.addPublication(tenant.id, created.id, crowded.id, new Date().toISOString());
+        await t.services.database.db
+          .insertInto('endpoint_marketplaces')
+          .values({ endpoint_id: created.id, marketplace_id: crowded.id, published_at: new Date().toISOString() })
+          .execute();
       }
       const before = hub.requests.length;
       const response = await send({ method: 'POST', url: '/api/v1/endpoints/sync', token: owner.token });

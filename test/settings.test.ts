@@ -7,7 +7,7 @@ const URL_PATH = '/api/v1/settings/public-url';
 
 async function publicUrlOf(t: TestApp, tenantName: string): Promise<string | null> {
   const tenant = await t.services.database.db.selectFrom('tenants').selectAll().where('name', '=', tenantName).executeTakeFirstOrThrow();
-  return (await t.services.settings.publicUrl(tenant)).public_url;
+  return (await t.services.publicUrl.publicUrl(tenant)).public_url;
 }
 
 describe('settings in development mode (no SVC_ADMIN_API_KEY)', () => {

@@ -20,8 +20,8 @@ export interface CredentialGuardDeps {
   tenants: TenantRepository;
   /** Absent until a marketplace client is wired in: then only owner credentials can query. */
   satellites?: SatelliteVerifier;
-  /** The ids of the tenants whose public URL has this host name (where the hub sends their consumers). */
-  tenantsServingHost?(hostname: string): Promise<string[]>;
+  /** Which tenants' public URL has this host name (where the hub sends their consumers). */
+  publicHosts?: { tenantIdsWithPublicHost(hostname: string): Promise<string[]> };
 }
 
 export class CredentialGuard {
@@ -85,7 +85,7 @@ export class CredentialGuard {
       scope = [tenant.id];
     } else {
       const host = requestHost(request);
-      const serving = host ? ((await this.deps.tenantsServingHost?.(host.hostname)) ?? []) : [];
+      const serving = host ? ((await this.deps.publicHosts?.tenantIdsWithPublicHost(host.hostname)) ?? []) : [];
       if (serving.length > 0) scope = serving;
     }
     const identity = this.deps.satellites ? await this.deps.satellites.verify(token, scope) : null;

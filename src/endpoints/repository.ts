@@ -78,7 +78,7 @@ export class EndpointRepository {
       .where('endpoints.tenant_id', '=', tenantId)
       .where('endpoint_marketplaces.marketplace_id', '=', marketplaceId)
       .orderBy('endpoints.created_at')
-      .orderBy('endpoints.id')
+      .orderBy(sql`endpoints.rowid`)
       .execute();
   }
 

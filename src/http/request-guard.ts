@@ -12,7 +12,7 @@ const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]']);
 export interface RequestGuardDeps {
   config: Config;
   /** The host names of every tenant's public URL (where the hub and the tunnel send requests). */
-  publicHostnames(): Promise<readonly string[]>;
+  publicHosts: { publicHostnames(): Promise<readonly string[]> };
 }
 
 /**
@@ -43,7 +43,7 @@ export class RequestGuard {
     if (isLoopbackHost(host.hostname)) return;
     const bound = this.deps.config.host.toLowerCase();
     if (!WILDCARD_HOSTS.has(bound) && (host.hostname === bound || host.hostname === `[${bound}]`)) return;
-    if ((await this.deps.publicHostnames()).includes(host.hostname)) return;
+    if ((await this.deps.publicHosts.publicHostnames()).includes(host.hostname)) return;
     throw new MisdirectedRequestError(
       `Host '${host.hostname}' is not served here: in development mode knode answers to localhost, 127.0.0.1, [::1], ` +
         'the address it listens on and its public URL',

@@ -45,8 +45,8 @@ export interface IngestionEngineDeps {
   pool: ParserPool;
   box: SecretBox;
   log: Logger;
-  /** The real paths of the folders a tenant may index (tenants/ingestion-roots.ts). */
-  rootsOf(tenantId: string): Promise<readonly string[]>;
+  /** The real paths of the folders a tenant may index (tenants/ingestion-roots.ts implements it). */
+  roots: { of(tenantId: string): Promise<readonly string[]> };
 }
 
 /** What a running dataset needs while it ingests. */
@@ -215,7 +215,7 @@ export class IngestionEngine {
     tenantId: string,
     configured: string,
   ): Promise<{ real: string; roots: readonly string[] } | { refused: string }> {
-    const roots = await this.deps.rootsOf(tenantId);
+    const roots = await this.deps.roots.of(tenantId);
     let real: string;
     try {
       real = await realpath(configured);
@@ -402,7 +402,7 @@ export class IngestionEngine {
 
   /** The operator may have taken a root away from the tenant since the dataset started. */
   private async refreshRoots(runtime: Runtime): Promise<boolean> {
-    const roots = await this.deps.rootsOf(runtime.tenantId);
+    const roots = await this.deps.roots.of(runtime.tenantId);
     if (runtime.stopped) return false;
     if (!isInsideAny(roots, runtime.root)) {
       await this.refuse(runtime, `the folder '${runtime.configuredPath}' is no longer inside this tenant's ingestion roots`);

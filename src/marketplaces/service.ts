@@ -5,6 +5,7 @@ import type { Tenant } from '../domain/principal.ts';
 import { conflictAs } from '../http/conflicts.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import { hubAccountKey } from '../syfthub/account.ts';
+import { type AccountingService, HttpAccountingService } from '../syfthub/accounting.ts';
 import type { HubClients } from '../syfthub/hub-client.ts';
 import type { MarketplaceRepository, MarketplaceRow } from './repository.ts';
 import type { CreateMarketplaceBody, MarketplaceView, UpdateMarketplaceBody } from './schemas.ts';
@@ -133,6 +134,20 @@ export class MarketplaceService {
         const next = await this.marketplaces.oldest(tenant.id, trx);
         if (next) await this.marketplaces.update(tenant.id, next.id, { is_default: 1 }, trx);
       }
+    });
+  }
+
+  /**
+   * The accounting service that settles a tenant's paid queries (API-CONTRACT 7): that of its default
+   * marketplace, with its password opened for the call; undefined when none is configured.
+   */
+  async accountingFor(tenant: Tenant): Promise<AccountingService | undefined> {
+    const marketplace = await this.marketplaces.getDefault(tenant.id);
+    if (!marketplace?.accounting_url || !marketplace.accounting_email || !marketplace.accounting_password) return undefined;
+    return new HttpAccountingService({
+      url: marketplace.accounting_url,
+      email: marketplace.accounting_email,
+      password: this.box.decrypt(marketplace.accounting_password),
     });
   }
 

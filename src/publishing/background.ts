@@ -10,18 +10,18 @@ import type { TenantRepository } from '../tenants/repository.ts';
 import type { EndpointHealth } from './endpoint-health.ts';
 import { HEARTBEAT_TTL_SECONDS, Heartbeat, type HeartbeatTarget } from './heartbeat.ts';
 import { detectPublicIp, publicUrlFor } from './public-ip.ts';
-import type { SettingsService } from './public-url.ts';
+import type { PublicUrlService } from './public-url.ts';
 import type { PublishingService } from './service.ts';
-import type { SettingsRepository } from './settings-repository.ts';
+import type { TenantSettingsRepository } from './settings-repository.ts';
 
-export interface MarketplaceTaskDeps {
+export interface PublishingTaskDeps {
   config: Config;
   log: Logger;
   tenants: TenantRepository;
   endpoints: EndpointRepository;
   marketplaces: MarketplaceRepository;
-  settingsRepository: SettingsRepository;
-  settings: SettingsService;
+  settingsRepository: TenantSettingsRepository;
+  publicUrl: PublicUrlService;
   publishing: PublishingService;
   hubs: HubClients;
   health: EndpointHealth;
@@ -33,12 +33,12 @@ export interface MarketplaceTaskDeps {
  * and nothing here can fail start-up): adopt SVC_PUBLIC_URL for the `default` tenant, sync every
  * tenant's published endpoints once, then send the health heartbeats until shutdown.
  */
-export class MarketplaceTasks {
+export class PublishingTasks {
   private readonly heartbeat: Heartbeat;
   private readonly closing = new AbortController();
   private startup: Promise<void> | undefined;
 
-  constructor(private readonly deps: MarketplaceTaskDeps) {
+  constructor(private readonly deps: PublishingTaskDeps) {
     this.heartbeat = new Heartbeat({ intervalMs: deps.heartbeatIntervalMs, targets: () => this.heartbeatTargets(), log: deps.log });
   }
 
@@ -93,7 +93,7 @@ export class MarketplaceTasks {
     const tenant = await this.deps.tenants.findByName(DEFAULT_TENANT);
     if (!tenant) return;
     try {
-      const adopted = await this.deps.settings.adoptPublicUrl(tenant, url);
+      const adopted = await this.deps.publicUrl.adoptPublicUrl(tenant, url);
       log.info({ publicUrl: adopted }, 'public URL set from SVC_PUBLIC_URL');
     } catch (error) {
       log.warn(

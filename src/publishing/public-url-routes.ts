@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { requirePrincipal } from '../http/principal.ts';
-import type { SettingsService } from './public-url.ts';
+import type { PublicUrlService } from './public-url.ts';
 import { PublicUrlBody, PublicUrlView } from './public-url-schemas.ts';
 
-export function settingsRoutes(settings: SettingsService): FastifyPluginAsyncTypebox {
+export function publicUrlRoutes(settings: PublicUrlService): FastifyPluginAsyncTypebox {
   return async (app) => {
     const common = { config: { auth: 'admin' as const } };
     const tags = ['settings'];

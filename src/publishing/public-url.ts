@@ -1,14 +1,17 @@
+import type { Logger } from 'pino';
 import type { Tenant } from '../domain/principal.ts';
 import type { MarketplaceRepository } from '../marketplaces/repository.ts';
 import type { HubClients } from '../syfthub/hub-client.ts';
-import type { SettingsRepository } from './settings-repository.ts';
+import type { PublishingService } from './service.ts';
+import type { TenantSettingsRepository } from './settings-repository.ts';
 
-export interface SettingsDeps {
-  settings: SettingsRepository;
+export interface PublicUrlDeps {
+  settings: TenantSettingsRepository;
   marketplaces: MarketplaceRepository;
   hubs: HubClients;
-  /** Runs after every change of a public URL (the endpoints are synced again); must not throw. */
-  onPublicUrlChange?(tenant: Tenant): Promise<void>;
+  /** The hub builds its consumers' URLs from the public URL: after a change every endpoint is sent again. */
+  publishing: Pick<PublishingService, 'sync'>;
+  log: Logger;
 }
 
 /**
@@ -16,8 +19,8 @@ export interface SettingsDeps {
  * pushed to the tenant's default marketplace (PUT /users/me {domain}) before it is stored, so a URL the
  * hub did not take is never kept (specification, Settings rule 1).
  */
-export class SettingsService {
-  constructor(private readonly deps: SettingsDeps) {}
+export class PublicUrlService {
+  constructor(private readonly deps: PublicUrlDeps) {}
 
   async publicUrl(tenant: Tenant): Promise<{ public_url: string | null }> {
     return { public_url: await this.deps.settings.getPublicUrl(tenant.id) };
@@ -31,7 +34,9 @@ export class SettingsService {
     const normalized = publicUrl === null ? null : normalize(publicUrl);
     await this.push(tenant, normalized);
     await this.deps.settings.setPublicUrl(tenant.id, normalized);
-    await this.deps.onPublicUrlChange?.(tenant);
+    await this.deps.publishing
+      .sync(tenant)
+      .catch((error: unknown) => this.deps.log.warn({ tenant: tenant.name, err: error }, 'sync after a public URL change failed'));
     return { public_url: normalized };
   }
 

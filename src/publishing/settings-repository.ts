@@ -1,7 +1,7 @@
 import type { DbOrTransaction } from '../db/database.ts';
 import { now } from '../db/database.ts';
 
-export class SettingsRepository {
+export class TenantSettingsRepository {
   constructor(private readonly db: DbOrTransaction) {}
 
   async getPublicUrl(tenantId: string): Promise<string | null> {

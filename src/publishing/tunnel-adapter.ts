@@ -4,12 +4,12 @@ import type { MarketplaceRepository } from '../marketplaces/repository.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import type { TenantRepository } from '../tenants/repository.ts';
 import type { TunnelHooks } from '../tunnel/manager.ts';
-import type { SettingsService } from './public-url.ts';
-import type { SettingsRepository } from './settings-repository.ts';
+import type { PublicUrlService } from './public-url.ts';
+import type { TenantSettingsRepository } from './settings-repository.ts';
 
-export interface TunnelHookDeps {
-  settingsRepository: SettingsRepository;
-  settings: SettingsService;
+export interface TunnelAdapterDeps {
+  settingsRepository: TenantSettingsRepository;
+  publicUrl: PublicUrlService;
   tenants: TenantRepository;
   marketplaces: MarketplaceRepository;
   box: SecretBox;
@@ -17,8 +17,8 @@ export interface TunnelHookDeps {
   tunnelDomain: string;
 }
 
-/** The tunnel's view of knode: tokens encrypted in the tenant's settings, URLs through the settings service. */
-export function tunnelHooks(deps: TunnelHookDeps): TunnelHooks {
+/** The tunnel's view of knode: tokens encrypted in the tenant's settings, URLs through the public URL service. */
+export function tunnelAdapter(deps: TunnelAdapterDeps): TunnelHooks {
   return {
     saveToken: (tenant, token) => deps.settingsRepository.setTunnelToken(tenant.id, token === null ? null : deps.box.encrypt(token)),
     hasToken: async (tenant) => (await deps.settingsRepository.getTunnelToken(tenant.id)) !== null,
@@ -37,7 +37,7 @@ export function tunnelHooks(deps: TunnelHookDeps): TunnelHooks {
       return `${marketplace.username.toLowerCase()}.${deps.tunnelDomain}`;
     },
     publish: async (tenant, url) => {
-      await deps.settings.setPublicUrl(tenant, url);
+      await deps.publicUrl.setPublicUrl(tenant, url);
     },
   };
 }

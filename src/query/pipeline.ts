@@ -42,8 +42,8 @@ export interface QueryPipelineDeps {
   windows: FixedWindows;
   search: DatasetSearch;
   models: ModelRunner;
-  /** The accounting service of the tenant's default marketplace, when it has one. */
-  accountingFor(tenant: Tenant): Promise<AccountingService | undefined>;
+  /** The accounting service that settles a tenant's paid queries (marketplaces/service.ts implements it). */
+  accounting: { accountingFor(tenant: Tenant): Promise<AccountingService | undefined> };
   log: FastifyBaseLogger;
 }
 
@@ -74,7 +74,7 @@ export class QueryPipeline {
         // All rate limits are one hook: they are checked and counted together.
         if (policy === rateLimits[0]) hooks.push(new RateLimitHook(this.deps.windows, rateLimits));
       } else {
-        hooks.push(new AccountingHook(configuration as AccountingConfiguration, await this.deps.accountingFor(caller.tenant)));
+        hooks.push(new AccountingHook(configuration as AccountingConfiguration, await this.deps.accounting.accountingFor(caller.tenant)));
       }
     }
 

@@ -1,15 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { HttpError, NotFoundError } from '../domain/errors.ts';
-import type { EndpointRepository } from '../endpoints/repository.ts';
+import { HttpError } from '../domain/errors.ts';
 import { SlugParams } from '../endpoints/schemas.ts';
+import { clientIp } from '../http/client.ts';
 import { DEFAULT_PAGE_LIMIT, listOf, PageQuery, wantsPage } from '../http/pagination.ts';
 import { requirePrincipal } from '../http/principal.ts';
 import type { QueryPipeline } from './pipeline.ts';
 import { QueryBody, QueryResponse, UsageRecordView } from './schemas.ts';
 import { SseWriter } from './stream.ts';
-import type { UsageRepository } from './usage-repository.ts';
+import type { UsageService } from './usage-service.ts';
 
-export function queryRoutes(pipeline: QueryPipeline, endpoints: EndpointRepository, usage: UsageRepository): FastifyPluginAsyncTypebox {
+export function queryRoutes(pipeline: QueryPipeline, usage: UsageService): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.post('/endpoints/:slug/query', {
       // Public queries are counted per caller by the pipeline, not per tenant by the general hook.
@@ -21,7 +21,7 @@ export function queryRoutes(pipeline: QueryPipeline, endpoints: EndpointReposito
           kind: principal.kind === 'satellite' ? ('satellite' as const) : ('owner' as const),
           senderEmail: principal.email,
           tenant: principal.tenant,
-          clientIp: request.ip,
+          clientIp: clientIp(request),
         };
         // Stop generating as soon as the client goes away (the answer would be thrown away).
         const abort = new AbortController();
@@ -59,15 +59,12 @@ export function queryRoutes(pipeline: QueryPipeline, endpoints: EndpointReposito
         response: { 200: listOf(UsageRecordView) },
       },
       handler: async (request) => {
-        const tenant = requirePrincipal(request).tenant;
-        const endpoint = await endpoints.getBySlug(tenant.id, request.params.slug.toLowerCase());
-        if (!endpoint) throw new NotFoundError(`Endpoint '${request.params.slug}' not found`);
         const skip = request.query.skip ?? 0;
         const limit = request.query.limit ?? DEFAULT_PAGE_LIMIT;
         // Usage grows with every query, so even the plain array is one page (the newest 100 by default).
-        const items = await usage.list(tenant.id, endpoint.id, skip, limit);
-        if (!wantsPage(request.query)) return items;
-        return { items, total: await usage.count(tenant.id, endpoint.id), skip, limit };
+        const paged = wantsPage(request.query);
+        const { items, total } = await usage.page(requirePrincipal(request).tenant, request.params.slug, skip, limit, paged);
+        return paged ? { items, total: total ?? items.length, skip, limit } : items;
       },
     });
   };

@@ -1,4 +1,5 @@
 import { createRemoteJWKSet, decodeJwt, type JWTPayload, jwtVerify } from 'jose';
+import type { Logger } from 'pino';
 import { HttpError, MisdirectedRequestError, ServiceUnavailableError } from '../domain/errors.ts';
 import type { SatelliteIdentity, SatelliteVerifier } from '../domain/principal.ts';
 import { ExpiringCache } from '../util/expiring-cache.ts';
@@ -9,16 +10,21 @@ export interface VerifyingMarketplace extends StoredMarketplace {
   tenant_id: string;
 }
 
+/** The marketplace records a token may be checked with (marketplaces/repository.ts implements it). */
+export interface VerifyingMarketplaces {
+  /** Active marketplaces whose hub username is one of `usernames` (case-insensitive), of these tenants (all when undefined). */
+  listActiveByUsernames(usernames: readonly string[], tenantIds?: readonly string[]): Promise<VerifyingMarketplace[]>;
+  /** The active default marketplace of a tenant; without a tenant id, of the `default` tenant. */
+  activeDefault(tenantId: string | undefined): Promise<VerifyingMarketplace | undefined>;
+}
+
 export interface SatelliteVerifierDeps {
   hubs: HubClients;
-  /** Active marketplaces whose hub username is one of `usernames` (case-insensitive), of these tenants (all when undefined). */
-  marketplacesForAudience(usernames: readonly string[], tenantIds: readonly string[] | undefined): Promise<VerifyingMarketplace[]>;
-  /** The active default marketplace of a tenant; without a tenant id, of the `default` tenant. */
-  defaultMarketplace(tenantId: string | undefined): Promise<VerifyingMarketplace | undefined>;
+  marketplaces: VerifyingMarketplaces;
+  /** Where a refused ambiguous token is reported (the operator should learn of a duplicate account). */
+  log: Pick<Logger, 'warn'>;
   /** How soon an unknown `kid` may fetch the key set again (jose's cooldown; 30 s by default). */
   jwksCooldownMs?: number;
-  /** Told when a token's audience matches the marketplaces of several tenants (the request is refused). */
-  onAmbiguous?(audience: string, tenantIds: readonly string[]): void;
 }
 
 const OPAQUE_TOKEN = /^sat_(live|test)_/;
@@ -87,7 +93,7 @@ export class HubSatelliteVerifier implements SatelliteVerifier {
     const audiences = [
       ...new Set((Array.isArray(claims.aud) ? claims.aud : [claims.aud]).filter((aud): aud is string => typeof aud === 'string')),
     ];
-    const candidates = await this.deps.marketplacesForAudience(
+    const candidates = await this.deps.marketplaces.listActiveByUsernames(
       audiences.map((aud) => aud.toLowerCase()),
       tenantIds,
     );
@@ -125,7 +131,7 @@ export class HubSatelliteVerifier implements SatelliteVerifier {
     }
     const tenants = [...new Set(accepted.map((marketplace) => marketplace.tenant_id))];
     if (tenants.length > 1) {
-      this.deps.onAmbiguous?.(audience, tenants);
+      this.deps.log.warn({ audience, tenants }, 'a satellite token matches the marketplaces of several tenants: refused (421)');
       throw new MisdirectedRequestError(
         `Ambiguous audience '${audience}': marketplaces of several tenants would vouch for this token; send X-Tenant-Name`,
       );
@@ -158,8 +164,8 @@ export class HubSatelliteVerifier implements SatelliteVerifier {
    * share) cannot be told apart this way.
    */
   private async fallback(tenantIds: readonly string[] | undefined, what: string): Promise<VerifyingMarketplace | undefined> {
-    if (tenantIds === undefined) return this.deps.defaultMarketplace(undefined);
-    if (tenantIds.length === 1) return this.deps.defaultMarketplace(tenantIds[0]);
+    if (tenantIds === undefined) return this.deps.marketplaces.activeDefault(undefined);
+    if (tenantIds.length === 1) return this.deps.marketplaces.activeDefault(tenantIds[0]);
     throw new MisdirectedRequestError(`Several tenants are served at this host and ${what} does not say which: send X-Tenant-Name`);
   }
 
