@@ -49,7 +49,7 @@ describe('hub sessions', () => {
     const logins = hub.logins;
     for (let i = 0; i < 5; i++) {
       const error = await failure(client.setDomain(null));
-      expect((error as HubAnswerError).statusCode).toBe(502);
+      expect((error as HubAnswerError).kind).toBe('upstream');
       expect((error as HubAnswerError).detail).toBe(
         "Marketplace 'Test hub' refused the credentials of 'owner': Incorrect username or password",
       );
@@ -97,12 +97,12 @@ describe('hub errors', () => {
       return Response.json({ detail: `token ${request.headers.get('authorization')} cannot do that` }, { status: 403 });
     });
     const refused = await failure(clients().connect('m', account(url, 'wrong-password-here')));
-    expect((refused as HubAnswerError).statusCode).toBe(400);
+    expect((refused as HubAnswerError).kind).toBe('bad_request');
     expect((refused as HubAnswerError).detail).toBe(
       "Marketplace 'Test hub' refused the credentials of 'owner': password ******** is wrong",
     );
     const forbidden = await failure(clients().client(account(url)).setDomain('https://x.example'));
-    expect((forbidden as HubAnswerError).statusCode).toBe(502);
+    expect((forbidden as HubAnswerError).kind).toBe('upstream');
     expect((forbidden as HubAnswerError).detail).toBe(
       "Marketplace 'Test hub' refused to set the public URL (403): token Bearer ******** cannot do that",
     );

@@ -258,7 +258,7 @@ describe('llama_cpp model registry', () => {
         (reason: unknown) => reason,
       );
     expect(error).toBeInstanceOf(ModelError);
-    expect((error as ModelError).httpStatus).toBe(502);
+    expect((error as ModelError).kind).toBe('upstream');
     expect((error as ModelError).message).toContain("'broken.gguf'");
     expect((error as ModelError).message).not.toContain(dir);
     // The next request to a good model still works.

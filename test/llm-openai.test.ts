@@ -188,7 +188,7 @@ describe('openai failures', () => {
     );
     expect(error).toBeInstanceOf(ModelError);
     const message = (error as ModelError).message;
-    expect((error as ModelError).httpStatus).toBe(502);
+    expect((error as ModelError).kind).toBe('upstream');
     expect(message).toStartWith(`Model 'gpt-x' at ${keyed.url} failed: 401 Incorrect API key provided`);
     expect(message).not.toContain('sk-wrong-key-98765432zyxw');
     expect(message).not.toContain('sk-wr');
@@ -243,7 +243,7 @@ describe('openai failures', () => {
     const started = performance.now();
     const error = await failure(provider({ base_url: await deadServerUrl(), timeout_ms: 1000 }).chat(question, options()));
     expect(error).toBeInstanceOf(ModelError);
-    expect((error as ModelError).httpStatus).toBe(502);
+    expect((error as ModelError).kind).toBe('upstream');
     expect((error as ModelError).message).toContain('could not connect');
     expect(performance.now() - started).toBeLessThan(1000 + 2000);
   });
@@ -253,7 +253,7 @@ describe('openai failures', () => {
     const started = performance.now();
     const error = await failure(provider({ timeout_ms: 300 }).chat(question, options()));
     expect(error).toBeInstanceOf(ModelTimeoutError);
-    expect((error as ModelTimeoutError).httpStatus).toBe(504);
+    expect((error as ModelTimeoutError).kind).toBe('timeout');
     expect((error as ModelTimeoutError).message).toBe(`Model 'fake-model' at ${server.url} did not answer within 300 ms`);
     expect(performance.now() - started).toBeLessThan(300 + 2000);
   });

@@ -2,6 +2,7 @@ import { Database as SqliteDatabase } from 'bun:sqlite';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kysely, Migrator, SqliteDialect, type Transaction } from 'kysely';
+import { errorMessage } from '../domain/errors.ts';
 import { migrations } from './migrations/index.ts';
 import type { Database } from './schema.ts';
 
@@ -69,7 +70,7 @@ async function migrate(db: Db): Promise<void> {
   const { error, results } = await migrator.migrateToLatest();
   const failed = results?.find((result) => result.status === 'Error');
   if (error || failed) {
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = errorMessage(error);
     throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${reason}`);
   }
 }

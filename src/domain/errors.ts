@@ -1,81 +1,117 @@
 /**
- * Every error a route can answer with, as classes that carry the specification's body shapes.
- * The one error handler (error-handler.ts) turns them into responses; services throw them and never
- * touch HTTP themselves.
+ * Every failure a request can end with, as errors that say what kind of failure it is, never which HTTP
+ * status it becomes: `http/error-handler.ts` holds the one table from kind to status and body. Services,
+ * engines and clients throw these; none of them knows a status code.
  */
-export class HttpError extends Error {
+export type ErrorKind =
+  /** The request names something impossible (the body is fine, the state is not); 400. */
+  | 'bad_request'
+  /** No credentials, or credentials that are not valid; 401. */
+  | 'unauthenticated'
+  /** Valid credentials without the permission, or a policy that refuses the query; 403. */
+  | 'refused'
+  | 'not_found'
+  | 'conflict'
+  /** A body that is not JSON where JSON is required; 415. */
+  | 'unsupported_media'
+  /** Meant for another server (an unknown Host), or naming no single tenant; 421. */
+  | 'misdirected'
+  /** The body breaks the schema or a rule: `ValidationError` carries the issues; 422. */
+  | 'invalid'
+  /** A limit or a rate policy; 429 with Retry-After. */
+  | 'rate_limited'
+  /** A server knode called answered with a failure (a model, a hub); 502. */
+  | 'upstream'
+  /** A server knode needs could not be reached, or knode cannot serve it right now; 503. */
+  | 'unavailable'
+  /** A server knode called did not answer in time; 504. */
+  | 'timeout';
+
+export class DomainError extends Error {
   constructor(
-    readonly statusCode: number,
+    readonly kind: ErrorKind,
+    /** What the caller is told (the `detail` of the answer): never a secret, never a stack. */
     readonly detail: string,
-    readonly headers: Record<string, string> = {},
+    options?: { cause?: unknown },
   ) {
-    super(detail);
-  }
-
-  body(): unknown {
-    return { detail: this.detail };
+    super(detail, options);
   }
 }
 
-export class BadRequestError extends HttpError {
+/** The message of any thrown value, for logs and for the `error` of a record (a failed file, a failed publish). */
+export function errorMessage(error: unknown): string {
+  if (error instanceof DomainError) return error.detail;
+  return error instanceof Error ? error.message : String(error);
+}
+
+export class BadRequestError extends DomainError {
   constructor(detail: string) {
-    super(400, detail);
+    super('bad_request', detail);
   }
 }
 
-export class UnauthorizedError extends HttpError {
+export class UnauthorizedError extends DomainError {
   constructor(detail: 'Not authenticated' | 'Could not validate credentials' | (string & {})) {
-    super(401, detail, { 'www-authenticate': 'Bearer' });
+    super('unauthenticated', detail);
   }
 }
 
-export class ForbiddenError extends HttpError {
+export class ForbiddenError extends DomainError {
   constructor(detail = 'Insufficient permissions') {
-    super(403, detail);
+    super('refused', detail);
   }
 }
 
-export class NotFoundError extends HttpError {
+export class NotFoundError extends DomainError {
   constructor(detail: string) {
-    super(404, detail);
+    super('not_found', detail);
   }
 }
 
-export class ConflictError extends HttpError {
+export class ConflictError extends DomainError {
   constructor(detail: string) {
-    super(409, detail);
+    super('conflict', detail);
   }
 }
 
-/** 415: state-changing routes take JSON only, so a cross-site HTML form cannot reach them. */
-export class UnsupportedMediaTypeError extends HttpError {
+/** State-changing routes take JSON only, so a cross-site HTML form cannot reach them. */
+export class UnsupportedMediaTypeError extends DomainError {
   constructor(detail = 'Content-Type must be application/json') {
-    super(415, detail);
+    super('unsupported_media', detail);
   }
 }
 
-/** 421: the request was meant for another server (an unknown Host), or names no single tenant. */
-export class MisdirectedRequestError extends HttpError {
+export class MisdirectedRequestError extends DomainError {
   constructor(detail: string) {
-    super(421, detail);
+    super('misdirected', detail);
   }
 }
 
-export class TooManyRequestsError extends HttpError {
+export class TooManyRequestsError extends DomainError {
+  /** Whole seconds, at least 1: what `Retry-After` says. */
+  readonly retryAfterSeconds: number;
+
   constructor(retryAfterSeconds: number, detail = 'Rate limit exceeded') {
-    super(429, detail, { 'retry-after': String(Math.max(1, Math.ceil(retryAfterSeconds))) });
+    super('rate_limited', detail);
+    this.retryAfterSeconds = Math.max(1, Math.ceil(retryAfterSeconds));
   }
 }
 
-export class BadGatewayError extends HttpError {
-  constructor(detail: string) {
-    super(502, detail);
+export class BadGatewayError extends DomainError {
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super('upstream', detail, options);
   }
 }
 
-export class ServiceUnavailableError extends HttpError {
+export class ServiceUnavailableError extends DomainError {
   constructor(detail: string) {
-    super(503, detail);
+    super('unavailable', detail);
+  }
+}
+
+export class GatewayTimeoutError extends DomainError {
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super('timeout', detail, options);
   }
 }
 
@@ -86,9 +122,9 @@ export interface ValidationIssue {
   type: string;
 }
 
-export class ValidationError extends HttpError {
+export class ValidationError extends DomainError {
   constructor(readonly issues: ValidationIssue[]) {
-    super(422, issues.map((issue) => `${issue.loc.join('.')}: ${issue.msg}`).join('; '));
+    super('invalid', issues.map((issue) => `${issue.loc.join('.')}: ${issue.msg}`).join('; '));
   }
 
   /** Shorthand for one problem with one body field, the usual case in services. */
@@ -96,24 +132,19 @@ export class ValidationError extends HttpError {
     const path = Array.isArray(field) ? field : [field];
     return new ValidationError([{ loc: ['body', ...path], msg, type }]);
   }
-
-  override body(): unknown {
-    return { detail: this.issues };
-  }
 }
 
-/** A policy refused the query: the specification's `{msg, err}` body (403 access/accounting, 429 rate limit). */
-export class PolicyError extends HttpError {
+/**
+ * A policy refused the query: the specification's `{msg, err}` body, a refusal (access, accounting) or a
+ * rate limit (with the seconds until the window ends).
+ */
+export class PolicyError extends DomainError {
   constructor(
-    statusCode: 403 | 429,
+    kind: 'refused' | 'rate_limited',
     readonly msg: string,
     readonly err: string,
-    headers: Record<string, string> = {},
+    readonly retryAfterSeconds?: number,
   ) {
-    super(statusCode, msg, headers);
-  }
-
-  override body(): unknown {
-    return { msg: this.msg, err: this.err };
+    super(kind, msg);
   }
 }

@@ -1,4 +1,6 @@
 import OpenAI, { APIError } from 'openai';
+import { errorMessage } from '../domain/errors.ts';
+import { redactSecrets } from '../security/redact.ts';
 import { SerialQueue } from '../util/serial-queue.ts';
 import { batches } from './batching.ts';
 import type { Embedder } from './embedder.ts';
@@ -104,20 +106,9 @@ class OpenAiEmbedder implements Embedder {
   }
 
   private describeFailure(error: unknown): string {
-    const detail = error instanceof Error ? error.message : String(error);
+    const detail = errorMessage(error);
     const status = error instanceof APIError && error.status ? ` (HTTP ${error.status})` : '';
-    return this.redact(`embedding server ${this.server} failed for model ${this.model}${status}: ${detail}`);
-  }
-
-  /**
-   * Some servers echo the key they refused, whole or partly masked (OpenAI: `sk-ab****wxyz`); neither
-   * may reach logs or API answers.
-   */
-  private redact(text: string): string {
-    // A key of a few characters (a dummy value for a keyless server) would blank out ordinary words.
-    const key = this.apiKey && this.apiKey.length >= 6 ? this.apiKey : undefined;
-    const withoutKey = key ? text.split(key).join('********') : text;
-    return withoutKey.replace(/\S*\*{3,}\S*/g, '********');
+    return redactSecrets(`embedding server ${this.server} failed for model ${this.model}${status}: ${detail}`, [this.apiKey]);
   }
 }
 

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { isAbsolute, join, resolve, sep } from 'node:path';
+import { errorMessage } from '../domain/errors.ts';
 import { preloadOnnxRuntime } from '../runtime/onnx-runtime.ts';
 import { SerialQueue } from '../util/serial-queue.ts';
 import { batches } from './batching.ts';
@@ -141,5 +142,5 @@ async function extract(extractor: FeatureExtractor, texts: string[]): Promise<Fl
 }
 
 function message(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  return errorMessage(error);
 }

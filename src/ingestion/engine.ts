@@ -4,6 +4,7 @@ import { extname, join } from 'node:path';
 import type { FSWatcher } from 'chokidar';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
+import { errorMessage } from '../domain/errors.ts';
 import { datasetEmbedder, type Embedder } from '../embeddings/embedder.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import { openSecrets } from '../security/secret-config.ts';
@@ -203,7 +204,7 @@ export class IngestionEngine {
       if (this.closed && !runtime) return; // the database may be closed already
       log.error({ dataset: datasetId, err: error }, 'dataset could not start');
       if (runtime) await this.shutDown(runtime, 'stopped');
-      await datasets.setStatus(datasetId, 'error', `the dataset could not start: ${messageOf(error)}`);
+      await datasets.setStatus(datasetId, 'error', `the dataset could not start: ${errorMessage(error)}`);
     }
   }
 
@@ -455,7 +456,7 @@ export class IngestionEngine {
       );
       release();
       const vectors = await embedding.catch((error: unknown) => {
-        throw signal.aborted ? signal.reason : new EmbeddingFailed(`embedding failed: ${messageOf(error)}`);
+        throw signal.aborted ? signal.reason : new EmbeddingFailed(`embedding failed: ${errorMessage(error)}`);
       });
       const written = await this.commit(job, chunkInputs(file, prepared, vectors), prepared.hash);
       if (written) {
@@ -492,7 +493,7 @@ export class IngestionEngine {
       await this.deps.files.release(file);
       return;
     }
-    await this.fail(runtime, file, messageOf(error));
+    await this.fail(runtime, file, errorMessage(error));
   }
 
   /** Writes a file's chunks, unless the file changed, or its work was cancelled, while they were made. */
@@ -556,8 +557,4 @@ function chunkInputs(file: ClaimedFile, prepared: PreparedFile, vectors: Float32
 /** A timer that does not keep the process alive. */
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -7,6 +7,7 @@
  * (`bun build --compile src/main.ts src/ingestion/parse-worker.ts ...`), as Bun bundles workers only
  * when they are listed.
  */
+import { errorMessage } from '../domain/errors.ts';
 import { type Chunk, chunkDocument } from './chunker.ts';
 import { type ParsedDocument, ParseError, type ParseErrorCode, parseBytes, parseFile } from './parsers/index.ts';
 import { readFileLimited } from './read-file.ts';
@@ -71,7 +72,7 @@ async function answer(id: number, path: string, prepare?: PrepareOptions): Promi
   } catch (error) {
     if (error instanceof ParseError) return { id, ok: false, code: error.code, message: error.message };
     // parseFile turns library failures into ParseErrors; anything else is a bug, still reported per file.
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorMessage(error);
     return { id, ok: false, code: 'damaged', message: `file could not be parsed: ${message}` };
   }
 }

@@ -17,6 +17,7 @@
  *   repetition penalty is applied (node-llama-cpp would otherwise apply its own 1.1 by default).
  * - gpu_layers is accepted and kept, but only CPU binaries ship, so layers always run on the CPU.
  */
+
 import { accessSync, closeSync, constants, openSync, readSync, realpathSync, statSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import type {
@@ -29,6 +30,7 @@ import type {
   LlamaGrammar,
   LlamaModel,
 } from 'node-llama-cpp';
+import { errorMessage } from '../domain/errors.ts';
 import { importNodeLlamaCpp, type NodeLlamaCppModule } from '../runtime/vendor.ts';
 import { coreCount } from '../util/cores.ts';
 import {
@@ -271,7 +273,7 @@ export class LocalModelRegistry {
       return { module, llama };
     })().catch((error: unknown) => {
       this.runtime = undefined;
-      throw new ModelError(`Local models are unavailable: node-llama-cpp could not start (${messageOf(error)})`, { cause: error });
+      throw new ModelError(`Local models are unavailable: node-llama-cpp could not start (${errorMessage(error)})`, { cause: error });
     });
     return this.runtime;
   }
@@ -290,7 +292,7 @@ export class LocalModelRegistry {
         active: 0,
         ready: llama.loadModel({ modelPath: path, gpuLayers }).catch((error: unknown) => {
           if (this.models.get(key) === created) this.models.delete(key);
-          throw new ModelError(`Model '${basename(path)}' could not be loaded: ${messageOf(error)}`, { cause: error });
+          throw new ModelError(`Model '${basename(path)}' could not be loaded: ${errorMessage(error)}`, { cause: error });
         }),
       };
       entry = created;
@@ -328,7 +330,7 @@ export class LocalModelRegistry {
         return { context: llamaContext, chat: new module.LlamaChat({ contextSequence: llamaContext.getSequence() }) };
       })().catch((error: unknown) => {
         entry.contexts.delete(key);
-        throw new ModelError(`Model '${basename(entry.path)}' could not get a context: ${messageOf(error)}`, { cause: error });
+        throw new ModelError(`Model '${basename(entry.path)}' could not get a context: ${errorMessage(error)}`, { cause: error });
       });
       context = created;
       entry.contexts.set(key, context);
@@ -350,10 +352,6 @@ function safeRealpath(path: string): string {
   } catch {
     return resolve(path);
   }
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 /** Items pushed by callbacks, pulled by a `for await`. */
@@ -464,7 +462,7 @@ export class LlamaCppChatProvider implements ChatProvider {
       const architecture = info.metadata.general.architecture;
       return { healthy: true, message: `Model '${this.name}' is ready (${architecture}); it loads on first use` };
     } catch (error) {
-      return { healthy: false, message: `Model '${this.name}' cannot be read: ${messageOf(error)}` };
+      return { healthy: false, message: `Model '${this.name}' cannot be read: ${errorMessage(error)}` };
     }
   }
 
@@ -527,7 +525,7 @@ export class LlamaCppChatProvider implements ChatProvider {
     } catch (error) {
       if (signal?.aborted) throw abortReason(signal);
       if (error instanceof ModelError) throw error;
-      throw new ModelError(`Model '${this.name}' failed: ${messageOf(error)}`, { cause: error });
+      throw new ModelError(`Model '${this.name}' failed: ${errorMessage(error)}`, { cause: error });
     }
   }
 
@@ -552,7 +550,7 @@ export class LlamaCppChatProvider implements ChatProvider {
       // The schema comes from the caller; node-llama-cpp checks what it supports and says what it does not.
       return await llama.createGrammarForJsonSchema(schema as GbnfJsonObjectSchema);
     } catch (error) {
-      throw new ModelError(`Model '${this.name}' cannot follow this JSON schema: ${messageOf(error)}`, { cause: error });
+      throw new ModelError(`Model '${this.name}' cannot follow this JSON schema: ${errorMessage(error)}`, { cause: error });
     }
   }
 }

@@ -14,8 +14,11 @@
  * - The API key lives in a private field and goes into a client made for each call; error messages are
  *   scrubbed of it (and of anything shaped like a key) before they leave this file.
  */
+
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai';
 import type { ChatCompletionChunk, ChatCompletionCreateParamsBase, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import { errorMessage } from '../domain/errors.ts';
+import { redactSecrets } from '../security/redact.ts';
 import {
   abortReason,
   type ChatMessage,
@@ -73,13 +76,6 @@ function displayUrl(baseUrl: string): string {
   } catch {
     return baseUrl;
   }
-}
-
-/** Servers quote keys back ("Incorrect API key provided: sk-ab***yz"): remove them, and our own. */
-function redact(text: string, apiKey: string | undefined): string {
-  let result = apiKey && apiKey.length >= 4 ? text.split(apiKey).join('[redacted]') : text;
-  result = result.replace(/\b(sk|rk|pk|key)[-_][A-Za-z0-9*._-]{4,}/gi, '[redacted]');
-  return result.replace(/(provided:\s*)\S+/gi, '$1[redacted]');
 }
 
 function estimateTokens(text: string): number {
@@ -349,7 +345,7 @@ export class OpenAIChatProvider implements ChatProvider {
       const code = cause && 'code' in cause && typeof cause.code === 'string' ? ` (${cause.code})` : '';
       return new ModelError(`${where} failed: could not connect${code}`);
     }
-    const message = error instanceof Error ? error.message : String(error);
-    return new ModelError(`${where} failed: ${redact(message, this.#apiKey)}`);
+    const message = errorMessage(error);
+    return new ModelError(`${where} failed: ${redactSecrets(message, [this.#apiKey])}`);
   }
 }

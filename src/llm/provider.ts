@@ -1,3 +1,4 @@
+import { DomainError, type ErrorKind } from '../domain/errors.ts';
 /**
  * The one interface every model type implements (local GGUF through node-llama-cpp, remote
  * OpenAI-compatible servers), and the errors they throw. Shapes are snake_case because they are the
@@ -95,26 +96,25 @@ export interface ChatProvider {
 }
 
 /**
- * The model could not answer. Maps to HTTP 502 `{detail: message}`: the message names the model and the
- * reason, and never carries a credential (providers redact them before building it).
+ * The model could not answer (an upstream failure): the message names the model and the reason, and
+ * never carries a credential (providers redact them before building it).
  */
-export class ModelError extends Error {
+export class ModelError extends DomainError {
   override readonly name: string = 'ModelError';
-  readonly httpStatus: 502 | 504 = 502;
 
   constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super('upstream', message, options);
   }
 }
 
 /**
- * The model did not answer within its configured time. Maps to HTTP 504 (Gateway Timeout): it tells the
- * caller that retrying later may work, where 502 says the model itself failed. Callers that want a
- * single code can treat it as the ModelError it extends.
+ * The model did not answer within its configured time (a timeout): retrying later may work, where an
+ * upstream failure says the model itself failed. Callers that want one kind can treat it as the
+ * ModelError it extends.
  */
 export class ModelTimeoutError extends ModelError {
   override readonly name: string = 'ModelTimeoutError';
-  override readonly httpStatus: 502 | 504 = 504;
+  override readonly kind: ErrorKind = 'timeout';
 }
 
 /** Ids in OpenAI's style for answers whose server gives none (local models). */

@@ -1,10 +1,9 @@
 import { basename } from 'node:path';
 import type { Static } from 'typebox';
-import { HttpError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
 import { maxGenerationCost, modelPrices, usageCost } from '../llm/costs.ts';
 import type { LocalModelRegistry } from '../llm/llama-cpp.ts';
-import { type ChatMessage, type ChatOptions, ModelError, newCompletionId, type ProviderHealth, type StreamEvent } from '../llm/provider.ts';
+import { type ChatMessage, type ChatOptions, newCompletionId, type ProviderHealth, type StreamEvent } from '../llm/provider.ts';
 import { createProvider } from '../llm/registry.ts';
 import type { Configuration } from '../security/secret-config.ts';
 import type { SummaryView } from './schemas.ts';
@@ -22,8 +21,8 @@ export type PricedStreamEvent =
   | (Extract<StreamEvent, { type: 'done' }> & { cost: number });
 
 /**
- * Runs a tenant's models. The configuration is opened (API key decrypted) for each call only, and a
- * model failure becomes an HTTP error naming the model (502, or 504 when it timed out).
+ * Runs a tenant's models. The configuration is opened (API key decrypted) for each call only; a model
+ * failure is a ModelError naming the model (an upstream failure, or a timeout).
  */
 export class ModelRunnerService {
   constructor(
@@ -33,7 +32,7 @@ export class ModelRunnerService {
 
   async chat(tenant: Tenant, modelId: string, messages: ChatMessage[], options: ChatOptions, signal?: AbortSignal): Promise<Summary> {
     const { provider, configuration } = await this.provider(tenant, modelId);
-    const summary = await asHttpError(() => provider.chat(messages, options, signal));
+    const summary = await provider.chat(messages, options, signal);
     return { ...summary, cost: usageCost(summary.usage, modelPrices(configuration)) };
   }
 
@@ -46,12 +45,8 @@ export class ModelRunnerService {
   ): AsyncGenerator<PricedStreamEvent> {
     const { provider, configuration } = await this.provider(tenant, modelId);
     yield { type: 'start', id: newCompletionId(), model: modelName(configuration) };
-    try {
-      for await (const event of provider.stream(messages, options, signal)) {
-        yield event.type === 'done' ? { ...event, cost: usageCost(event.usage, modelPrices(configuration)) } : event;
-      }
-    } catch (error) {
-      throw toHttpError(error);
+    for await (const event of provider.stream(messages, options, signal)) {
+      yield event.type === 'done' ? { ...event, cost: usageCost(event.usage, modelPrices(configuration)) } : event;
     }
   }
 
@@ -76,16 +71,4 @@ function modelName(configuration: Configuration): string {
   if (typeof configuration.model === 'string') return configuration.model;
   if (typeof configuration.model_path === 'string') return basename(configuration.model_path);
   return 'model';
-}
-
-function toHttpError(error: unknown): unknown {
-  return error instanceof ModelError ? new HttpError(error.httpStatus, error.message) : error;
-}
-
-async function asHttpError<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    throw toHttpError(error);
-  }
 }

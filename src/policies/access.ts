@@ -36,7 +36,7 @@ export class AccessHook implements PolicyHook {
     const matched = this.configuration.patterns.some((pattern) => matchesPattern(context.senderEmail, pattern));
     const allowed = this.configuration.mode === 'allow' ? matched : !matched;
     if (!allowed) {
-      throw new PolicyError(403, 'Permission Denied', `Access denied for ${context.senderEmail}`);
+      throw new PolicyError('refused', 'Permission Denied', `Access denied for ${context.senderEmail}`);
     }
   }
 

@@ -23,7 +23,7 @@ export class AccountingHook implements PolicyHook {
   async pre(context: PolicyContext): Promise<void> {
     if (!this.configuration.enabled || !this.configuration.require_transaction_token) return;
     const token = context.transactionToken;
-    if (!token) throw new PolicyError(403, 'Permission Denied', 'Transaction token required');
+    if (!token) throw new PolicyError('refused', 'Permission Denied', 'Transaction token required');
     if (!this.service) {
       throw new ServiceUnavailableError('This endpoint requires payment but its owner has no accounting service configured');
     }
@@ -36,7 +36,7 @@ export class AccountingHook implements PolicyHook {
       });
     } catch (error) {
       if (error instanceof AccountingRefusal)
-        throw new PolicyError(403, 'Permission Denied', `Invalid transaction token: ${error.message}`);
+        throw new PolicyError('refused', 'Permission Denied', `Invalid transaction token: ${error.message}`);
       throw error;
     }
   }

@@ -25,9 +25,12 @@ export async function enforceRateLimits(windows: FixedWindows, quotas: RateQuota
   const verdict = await windows.consume(quotas);
   if (verdict.allowed) return;
   const quota = verdict.quota as RateQuota;
-  throw new PolicyError(429, 'Rate Limited', `Maximum ${quota.limit} requests per ${quota.periodName}`, {
-    'retry-after': String(Math.max(1, Math.ceil(verdict.retryAfterSeconds))),
-  });
+  throw new PolicyError(
+    'rate_limited',
+    'Rate Limited',
+    `Maximum ${quota.limit} requests per ${quota.periodName}`,
+    Math.max(1, Math.ceil(verdict.retryAfterSeconds)),
+  );
 }
 
 /** All rate_limit policies of one endpoint, as one pre-hook. */

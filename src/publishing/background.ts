@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import { now } from '../db/database.ts';
+import { errorMessage } from '../domain/errors.ts';
 import { DEFAULT_TENANT } from '../domain/principal.ts';
 import type { EndpointRepository } from '../endpoints/repository.ts';
 import type { MarketplaceRepository } from '../marketplaces/repository.ts';
@@ -72,7 +73,7 @@ export class PublishingTasks {
         const synced = await this.deps.publishing.sync(tenant);
         this.deps.log.info({ tenant: tenant.name, synced }, 'endpoints synced to marketplaces at start-up');
       } catch (error) {
-        this.deps.log.warn({ tenant: tenant.name, err: describe(error) }, 'start-up sync failed');
+        this.deps.log.warn({ tenant: tenant.name, err: errorMessage(error) }, 'start-up sync failed');
       }
     }
   }
@@ -86,7 +87,7 @@ export class PublishingTasks {
       try {
         url = publicUrlFor(await detectPublicIp(config.publicIpUrl, this.closing.signal), config.port);
       } catch (error) {
-        log.warn({ err: describe(error) }, 'the public IP could not be detected: the public URL stays as it was');
+        log.warn({ err: errorMessage(error) }, 'the public IP could not be detected: the public URL stays as it was');
         return;
       }
     }
@@ -97,7 +98,7 @@ export class PublishingTasks {
       log.info({ publicUrl: adopted }, 'public URL set from SVC_PUBLIC_URL');
     } catch (error) {
       log.warn(
-        { publicUrl: url, err: describe(error) },
+        { publicUrl: url, err: errorMessage(error) },
         'public URL stored, but the default marketplace did not take it (heartbeats will carry it)',
       );
     }
@@ -134,8 +135,4 @@ export class PublishingTasks {
     }
     return targets;
   }
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { errorMessage } from '../domain/errors.ts';
 import type { HubClient, HubHealthReport } from '../syfthub/hub-client.ts';
 
 /** One marketplace to report to, and how to build its report when the time comes. */
@@ -84,7 +85,7 @@ export class Heartbeat {
       const delay = backoffDelay(failures, this.options.intervalMs, this.options.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS);
       this.failing.set(target.key, { failures, retryAt: this.now() + delay });
       this.options.log.warn(
-        { target: target.label, failures, retryInMs: delay, err: error instanceof Error ? error.message : String(error) },
+        { target: target.label, failures, retryInMs: delay, err: errorMessage(error) },
         'heartbeat: the marketplace did not take the report',
       );
     }

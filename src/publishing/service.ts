@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Static } from 'typebox';
 import { now } from '../db/database.ts';
-import { HttpError, NotFoundError, ValidationError } from '../domain/errors.ts';
+import { errorMessage, NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
 import type { EndpointRepository, EndpointRow } from '../endpoints/repository.ts';
 import type { MarketplaceRepository, MarketplaceRow } from '../marketplaces/repository.ts';
@@ -77,7 +77,7 @@ export class PublishingService {
         }
       }
     })().catch((error: unknown) =>
-      this.deps.log.warn({ tenant: tenant.name, err: describe(error) }, 'updating a published endpoint failed'),
+      this.deps.log.warn({ tenant: tenant.name, err: errorMessage(error) }, 'updating a published endpoint failed'),
     );
   }
 
@@ -94,7 +94,7 @@ export class PublishingService {
           await this.deps.hubs.client(marketplace).unpublish(slug);
         } catch (error) {
           this.deps.log.warn(
-            { tenant: tenant.name, endpoint: slug, marketplace: marketplace.name, err: describe(error) },
+            { tenant: tenant.name, endpoint: slug, marketplace: marketplace.name, err: errorMessage(error) },
             'could not remove a deleted endpoint from its marketplace',
           );
         }
@@ -120,7 +120,7 @@ export class PublishingService {
         try {
           return { marketplace, slugs: await this.syncMarketplace(tenant, marketplace), error: undefined };
         } catch (error) {
-          this.deps.log.warn({ tenant: tenant.name, marketplace: marketplace.name, err: describe(error) }, 'endpoint sync failed');
+          this.deps.log.warn({ tenant: tenant.name, marketplace: marketplace.name, err: errorMessage(error) }, 'endpoint sync failed');
           return { marketplace, slugs: undefined, error: error as unknown };
         }
       }),
@@ -157,7 +157,7 @@ export class PublishingService {
     try {
       outcome = await this.deps.hubs.client(marketplace).publish(metadata);
     } catch (error) {
-      return failure(id, marketplace.name, `Could not publish to '${marketplace.name}'`, describe(error));
+      return failure(id, marketplace.name, `Could not publish to '${marketplace.name}'`, errorMessage(error));
     }
     await this.deps.endpoints.addPublication(tenant.id, endpoint.id, marketplace.id, now());
     const message =
@@ -182,7 +182,7 @@ export class PublishingService {
     try {
       outcome = await this.deps.hubs.client(marketplace).unpublish(endpoint.slug);
     } catch (error) {
-      return failure(id, marketplace.name, `Could not remove from '${marketplace.name}'`, describe(error));
+      return failure(id, marketplace.name, `Could not remove from '${marketplace.name}'`, errorMessage(error));
     }
     await this.deps.endpoints.removePublication(tenant.id, endpoint.id, marketplace.id);
     const message = outcome === 'removed' ? `Removed from '${marketplace.name}'` : `Not on '${marketplace.name}' (nothing to remove)`;
@@ -221,9 +221,4 @@ function requiredIds(ids: string[] | null | undefined, allFlag: string): string[
 
 function failure(id: string, name: string, message: string, error: string): Result {
   return { marketplace_id: id, marketplace_name: name, success: false, message, error };
-}
-
-function describe(error: unknown): string {
-  if (error instanceof HttpError) return error.detail;
-  return error instanceof Error ? error.message : String(error);
 }

@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Static } from 'typebox';
 import { now } from '../db/database.ts';
 import type { FixedWindows } from '../db/fixed-windows.ts';
-import { ForbiddenError, HttpError, NotFoundError } from '../domain/errors.ts';
+import { errorMessage, ForbiddenError, NotFoundError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
 import type { EndpointRepository, EndpointRow } from '../endpoints/repository.ts';
 import type { ChatMessage, ChatOptions } from '../llm/provider.ts';
@@ -288,7 +288,7 @@ export class RunningQuery {
         total_cost: outcome.datasetCost + outcome.modelCost,
         tokens: outcome.tokens,
         status: error ? 'error' : 'success',
-        error: error ? describe(error) : null,
+        error: error ? errorMessage(error) : null,
         created_at: now(),
       });
     }
@@ -307,9 +307,4 @@ function succeededOutcome(references: References | undefined, summary: Summary |
 
 function failedOutcome(references: References | undefined): QueryOutcome {
   return { succeeded: false, datasetCost: references?.cost ?? 0, modelCost: 0, tokens: 0 };
-}
-
-function describe(error: unknown): string {
-  if (error instanceof HttpError) return error.detail;
-  return error instanceof Error ? error.message : String(error);
 }

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { HttpError } from '../domain/errors.ts';
+import { DomainError } from '../domain/errors.ts';
 import { SlugParams } from '../endpoints/schemas.ts';
 import { clientIp } from '../http/client.ts';
 import { DEFAULT_PAGE_LIMIT, listOf, PageQuery, wantsPage } from '../http/pagination.ts';
@@ -42,7 +42,7 @@ export function queryRoutes(pipeline: QueryPipeline, usage: UsageService): Fasti
         } catch (error) {
           if (!abort.signal.aborted) {
             request.log.error({ err: error }, 'query stream failed');
-            sse.error(error instanceof HttpError ? error.detail : 'Internal server error');
+            sse.error(error instanceof DomainError ? error.detail : 'Internal server error');
           }
         }
         sse.end();

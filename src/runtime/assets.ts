@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { errorMessage } from '../domain/errors.ts';
 
 /**
  * Files embedded in the binary (`import p from '...' with { type: 'file' }` gives a path under
@@ -65,7 +66,7 @@ function inCache(hash: string, name: string, write: (temporary: string) => void)
       if (!existsSync(target)) moveIntoPlace(target, write);
       return target;
     } catch (error) {
-      failures.push(`${target}: ${error instanceof Error ? error.message : String(error)}`);
+      failures.push(`${target}: ${errorMessage(error)}`);
     }
   }
   throw new Error(`cannot write ${name} from the binary to a cache folder (${failures.join('; ')})`);

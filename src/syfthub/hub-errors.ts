@@ -1,4 +1,5 @@
 import { BadGatewayError, BadRequestError, ServiceUnavailableError } from '../domain/errors.ts';
+import { redactSecrets } from '../security/redact.ts';
 
 /**
  * What can go wrong talking to a marketplace (SyftHub), as HTTP errors whose `detail` names the
@@ -30,17 +31,6 @@ export class HubCredentialsError extends HubAnswerError {
   }
 }
 
-const MASK = '********';
-
-/** Replaces every secret (longer than 3 characters, so masking stays meaningful) by the mask. */
-export function scrub(text: string, secrets: readonly (string | undefined)[]): string {
-  let result = text;
-  for (const secret of secrets) {
-    if (secret && secret.length > 3) result = result.split(secret).join(MASK);
-  }
-  return result;
-}
-
 /**
  * The hub's reason for an error answer, in one line: FastAPI's `detail` (a string, an object with a
  * `message`, or a list of validation issues), else the start of the body, else the status text.
@@ -54,7 +44,7 @@ export async function hubReason(response: Response, secrets: readonly (string | 
     reason = text.replace(/\s+/g, ' ').trim();
   }
   reason = reason || response.statusText || 'no reason given';
-  return scrub(reason.slice(0, 300), secrets);
+  return redactSecrets(reason.slice(0, 300), secrets);
 }
 
 function describeDetail(body: { detail?: unknown; message?: unknown; error?: unknown }): string {

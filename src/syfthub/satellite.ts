@@ -1,6 +1,6 @@
 import { createRemoteJWKSet, decodeJwt, type JWTPayload, jwtVerify } from 'jose';
 import type { Logger } from 'pino';
-import { HttpError, MisdirectedRequestError, ServiceUnavailableError } from '../domain/errors.ts';
+import { DomainError, errorMessage, MisdirectedRequestError, ServiceUnavailableError } from '../domain/errors.ts';
 import type { SatelliteIdentity, SatelliteVerifier } from '../domain/principal.ts';
 import { ExpiringCache } from '../util/expiring-cache.ts';
 import type { HubClients, StoredMarketplace } from './hub-client.ts';
@@ -152,9 +152,7 @@ export class HubSatelliteVerifier implements SatelliteVerifier {
       return true;
     } catch (error) {
       if (isTokenProblem(error)) return false;
-      throw new ServiceUnavailableError(
-        `Marketplace '${marketplace.name}' cannot be asked for its signing keys: ${error instanceof Error ? error.message : String(error)}`,
-      );
+      throw new ServiceUnavailableError(`Marketplace '${marketplace.name}' cannot be asked for its signing keys: ${errorMessage(error)}`);
     }
   }
 
@@ -190,7 +188,7 @@ export class HubSatelliteVerifier implements SatelliteVerifier {
     try {
       answer = await this.deps.hubs.client(marketplace).verify(token);
     } catch (error) {
-      if (error instanceof HttpError) throw new ServiceUnavailableError(error.detail);
+      if (error instanceof DomainError) throw new ServiceUnavailableError(error.detail);
       throw error;
     }
     if (!answer.valid) return null;

@@ -1,3 +1,5 @@
+import { errorMessage } from '../domain/errors.ts';
+import { redactSecrets } from '../security/redact.ts';
 import { type TunnelConnection, type TunnelProvider, TunnelRefused, type TunnelRequest, TunnelUnavailable } from './provider.ts';
 
 type NgrokModule = typeof import('@ngrok/ngrok');
@@ -59,11 +61,7 @@ export class NgrokTunnelProvider implements TunnelProvider {
       };
     } catch (error) {
       // ngrok's errors carry its reason (e.g. "ERR_NGROK_105: The authtoken you specified is invalid").
-      throw new TunnelRefused(redact((error as Error).message ?? String(error), request.token));
+      throw new TunnelRefused(redactSecrets(errorMessage(error), [request.token]));
     }
   }
-}
-
-function redact(message: string, token: string): string {
-  return token ? message.split(token).join('********') : message;
 }

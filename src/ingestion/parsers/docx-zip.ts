@@ -1,4 +1,5 @@
 import JSZip from 'jszip';
+import { errorMessage } from '../../domain/errors.ts';
 import { type FileLimits, megabytes, setting } from './limits.ts';
 import { ParseError } from './types.ts';
 
@@ -110,7 +111,7 @@ function inflateBounded(entry: JSZip.JSZipObject, budget: { left: number }, limi
 
 function damaged(error: unknown): ParseError {
   if (error instanceof ParseError) return error;
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   // JSZip's wording for "not a zip at all" means nothing to someone who saved a .docx.
   if (/end of central directory|is this a zip file/i.test(message))
     return new ParseError('damaged', 'DOCX is damaged: not a valid DOCX (zip) file');

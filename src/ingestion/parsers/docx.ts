@@ -1,4 +1,5 @@
 import mammoth from 'mammoth';
+import { errorMessage } from '../../domain/errors.ts';
 import { openDocx } from './docx-zip.ts';
 import { htmlToText } from './html.ts';
 import type { FileLimits } from './limits.ts';
@@ -38,8 +39,9 @@ export async function parseDocx(bytes: Uint8Array, limits: FileLimits): Promise<
   return title ? { title, sections: [{ text }] } : { sections: [{ text }] };
 }
 
+/** The library's reason, worded for someone who saved a .docx. */
 function describe(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   // JSZip's wording for "not a zip at all" means nothing to someone who saved a .docx.
   if (/end of central directory|is this a zip file/i.test(message)) return 'not a valid DOCX (zip) file';
   return message.trim() || 'unknown error';

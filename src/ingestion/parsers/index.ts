@@ -1,4 +1,5 @@
 import { extname } from 'node:path';
+import { errorMessage } from '../../domain/errors.ts';
 import { readFileLimited } from '../read-file.ts';
 import { parseDocx } from './docx.ts';
 import { parseHtml } from './html.ts';
@@ -73,7 +74,7 @@ async function runParser(parser: Parser, bytes: Uint8Array, limits: FileLimits, 
   } catch (error) {
     if (error instanceof ParseError) throw error;
     // A library bug on one odd file must still end as that file's clear failure, not a crash.
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorMessage(error);
     throw new ParseError('damaged', `${type.toUpperCase()} could not be parsed: ${message || 'unknown error'}`);
   }
 }

@@ -1,3 +1,4 @@
+import { errorMessage } from '../../domain/errors.ts';
 import { ensureDomMatrix } from './dom-matrix.ts';
 import { type FileLimits, textTooLarge, utf8Bytes } from './limits.ts';
 import { type ParsedDocument, type ParsedSection, ParseError } from './types.ts';
@@ -105,7 +106,7 @@ async function pdfTitle(parser: InstanceType<PdfParseModule['PDFParse']>): Promi
 function toParseError(error: unknown): ParseError {
   if (error instanceof ParseError) return error;
   const name = error instanceof Error ? error.name : '';
-  const message = (error instanceof Error ? error.message : String(error)).trim() || 'unknown error';
+  const message = errorMessage(error).trim() || 'unknown error';
   if (name === 'PasswordException') return new ParseError('encrypted', 'PDF is password-protected');
   return new ParseError('damaged', `PDF is damaged: ${message}`);
 }
