@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test';
 import OpenAI from 'openai';
 import { LocalModelRegistry } from '../src/llm/llama-cpp.ts';
-import { OpenAIChatProvider, openAIModelConfig } from '../src/llm/openai.ts';
+import { openAIModelConfig } from '../src/llm/model-config.ts';
+import { OpenAIChatProvider } from '../src/llm/openai.ts';
 import { type ChatMessage, type ChatOptions, ModelError, ModelTimeoutError } from '../src/llm/provider.ts';
 import { createProvider, validateModelConfiguration } from '../src/llm/registry.ts';
 import { deadServerUrl, FAKE_ANSWER, type FakeOpenAIServer, fakeEmbedding, fakeTokens, startFakeOpenAI } from './fakes/openai-server.ts';

@@ -11,7 +11,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type ChatHistoryItem, getLlama, LlamaChat, LlamaLogLevel } from 'node-llama-cpp';
-import { DEFAULT_MAX_CONTEXT_SIZE, LlamaCppChatProvider, LocalModelRegistry, llamaCppModelConfig } from '../../src/llm/llama-cpp.ts';
+import { DEFAULT_MAX_CONTEXT_SIZE, LlamaCppChatProvider, LocalModelRegistry } from '../../src/llm/llama-cpp.ts';
+import { llamaCppModelConfig } from '../../src/llm/model-config.ts';
 import type { ChatOptions } from '../../src/llm/provider.ts';
 import { writeTinyGguf } from '../fixtures/make-tiny-gguf.ts';
 

@@ -18,7 +18,7 @@
  * - gpu_layers is accepted and kept, but only CPU binaries ship, so layers always run on the CPU.
  */
 
-import { accessSync, closeSync, constants, openSync, readSync, realpathSync, statSync } from 'node:fs';
+import { realpathSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import type {
   ChatHistoryItem,
@@ -32,7 +32,7 @@ import type {
 } from 'node-llama-cpp';
 import { errorMessage } from '../domain/errors.ts';
 import { importNodeLlamaCpp, type NodeLlamaCppModule } from '../runtime/vendor.ts';
-import { coreCount } from '../util/cores.ts';
+import { ggufFileProblem, type LlamaCppModelConfig } from './model-config.ts';
 import {
   abortReason,
   type ChatMessage,
@@ -54,61 +54,6 @@ export type { NodeLlamaCppModule };
 export const DEFAULT_IDLE_UNLOAD_MS = 10 * 60 * 1000;
 /** Context window when none is configured: "auto" could size it to a model's 128k training context. */
 export const DEFAULT_MAX_CONTEXT_SIZE = 4096;
-
-export interface LlamaCppModelConfig {
-  /** Absolute path of the .gguf file. */
-  modelPath: string;
-  /** Tokens; undefined = as large as memory allows up to DEFAULT_MAX_CONTEXT_SIZE. */
-  contextSize?: number;
-  threads: number;
-  gpuLayers?: number;
-  systemPrompt?: string;
-}
-
-function nonNegativeInteger(value: unknown): number | undefined {
-  return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : undefined;
-}
-
-/** The provider's settings from a model's (validated) configuration, defaults applied. */
-export function llamaCppModelConfig(configuration: Readonly<Record<string, unknown>>): LlamaCppModelConfig {
-  const { model_path, context_size, threads, gpu_layers, system_prompt } = configuration;
-  if (typeof model_path !== 'string' || model_path === '') {
-    throw new ModelError("Model configuration has no 'model_path'");
-  }
-  const contextSize = nonNegativeInteger(context_size);
-  const threadCount = nonNegativeInteger(threads);
-  const gpuLayers = nonNegativeInteger(gpu_layers);
-  return {
-    modelPath: resolve(model_path),
-    ...(contextSize ? { contextSize } : {}),
-    // 0 means "the default" too: node-llama-cpp's own default (4) is far too few or too many.
-    threads: threadCount ? threadCount : coreCount(),
-    ...(gpuLayers !== undefined ? { gpuLayers } : {}),
-    ...(typeof system_prompt === 'string' && system_prompt !== '' ? { systemPrompt: system_prompt } : {}),
-  };
-}
-
-/** Why a path cannot be a GGUF model (missing, unreadable, wrong name or magic), or null when it can. */
-export function ggufFileProblem(path: string): string | null {
-  if (!path.toLowerCase().endsWith('.gguf')) return 'must be a .gguf file';
-  let fd: number | undefined;
-  try {
-    if (!statSync(path).isFile()) return 'is not a file';
-    accessSync(path, constants.R_OK);
-    fd = openSync(path, 'r');
-    const magic = Buffer.alloc(4);
-    const read = readSync(fd, magic, 0, 4, 0);
-    if (read < 4 || magic.toString('latin1') !== 'GGUF') return 'is not a GGUF file (wrong magic bytes)';
-    return null;
-  } catch (error) {
-    const code = error instanceof Error && 'code' in error ? String(error.code) : '';
-    if (code === 'ENOENT' || code === 'ENOTDIR') return 'file does not exist';
-    if (code === 'EACCES' || code === 'EPERM') return 'file is not readable';
-    return 'file cannot be read';
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
-}
 
 /** A FIFO counting semaphore whose waiters can give up (their request was aborted). */
 class Slots {

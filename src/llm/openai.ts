@@ -19,6 +19,7 @@ import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from 
 import type { ChatCompletionChunk, ChatCompletionCreateParamsBase, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { errorMessage } from '../domain/errors.ts';
 import { redactSecrets } from '../security/redact.ts';
+import type { OpenAIModelConfig } from './model-config.ts';
 import {
   abortReason,
   type ChatMessage,
@@ -35,35 +36,9 @@ import {
   type Usage,
 } from './provider.ts';
 
-export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
-export const OPENAI_DEFAULT_TIMEOUT_MS = 60_000;
-
-export interface OpenAIModelConfig {
-  model: string;
-  baseUrl: string;
-  apiKey?: string;
-  systemPrompt?: string;
-  timeoutMs: number;
-}
-
 export interface OpenAIProviderDeps {
   /** For tests and proxies; the global fetch otherwise. */
   fetch?: typeof fetch;
-}
-
-/** The provider's settings from a model's (opened, validated) configuration, defaults applied. */
-export function openAIModelConfig(configuration: Readonly<Record<string, unknown>>): OpenAIModelConfig {
-  const { model, base_url, api_key, system_prompt, timeout_ms } = configuration;
-  if (typeof model !== 'string' || model.trim() === '') {
-    throw new ModelError("Model configuration has no 'model' name");
-  }
-  return {
-    model,
-    baseUrl: typeof base_url === 'string' && base_url !== '' ? base_url : OPENAI_DEFAULT_BASE_URL,
-    apiKey: typeof api_key === 'string' && api_key !== '' ? api_key : undefined,
-    systemPrompt: typeof system_prompt === 'string' && system_prompt !== '' ? system_prompt : undefined,
-    timeoutMs: typeof timeout_ms === 'number' && Number.isInteger(timeout_ms) && timeout_ms > 0 ? timeout_ms : OPENAI_DEFAULT_TIMEOUT_MS,
-  };
 }
 
 /** The base URL as messages show it: credentials in its user-info part are dropped. */

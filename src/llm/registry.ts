@@ -5,8 +5,9 @@
  */
 import { isAbsolute } from 'node:path';
 import { isHttpUrl } from '../util/url.ts';
-import { ggufFileProblem, LlamaCppChatProvider, type LocalModelRegistry, llamaCppModelConfig } from './llama-cpp.ts';
-import { OpenAIChatProvider, openAIModelConfig } from './openai.ts';
+import { LlamaCppChatProvider, type LocalModelRegistry } from './llama-cpp.ts';
+import { ggufFileProblem, llamaCppModelConfig, openAIModelConfig } from './model-config.ts';
+import { OpenAIChatProvider } from './openai.ts';
 import type { ChatProvider } from './provider.ts';
 
 export const MODEL_DTYPES = ['openai', 'llama_cpp'] as const;

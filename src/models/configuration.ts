@@ -1,6 +1,6 @@
 import { isAbsolute } from 'node:path';
 import { enforceConfigurationLimits, Issues, rejectMaskedSecrets } from '../http/issues.ts';
-import { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_TIMEOUT_MS } from '../llm/openai.ts';
+import { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_TIMEOUT_MS } from '../llm/model-config.ts';
 import { MODEL_DTYPES, type ModelDtype, validateModelConfiguration } from '../llm/registry.ts';
 import type { Configuration } from '../security/secret-config.ts';
 import { coreCount } from '../util/cores.ts';
