@@ -18,7 +18,7 @@ import { RequestGuard } from './http/request-guard.ts';
 import { IngestionEngine } from './ingestion/engine.ts';
 import { FileRepository } from './ingestion/files-repository.ts';
 import { ParserPool } from './ingestion/parser-pool.ts';
-import { LocalModelRegistry } from './llm/llama-cpp.ts';
+import { LocalModelRegistry } from './llm/llama-cpp/model-registry.ts';
 import { MarketplaceRepository } from './marketplaces/repository.ts';
 import { MarketplaceService } from './marketplaces/service.ts';
 import { ModelRepository } from './models/repository.ts';
@@ -40,14 +40,16 @@ import { UsageService } from './query/usage-service.ts';
 import { loadOrCreateKey } from './security/key-file.ts';
 import { SecretBox } from './security/secret-box.ts';
 import { HubClients } from './syfthub/hub-client.ts';
+import { HUB_TIMEOUT_MS } from './syfthub/hub-session.ts';
 import { HubSatelliteVerifier } from './syfthub/satellite.ts';
 import { IngestionRoots } from './tenants/ingestion-roots.ts';
 import { TenantRepository } from './tenants/repository.ts';
 import { TenantService } from './tenants/service.ts';
 import { UserRepository } from './tenants/users-repository.ts';
-import { type Backoff, TUNNEL_BACKOFF, TunnelManager } from './tunnel/manager.ts';
+import { TUNNEL_BACKOFF, TunnelManager } from './tunnel/manager.ts';
 import { NgrokTunnelProvider } from './tunnel/ngrok.ts';
 import type { TunnelProvider } from './tunnel/provider.ts';
+import { type Clock, systemClock } from './util/clock.ts';
 import { vectorExtensionPath, vectorExtensionVersion } from './vectors/extension.ts';
 import { VectorStore } from './vectors/store.ts';
 
@@ -84,23 +86,22 @@ export interface Services {
   close(): Promise<void>;
 }
 
-/** Knobs that are not configuration: tests shorten the heartbeat and read the log. */
+/** Knobs that are not configuration: tests move the clock and read the log. */
 export interface ServiceOptions {
-  /** Heartbeat period; 30 s (API-CONTRACT 9) unless a test wants beats sooner. */
-  heartbeatIntervalMs?: number;
+  /** The time of windows, heartbeats, backoffs and login pauses: the real one unless a test moves it by hand. */
+  clock?: Clock;
   /** How soon an unknown `kid` may refetch a hub's key set (30 s unless a test rotates keys). */
   jwksCooldownMs?: number;
   /** Where log lines go: standard output unless a test collects them. */
   logDestination?: DestinationStream;
   /** The tunnel service: ngrok unless a test brings its double (null: none can be loaded). */
   tunnelProvider?: TunnelProvider | null;
-  /** Reconnection delays of the tunnel (API-CONTRACT 8 unless a test wants them short). */
-  tunnelBackoff?: Backoff;
 }
 
 export async function createServices(config: Config, options: ServiceOptions = {}): Promise<Services> {
   const logOptions = { level: config.logLevel, redact: ['req.headers.authorization'] };
   const log = options.logDestination ? pino(logOptions, options.logDestination) : pino(logOptions);
+  const clock = options.clock ?? systemClock;
   const database = await openDatabase(config.dataDir, [vectorExtensionPath()]);
   const { db } = database;
   const vectorStoreVersion = await database.exclusive(vectorExtensionVersion);
@@ -109,13 +110,13 @@ export async function createServices(config: Config, options: ServiceOptions = {
 
   const userRepository = new UserRepository(db);
   const tenantRepository = new TenantRepository(db);
-  const datasetRepository = new DatasetRepository(db);
-  const modelRepository = new ModelRepository(db);
+  const datasetRepository = new DatasetRepository(db, box);
+  const modelRepository = new ModelRepository(db, box);
   const endpointRepository = new EndpointRepository(db);
   const policyRepository = new PolicyRepository(db);
   const marketplaceRepository = new MarketplaceRepository(db);
   const usageRepository = new UsageRepository(db);
-  const windows = new FixedWindows(database);
+  const windows = new FixedWindows(database, clock);
   const limits = new GeneralLimits(config, windows);
   await tenantRepository.ensure(DEFAULT_TENANT);
 
@@ -132,17 +133,16 @@ export async function createServices(config: Config, options: ServiceOptions = {
     files,
     store,
     pool,
-    box,
     log,
     roots: ingestionRoots,
   });
-  const models = new ModelService(modelRepository, box);
+  const models = new ModelService(modelRepository);
   // Loaded GGUF models are shared by every request and given back after 10 idle minutes.
   const localModels = new LocalModelRegistry();
   const modelRunner = new ModelRunnerService(models, localModels);
 
   // Marketplaces: one hub session each; satellite tokens are verified with the hub that issued them.
-  const hubs = new HubClients((sealed) => box.decrypt(sealed));
+  const hubs = new HubClients((sealed) => box.decrypt(sealed), HUB_TIMEOUT_MS, clock);
   const publishing = new PublishingService({
     endpoints: endpointRepository,
     policies: policyRepository,
@@ -150,7 +150,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     hubs,
     log,
   });
-  const settingsRepository = new TenantSettingsRepository(db);
+  const settingsRepository = new TenantSettingsRepository(db, box);
   const publicUrl = new PublicUrlService({ settings: settingsRepository, marketplaces: marketplaceRepository, hubs, publishing, log });
   const satellites = new HubSatelliteVerifier({
     hubs,
@@ -166,12 +166,12 @@ export async function createServices(config: Config, options: ServiceOptions = {
       publicUrl,
       tenants: tenantRepository,
       marketplaces: marketplaceRepository,
-      box,
       tunnelDomain: config.tunnelDomain,
     }),
     log,
-    options.tunnelBackoff ?? TUNNEL_BACKOFF,
+    TUNNEL_BACKOFF,
     config.port,
+    clock,
   );
   const endpoints = new EndpointService(endpointRepository, datasetRepository, modelRepository, policyRepository, publishing);
   const publishingTasks = new PublishingTasks({
@@ -185,7 +185,8 @@ export async function createServices(config: Config, options: ServiceOptions = {
     publishing,
     hubs,
     health: new EndpointHealth(datasetRepository, modelRunner),
-    heartbeatIntervalMs: options.heartbeatIntervalMs ?? HEARTBEAT_INTERVAL_MS,
+    heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS,
+    clock,
   });
 
   const marketplaces = new MarketplaceService(db, marketplaceRepository, box, hubs);
@@ -208,7 +209,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     failedAuth: new FailedAuthLimiter(windows),
     auth: new AuthService(db, userRepository, tenantRepository, tokens),
     tenants: new TenantService(tenantRepository, userRepository, ingestionRoots),
-    datasets: new DatasetService(datasetRepository, box, { defaultEmbedder: config.embedder }, ingestionRoots, ingestion, files),
+    datasets: new DatasetService(datasetRepository, { defaultEmbedder: config.embedder }, ingestionRoots, ingestion, files),
     ingestion,
     models,
     modelRunner,
@@ -226,7 +227,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
       policies: policyRepository,
       usage: usageRepository,
       windows,
-      search: new DatasetSearchService(config, datasetRepository, store, box, vectorStoreVersion),
+      search: new DatasetSearchService(config, datasetRepository, store, vectorStoreVersion),
       models: modelRunner,
       accounting: marketplaces,
       log,

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SignJWT } from 'jose';
 import { createTestApp, issueLocs, type TestApp } from './helpers/app.ts';
+import { ADMIN_KEY, ISO_UTC } from './helpers/constants.ts';
 
 describe('accounts', () => {
   let t: TestApp;
@@ -21,7 +22,7 @@ describe('accounts', () => {
       id: expect.any(String),
       email: 'alice@example.com',
       tenant_name: 'alice',
-      created_at: expect.stringMatching(/Z$/),
+      created_at: expect.stringMatching(ISO_UTC),
     });
     expect(body.password).toBeUndefined();
   });
@@ -149,14 +150,14 @@ describe('accounts', () => {
 
 describe('registration and the admin key', () => {
   test('closed registration needs the admin key', async () => {
-    const t = await createTestApp({ SVC_ADMIN_API_KEY: 'admin-key-for-tests', SVC_OPEN_REGISTRATION: 'false' });
+    const t = await createTestApp({ SVC_ADMIN_API_KEY: ADMIN_KEY, SVC_OPEN_REGISTRATION: 'false' });
     try {
       const payload = { email: 'jo@example.com', password: 'secret-pass', tenant_name: 'jo' };
       const anonymous = await t.request({ method: 'POST', url: '/api/v1/auth/register', payload });
       expect(anonymous.statusCode).toBe(401);
       const wrongKey = await t.request({ method: 'POST', url: '/api/v1/auth/register', payload, token: 'not-the-key' });
       expect(wrongKey.statusCode).toBe(401);
-      const admin = await t.request({ method: 'POST', url: '/api/v1/auth/register', payload, token: 'admin-key-for-tests' });
+      const admin = await t.request({ method: 'POST', url: '/api/v1/auth/register', payload, token: ADMIN_KEY });
       expect(admin.statusCode).toBe(201);
     } finally {
       await t.close();
@@ -164,7 +165,7 @@ describe('registration and the admin key', () => {
   });
 
   test('registration is closed by default when an admin key is set, open in development mode', async () => {
-    const closed = await createTestApp({ SVC_ADMIN_API_KEY: 'admin-key-for-tests' });
+    const closed = await createTestApp({ SVC_ADMIN_API_KEY: ADMIN_KEY });
     const open = await createTestApp();
     try {
       const payload = { email: 'kim@example.com', password: 'secret-pass', tenant_name: 'kim' };
@@ -177,11 +178,11 @@ describe('registration and the admin key', () => {
   });
 
   test('the admin key manages the default tenant, or the one named by X-Tenant-Name', async () => {
-    const t = await createTestApp({ SVC_ADMIN_API_KEY: 'admin-key-for-tests', SVC_OPEN_REGISTRATION: 'true' });
+    const t = await createTestApp({ SVC_ADMIN_API_KEY: ADMIN_KEY, SVC_OPEN_REGISTRATION: 'true' });
     try {
       const user = await t.user('lee');
       const asAdmin = (headers: Record<string, string> = {}) =>
-        t.request({ method: 'GET', url: '/api/v1/models/', token: 'admin-key-for-tests', headers });
+        t.request({ method: 'GET', url: '/api/v1/models/', token: ADMIN_KEY, headers });
       expect((await asAdmin()).statusCode).toBe(200);
       expect((await asAdmin({ 'x-tenant-name': user.tenant })).statusCode).toBe(200);
       const unknown = await asAdmin({ 'x-tenant-name': 'nobody' });
@@ -191,21 +192,21 @@ describe('registration and the admin key', () => {
       expect(settings.statusCode).toBe(403);
       expect(settings.json()).toEqual({ detail: 'Insufficient permissions' });
       // /auth/me is about a user account: the admin key has none.
-      expect((await t.request({ method: 'GET', url: '/api/v1/auth/me', token: 'admin-key-for-tests' })).statusCode).toBe(403);
+      expect((await t.request({ method: 'GET', url: '/api/v1/auth/me', token: ADMIN_KEY })).statusCode).toBe(403);
     } finally {
       await t.close();
     }
   });
 
   test('with multi-tenancy the admin key must name a tenant', async () => {
-    const t = await createTestApp({ SVC_ADMIN_API_KEY: 'admin-key-for-tests', SVC_MULTI_TENANCY: 'true' });
+    const t = await createTestApp({ SVC_ADMIN_API_KEY: ADMIN_KEY, SVC_MULTI_TENANCY: 'true' });
     try {
-      const response = await t.request({ method: 'GET', url: '/api/v1/models/', token: 'admin-key-for-tests' });
+      const response = await t.request({ method: 'GET', url: '/api/v1/models/', token: ADMIN_KEY });
       expect(issueLocs(response)).toEqual(['header.x-tenant-name']);
       const named = await t.request({
         method: 'GET',
         url: '/api/v1/models/',
-        token: 'admin-key-for-tests',
+        token: ADMIN_KEY,
         headers: { 'x-tenant-name': 'default' },
       });
       expect(named.statusCode).toBe(200);

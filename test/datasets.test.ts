@@ -201,9 +201,17 @@ describe('datasets', () => {
     });
 
     test('refuses unsupported or malformed fileTypes', async () => {
-      for (const fileTypes of ['exe', 'pdf,exe', ',', 42, [1, 2]]) {
+      for (const fileTypes of ['exe', 'pdf,exe', ',', 42]) {
         expect(issueLocs(await create(alice, { ingestionPath: folder(), fileTypes }))).toEqual(['body.configuration.fileTypes']);
       }
+      // A list is checked item by item, like any list of the schema: each wrong item at its place.
+      expect(issueLocs(await create(alice, { ingestionPath: folder(), fileTypes: ['md', 1, 2] }))).toEqual([
+        'body.configuration.fileTypes.1',
+        'body.configuration.fileTypes.2',
+      ]);
+      expect(issueLocs(await create(alice, { ingestionPath: folder(), fileTypes: ['md', 'exe'] }))).toEqual([
+        'body.configuration.fileTypes',
+      ]);
     });
 
     test('refuses a negative cost_per_query', async () => {

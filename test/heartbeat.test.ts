@@ -3,6 +3,8 @@ import pino from 'pino';
 import { backoffDelay, Heartbeat, type HeartbeatTarget } from '../src/publishing/heartbeat.ts';
 import type { HubClient, HubHealthReport } from '../src/syfthub/hub-client.ts';
 import { HubUnavailableError } from '../src/syfthub/hub-errors.ts';
+import { ManualClock } from './fakes/clock.ts';
+import { waitFor } from './helpers/wait.ts';
 
 const report: HubHealthReport = {
   endpoints: [{ slug: 'ep', status: 'healthy', checked_at: '2025-01-01T00:00:00.000Z' }],
@@ -31,28 +33,28 @@ describe('heartbeat backoff', () => {
   });
 
   test('an unreachable marketplace is skipped until its backoff has passed, and is tried again after', async () => {
-    let now = 1_000_000;
+    const clock = new ManualClock();
     const { state, client } = fakeClient();
     const target: HeartbeatTarget = { key: 'm1', label: 't/hub', client, report: async () => report };
-    const heartbeat = new Heartbeat({ intervalMs: 1000, targets: async () => [target], log: pino({ level: 'silent' }), now: () => now });
+    const heartbeat = new Heartbeat({ intervalMs: 1000, targets: async () => [target], log: pino({ level: 'silent' }), clock });
 
     state.down = true;
     await heartbeat.beat();
     expect(state.attempts).toBe(1);
-    now += 1000; // one interval later: still backing off (2 intervals after the first failure)
+    clock.advance(1000); // one interval later: still backing off (2 intervals after the first failure)
     await heartbeat.beat();
     expect(state.attempts).toBe(1);
-    now += 1000;
+    clock.advance(1000);
     await heartbeat.beat();
     expect(state.attempts).toBe(2); // second failure: now 4 intervals
-    now += 3000;
+    clock.advance(3000);
     await heartbeat.beat();
     expect(state.attempts).toBe(2);
-    now += 1000;
+    clock.advance(1000);
     state.down = false;
     await heartbeat.beat();
     expect(state.delivered).toBe(1);
-    now += 1000; // recovered: every interval again
+    clock.advance(1000); // recovered: every interval again
     await heartbeat.beat();
     expect(state.delivered).toBe(2);
   });
@@ -75,13 +77,38 @@ describe('heartbeat backoff', () => {
     expect(working.state.delivered).toBe(2);
   });
 
+  test('beats come every interval, one after the other', async () => {
+    const clock = new ManualClock();
+    const { state, client } = fakeClient();
+    const heartbeat = new Heartbeat({
+      intervalMs: 30_000,
+      targets: async () => [{ key: 'a', label: 'a', client, report: async () => report }],
+      log: pino({ level: 'silent' }),
+      clock,
+    });
+    heartbeat.start();
+    expect(clock.waiting).toEqual([30_000]);
+    clock.advance(29_999);
+    expect(clock.waiting).toEqual([1]); // not yet
+    clock.advance(1);
+    await waitFor('the first beat', async () => state.attempts === 1);
+    // The next beat is timed from the end of this one.
+    await waitFor('the next beat to be scheduled', async () => clock.waiting.length === 1);
+    expect(clock.waiting).toEqual([30_000]);
+    clock.advance(30_000);
+    await waitFor('the second beat', async () => state.attempts === 2);
+    await heartbeat.stop();
+    expect(clock.waiting).toEqual([]);
+  });
+
   test('stop waits for a beat in progress and schedules no more', async () => {
+    const clock = new ManualClock();
     let release: () => void = () => undefined;
     let began: () => void = () => undefined;
     const started = new Promise<void>((resolve) => (began = resolve));
     const { state, client } = fakeClient();
     const heartbeat = new Heartbeat({
-      intervalMs: 1,
+      intervalMs: 1000,
       targets: async () => [
         {
           key: 'a',
@@ -94,17 +121,21 @@ describe('heartbeat backoff', () => {
         },
       ],
       log: pino({ level: 'silent' }),
+      clock,
     });
     heartbeat.start();
+    clock.advance(1000);
     await started;
     let stopped = false;
     const stopping = heartbeat.stop().then(() => (stopped = true));
+    // One turn of the event loop: all that `stop` can do without the beat is done.
     await Bun.sleep(0);
     expect(stopped).toBe(false); // the beat in progress is waited for
     release();
     await stopping;
     expect(state.delivered).toBe(1);
-    await Bun.sleep(20);
-    expect(state.attempts).toBe(1); // and no beat follows
+    expect(clock.waiting).toEqual([]); // no beat follows
+    clock.advance(10_000);
+    expect(state.attempts).toBe(1);
   });
 });

@@ -2,11 +2,13 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { hubEndpoint } from '../src/syfthub/endpoint-metadata.ts';
 import { HubClients } from '../src/syfthub/hub-client.ts';
 import { HubAnswerError, HubUnavailableError } from '../src/syfthub/hub-errors.ts';
+import { HUB_TIMEOUT_MS, LOGIN_RETRY_MS } from '../src/syfthub/hub-session.ts';
 import { ExpiringCache } from '../src/util/expiring-cache.ts';
+import { ManualClock } from './fakes/clock.ts';
 import { type FakeSyftHub, startFakeSyftHub } from './fakes/syfthub.ts';
 
 /** Stored marketplaces of these tests keep their password in clear: the "secret box" is the identity. */
-const clients = (timeoutMs?: number) => new HubClients((sealed) => sealed, timeoutMs);
+const clients = (timeoutMs = HUB_TIMEOUT_MS, clock = new ManualClock()) => new HubClients((sealed) => sealed, timeoutMs, clock);
 const account = (url: string, password = 'the-hub-password') => ({
   id: crypto.randomUUID(),
   name: 'Test hub',
@@ -44,8 +46,9 @@ describe('hub sessions', () => {
     expect(hub.logins - logins).toBe(1);
   });
 
-  test('stored credentials the hub refuses are a 502, and a failed login is not retried at once', async () => {
-    const client = clients().client(account(hub.url, 'a-stale-password'));
+  test('stored credentials the hub refuses are a 502, and a failed login is not retried for a while', async () => {
+    const clock = new ManualClock();
+    const client = clients(HUB_TIMEOUT_MS, clock).client(account(hub.url, 'a-stale-password'));
     const logins = hub.logins;
     for (let i = 0; i < 5; i++) {
       const error = await failure(client.setDomain(null));
@@ -53,8 +56,12 @@ describe('hub sessions', () => {
       expect((error as HubAnswerError).detail).toBe(
         "Marketplace 'Test hub' refused the credentials of 'owner': Incorrect username or password",
       );
+      clock.advance(LOGIN_RETRY_MS / 10);
     }
     expect(hub.logins - logins).toBe(1);
+    clock.advance(LOGIN_RETRY_MS / 2); // the pause is over: the next request logs in again
+    await failure(client.setDomain(null));
+    expect(hub.logins - logins).toBe(2);
   });
 
   test('the same marketplace gets the same session until its credentials change', async () => {
@@ -118,6 +125,7 @@ describe('hub errors', () => {
   });
 
   test('a hub that does not answer in time is unavailable (503)', async () => {
+    // Real time is the point here: the client's own timeout (100 ms) runs out while the hub says nothing.
     const url = serve(() => new Promise<Response>((resolve) => setTimeout(() => resolve(Response.json({})), 2_000)));
     const error = await failure(clients(100).connect('m', account(url)));
     expect(error).toBeInstanceOf(HubUnavailableError);

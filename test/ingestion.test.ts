@@ -1,118 +1,29 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { scanFolder } from '../src/ingestion/folder.ts';
 import { startFakeOpenAI } from './fakes/openai-server.ts';
 import { CONTENT, makeDocuments } from './fixtures/make-documents.ts';
 import { createTestApp, issueLocs, type TestApp, type TestUser, tempDir } from './helpers/app.ts';
+import { Dataset } from './helpers/datasets.ts';
 import { waitFor } from './helpers/wait.ts';
-
-const FILE_TYPES = new Set(['pdf', 'txt', 'md', 'docx', 'html', 'htm']);
-
-interface FileState {
-  path: string;
-  status: string;
-  chunks: number;
-  error: string | null;
-  updated_at: string;
-}
-
-class DatasetProbe {
-  constructor(
-    private readonly t: TestApp,
-    private readonly user: TestUser,
-    readonly id: string,
-    readonly folder: string,
-  ) {}
-
-  async files(): Promise<FileState[]> {
-    return (await this.t.request({ method: 'GET', url: `/api/v1/datasets/${this.id}/files`, token: this.user.token })).json();
-  }
-
-  async view() {
-    return (await this.t.request({ method: 'GET', url: `/api/v1/datasets/${this.id}`, token: this.user.token })).json();
-  }
-
-  /** Paths whose chunks are in the vector store, straight from the database. */
-  async indexedSources(): Promise<string[]> {
-    const rows = await this.t.services.database.db
-      .selectFrom('vector_chunks' as never)
-      .select('file_key' as never)
-      .where('dataset_id' as never, '=', this.id as never)
-      .distinct()
-      .execute();
-    return (rows as { file_key: string }[]).map((row) => row.file_key).sort();
-  }
-
-  /**
-   * Waits until nothing is pending and the index equals the folder: every indexable file on disk is
-   * indexed or failed, nothing else is, and the store holds chunks of exactly the indexed files.
-   */
-  async settled(): Promise<FileState[]> {
-    return waitFor(`dataset ${this.id} to equal its folder`, async () => {
-      const files = await this.files();
-      if (files.some((file) => file.status === 'queued' || file.status === 'indexing')) return undefined;
-      const onDisk = (await scanFolder(this.folder, FILE_TYPES)).map((file) => file.path).sort();
-      const live = files.filter((file) => file.status !== 'removed');
-      if (JSON.stringify(live.map((file) => file.path).sort()) !== JSON.stringify(onDisk)) return undefined;
-      const indexed = live
-        .filter((file) => file.status === 'indexed')
-        .map((file) => file.path)
-        .sort();
-      if (JSON.stringify(await this.indexedSources()) !== JSON.stringify(indexed)) return undefined;
-      return files;
-    });
-  }
-
-  async search(text: string, extra: Record<string, unknown> = {}) {
-    const response = await this.t.request({
-      method: 'POST',
-      url: `/api/v1/endpoints/${this.id.slice(0, 8)}-raw/query`,
-      token: this.user.token,
-      payload: { messages: text, similarity_threshold: 0, limit: 20, ...extra },
-    });
-    expect(response.statusCode).toBe(200);
-    return response.json().references.documents as { content: string; similarity_score: number; metadata: Record<string, unknown> }[];
-  }
-}
-
-async function createDataset(t: TestApp, user: TestUser, folder: string, configuration: Record<string, unknown> = {}) {
-  const response = await t.request({
-    method: 'POST',
-    url: '/api/v1/datasets/',
-    token: user.token,
-    payload: {
-      name: `ds-${crypto.randomUUID().slice(0, 8)}`,
-      dtype: 'local_file',
-      configuration: { ingestionPath: folder, ...configuration },
-    },
-  });
-  expect(response.statusCode).toBe(201);
-  const id = response.json().id as string;
-  const endpoint = await t.request({
-    method: 'POST',
-    url: '/api/v1/endpoints/',
-    token: user.token,
-    payload: { name: 'raw', slug: `${id.slice(0, 8)}-raw`, dataset_id: id, response_type: 'raw' },
-  });
-  expect(endpoint.statusCode).toBe(201);
-  return new DatasetProbe(t, user, id, folder);
-}
 
 describe('local_file ingestion', () => {
   let t: TestApp;
   let user: TestUser;
+  /** A running dataset of its own folder, to tell when watchers have caught up. */
+  let control: Dataset;
 
   beforeAll(async () => {
     t = await createTestApp();
     user = await t.user('ingest');
+    control = await Dataset.create(t, user);
   });
   afterAll(() => t.close());
 
   test('indexes every format, keeps pages and titles, and marks broken files failed with a reason', async () => {
     const folder = join(t.dataDir, 'formats');
     await makeDocuments(folder);
-    const dataset = await createDataset(t, user, folder);
+    const dataset = await Dataset.create(t, user, folder);
     const files = await dataset.settled();
     const byPath = new Map(files.map((file) => [file.path, file]));
     for (const path of ['report.pdf', 'blank-page.pdf', 'report.docx', 'page.html', 'notes.md', 'latin1.txt']) {
@@ -155,7 +66,7 @@ describe('local_file ingestion', () => {
     writeFileSync(join(folder, '.secret.txt'), 'hidden text must never be indexed');
     writeFileSync(join(folder, '.hidden-folder/c.txt'), 'hidden folder text must never be indexed');
     writeFileSync(join(folder, 'image.png'), 'not a document');
-    const dataset = await createDataset(t, user, folder);
+    const dataset = await Dataset.create(t, user, folder);
     let files = await dataset.settled();
     expect(files.map((file) => file.path).sort()).toEqual(['a.txt', 'nested/deeper/b.md']);
 
@@ -193,7 +104,7 @@ describe('local_file ingestion', () => {
     mkdirSync(folder);
     writeFileSync(join(folder, 'own.txt'), 'the dataset own text');
     symlinkSync(join(outside, 'private.txt'), join(folder, 'link.txt'));
-    const dataset = await createDataset(t, user, folder);
+    const dataset = await Dataset.create(t, user, folder);
     await waitFor('own.txt', async () => (await dataset.files()).some((file) => file.path === 'own.txt' && file.status === 'indexed'));
     const contents = (await dataset.search('private text')).map((hit) => hit.content).join(' ');
     expect(contents).not.toContain('private text outside');
@@ -209,7 +120,7 @@ describe('local_file ingestion', () => {
     // Just under SVC_MAX_TEXT_MB's default (20 MB): a file yielding more text fails with that reason.
     const body = `${paragraph.repeat(Math.floor((20 * 1024 * 1024 - 64) / paragraph.length))}UNIQUEMARKER at the very end.`;
     writeFileSync(join(folder, 'big.txt'), body);
-    const dataset = await createDataset(t, user, folder, {
+    const dataset = await Dataset.create(t, user, folder, {
       chunkSize: 2000,
       chunkOverlap: 200,
       embedder: 'openai:fake-embed',
@@ -227,7 +138,7 @@ describe('local_file ingestion', () => {
     const folder = join(t.dataDir, 'during-scan');
     mkdirSync(folder);
     for (let i = 0; i < 200; i++) writeFileSync(join(folder, `note-${i}.txt`), `Note number ${i} about topic ${i % 7}.`);
-    const creating = createDataset(t, user, folder);
+    const creating = Dataset.create(t, user, folder);
     writeFileSync(join(folder, 'late.txt'), 'A late file about lighthouses.');
     const dataset = await creating;
     writeFileSync(join(folder, 'later.txt'), 'An even later file about submarines.');
@@ -239,12 +150,12 @@ describe('local_file ingestion', () => {
     const folder = join(t.dataDir, 'pausable');
     mkdirSync(folder);
     writeFileSync(join(folder, 'one.txt'), 'First file about comets.');
-    const dataset = await createDataset(t, user, folder);
+    const dataset = await Dataset.create(t, user, folder);
     await dataset.settled();
     const stop = await t.request({ method: 'POST', url: `/api/v1/datasets/${dataset.id}/stop`, token: user.token });
     expect(stop.json().status).toBe('stopped');
     writeFileSync(join(folder, 'two.txt'), 'Second file about asteroids.');
-    await Bun.sleep(600);
+    await control.caughtUp();
     expect((await dataset.files()).map((file) => file.path)).toEqual(['one.txt']);
     // Searching a stopped dataset still works.
     expect((await dataset.search('comets')).length).toBeGreaterThan(0);
@@ -263,7 +174,7 @@ describe('local_file ingestion', () => {
     const folder = join(t.dataDir, 'doomed');
     mkdirSync(folder);
     writeFileSync(join(folder, 'x.txt'), 'Doomed text.');
-    const dataset = await createDataset(t, user, folder);
+    const dataset = await Dataset.create(t, user, folder);
     await dataset.settled();
     await t.request({ method: 'DELETE', url: `/api/v1/endpoints/${dataset.id.slice(0, 8)}-raw`, token: user.token });
     const response = await t.request({ method: 'DELETE', url: `/api/v1/datasets/${dataset.id}`, token: user.token });
@@ -274,7 +185,7 @@ describe('local_file ingestion', () => {
     );
     expect(tables).toEqual([]);
     writeFileSync(join(folder, 'y.txt'), 'Written after the delete.');
-    await Bun.sleep(500);
+    await control.caughtUp();
     const rows = await t.services.database.db.selectFrom('dataset_files').selectAll().where('dataset_id', '=', dataset.id).execute();
     expect(rows).toEqual([]);
   });
@@ -282,7 +193,7 @@ describe('local_file ingestion', () => {
   test('the files, reindex, stop and start routes answer 401 without a token and 404 for another tenant', async () => {
     const folder = join(t.dataDir, 'guarded');
     mkdirSync(folder);
-    const dataset = await createDataset(t, user, folder);
+    const dataset = await Dataset.create(t, user, folder);
     const stranger = await t.user('ingest-stranger');
     for (const [method, path] of [
       ['GET', 'files'],
@@ -331,7 +242,7 @@ describe('ingestion across a restart', () => {
     writeFileSync(join(folder, 'deleted.txt'), 'A file that will be deleted, about daisies.');
     const first = await createTestApp({}, dataDir);
     const user = await first.user('restarter');
-    const dataset = await createDataset(first, user, folder);
+    const dataset = await Dataset.create(first, user, folder);
     await dataset.settled();
     const keptBefore = (await dataset.files()).find((file) => file.path === 'kept.txt');
     await first.close({ keepData: true });
@@ -342,15 +253,15 @@ describe('ingestion across a restart', () => {
 
     const second = await createTestApp({}, dataDir);
     try {
-      const again = new DatasetProbe(second, user, dataset.id, folder);
+      const again = new Dataset(second, user, dataset.id, folder);
       const files = await again.settled();
-      expect(
-        files
-          .filter((file) => file.status === 'indexed')
-          .map((file) => file.path)
-          .sort(),
-      ).toEqual(['added.txt', 'edited.txt', 'kept.txt']);
-      expect(files.find((file) => file.path === 'deleted.txt')?.status).toBe('removed');
+      // A file that failed shows its reason here.
+      expect(Object.fromEntries(files.map((file) => [file.path, file.error ?? file.status]))).toEqual({
+        'added.txt': 'indexed',
+        'deleted.txt': 'removed',
+        'edited.txt': 'indexed',
+        'kept.txt': 'indexed',
+      });
       // The unchanged file was not indexed again.
       expect(files.find((file) => file.path === 'kept.txt')?.updated_at).toBe(keptBefore?.updated_at);
       const contents = (await again.search('orchids roses', { extras: { reference_options: { mode: 'keyword' } } }))

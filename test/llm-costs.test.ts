@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test';
-import { maxGenerationCost, modelPrices, usageCost } from '../src/llm/costs.ts';
+import { estimateTokens, maxGenerationCost, modelPrices, usageCost } from '../src/llm/costs.ts';
 
 describe('model costs', () => {
   test('prices come from the per-1k configuration keys and default to 0', () => {
@@ -37,5 +37,12 @@ describe('model costs', () => {
 
   test('the most a generation can cost counts max_tokens as completion', () => {
     expect(maxGenerationCost(500, 100, { promptPer1k: 2, completionPer1k: 10 })).toBe(2);
+  });
+
+  test('without a tokenizer, tokens are estimated at four characters each, rounded up', () => {
+    expect(estimateTokens(0)).toBe(0);
+    expect(estimateTokens(1)).toBe(1);
+    expect(estimateTokens(8)).toBe(2);
+    expect(estimateTokens(9)).toBe(3);
   });
 });

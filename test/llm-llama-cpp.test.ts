@@ -8,7 +8,8 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeTinyGguf } from '../scripts/fixtures/make-tiny-gguf.ts';
-import { LlamaCppChatProvider, LocalModelRegistry } from '../src/llm/llama-cpp.ts';
+import { LlamaCppChatProvider } from '../src/llm/llama-cpp/chat-provider.ts';
+import { LocalModelRegistry } from '../src/llm/llama-cpp/model-registry.ts';
 import { llamaCppModelConfig } from '../src/llm/model-config.ts';
 import { type ChatMessage, type ChatOptions, type ChatSummary, ModelError } from '../src/llm/provider.ts';
 import { createProvider, validateModelConfiguration } from '../src/llm/registry.ts';

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test';
 import OpenAI from 'openai';
-import { LocalModelRegistry } from '../src/llm/llama-cpp.ts';
+import { LocalModelRegistry } from '../src/llm/llama-cpp/model-registry.ts';
 import { openAIModelConfig } from '../src/llm/model-config.ts';
 import { OpenAIChatProvider } from '../src/llm/openai.ts';
 import { type ChatMessage, type ChatOptions, ModelError, ModelTimeoutError } from '../src/llm/provider.ts';

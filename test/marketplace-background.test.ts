@@ -1,13 +1,20 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { rmSync } from 'node:fs';
+import { HEARTBEAT_INTERVAL_MS } from '../src/publishing/heartbeat.ts';
 import { deadServerUrl, type FakeOpenAIServer, startFakeOpenAI } from './fakes/openai-server.ts';
 import { type FakeSyftHub, type HealthReport, startFakeSyftHub } from './fakes/syfthub.ts';
 import { createTestApp, type TestApp, type TestUser, tempDir } from './helpers/app.ts';
-import { createDataset, createEndpoint, createModel } from './helpers/fixtures.ts';
+import { ADMIN_KEY, ISO_UTC } from './helpers/constants.ts';
+import { Dataset } from './helpers/datasets.ts';
+import { createEndpoint, createModel } from './helpers/fixtures.ts';
 import { connectMarketplace, logCollector } from './helpers/hub.ts';
 import { waitFor } from './helpers/wait.ts';
 
-const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
+/** Moves the app's clock to its next heartbeat, once the last one has ended (the next is timed from its end). */
+async function nextHeartbeat(t: TestApp): Promise<void> {
+  await waitFor('the next heartbeat to be scheduled', async () => t.clock.waiting.includes(HEARTBEAT_INTERVAL_MS));
+  t.clock.advance(HEARTBEAT_INTERVAL_MS);
+}
 
 describe('health heartbeat', () => {
   let t: TestApp;
@@ -19,14 +26,11 @@ describe('health heartbeat', () => {
   beforeAll(async () => {
     hub = await startFakeSyftHub();
     openai = startFakeOpenAI();
-    t = await createTestApp({}, undefined, { heartbeatIntervalMs: 20 });
+    t = await createTestApp();
     owner = await t.user('beating');
     marketId = (await connectMarketplace(t, owner, hub, 'beating')).id;
-    const dataset = await createDataset(t, owner, 'beat-docs');
-    await waitFor('the dataset to run', async () => {
-      const view = (await t.request({ method: 'GET', url: `/api/v1/datasets/${dataset.id}`, token: owner.token })).json();
-      return view.status === 'running';
-    });
+    const dataset = await Dataset.create(t, owner);
+    await dataset.until('running', (view) => view.status === 'running');
     const model = await createModel(t, owner, 'alive', { base_url: openai.url, model: 'fake-model' });
     const dead = await createModel(t, owner, 'dead', { base_url: await deadServerUrl(), model: 'gone', timeout_ms: 2000 });
     await createEndpoint(t, owner, { slug: 'hb-data', dataset_id: dataset.id, response_type: 'raw' });
@@ -63,7 +67,9 @@ describe('health heartbeat', () => {
       payload: { public_url: 'https://beating.example.net' },
     });
     expect(patched.statusCode).toBe(200);
-    const report = await waitFor('a heartbeat', async () => hub.healthReports.find((entry) => entry.body.endpoints.length === 3));
+    await nextHeartbeat(t);
+    const report = await waitFor('a heartbeat', async () => hub.healthReports[0]);
+    expect(report.body.endpoints).toHaveLength(3);
     expect(report.username).toBe('beating');
     expect(Object.keys(report.body).sort()).toEqual(['endpoints', 'ttl_seconds', 'url']);
     expect(report.body.ttl_seconds).toBe(90);
@@ -83,15 +89,16 @@ describe('health heartbeat', () => {
       payload: { unpublish_from_all: true },
     });
     const seen = hub.healthReports.length;
-    const report = await waitFor('a later heartbeat', async (): Promise<HealthReport | undefined> => hub.healthReports.slice(seen + 1)[0]);
+    await nextHeartbeat(t);
+    const report = await waitFor('a later heartbeat', async (): Promise<HealthReport | undefined> => hub.healthReports[seen]);
     expect(report.body.endpoints.map((entry) => entry.slug).sort()).toEqual(['hb-both-dead', 'hb-data']);
   });
 
   test('the heartbeat stops on shutdown', async () => {
-    const app = await createTestApp({}, undefined, { heartbeatIntervalMs: 5 });
-    await app.services.publishingTasks.beat();
-    await app.close(); // would hang if a beat or its timer outlived the services
-    expect(true).toBe(true);
+    const app = await createTestApp();
+    await nextHeartbeat(app);
+    await app.close(); // waits for the beat in progress
+    expect(app.clock.waiting).toEqual([]); // and no timer outlives the services
   });
 });
 
@@ -134,7 +141,7 @@ describe('start-up', () => {
 
   test('SVC_PUBLIC_URL becomes the default tenant’s public URL and is pushed to its default marketplace', async () => {
     const dataDir = tempDir();
-    const env = { SVC_ADMIN_API_KEY: 'startup-admin-key' };
+    const env = { SVC_ADMIN_API_KEY: ADMIN_KEY };
     try {
       const first = await createTestApp(env, dataDir);
       hub.addUser({ username: 'operator', email: 'operator@hub.example', password: 'operator-password' });
@@ -142,7 +149,7 @@ describe('start-up', () => {
       const created = await first.request({
         method: 'POST',
         url: '/api/v1/marketplaces/',
-        token: 'startup-admin-key',
+        token: ADMIN_KEY,
         payload: { name: 'hub', url: hub.url, username: 'operator', password: 'operator-password' },
       });
       expect(created.statusCode).toBe(201);
@@ -151,7 +158,7 @@ describe('start-up', () => {
       const second = await createTestApp({ ...env, SVC_PUBLIC_URL: 'https://operator.example.org/' }, dataDir);
       try {
         await waitFor('the public URL at the hub', async () => hub.domainOf('operator') === 'https://operator.example.org');
-        const stored = await second.request({ method: 'GET', url: '/api/v1/settings/public-url', token: 'startup-admin-key' });
+        const stored = await second.request({ method: 'GET', url: '/api/v1/settings/public-url', token: ADMIN_KEY });
         expect(stored.json()).toEqual({ public_url: 'https://operator.example.org' });
       } finally {
         await second.close({ keepData: true });

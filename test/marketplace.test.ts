@@ -3,12 +3,10 @@ import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { type FakeOpenAIServer, startFakeOpenAI } from './fakes/openai-server.ts';
 import { type FakeSyftHub, startFakeSyftHub } from './fakes/syfthub.ts';
 import { createTestApp, issueLocs, type TestApp, type TestUser } from './helpers/app.ts';
+import { ADMIN_KEY, UNKNOWN_ID } from './helpers/constants.ts';
 import { createDataset, createEndpoint, createModel, createPolicy } from './helpers/fixtures.ts';
 import { type ConnectedMarketplace, connectMarketplace, logCollector } from './helpers/hub.ts';
 import { waitFor } from './helpers/wait.ts';
-
-const ADMIN_KEY = 'marketplace-admin-key';
-const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
 
 /**
  * End to end against the SyftHub double: an owner connects a marketplace, publishes endpoints, a
@@ -46,10 +44,9 @@ describe('marketplace: publish, satellite tokens, queries', () => {
     // This suite logs in more than 10 times a minute; the limit itself is tested on its own below.
     hub = await startFakeSyftHub({ loginsPerMinute: 1000 });
     openai = startFakeOpenAI();
+    // Heartbeats have their own suite: the app's clock is never advanced here, so none adds to the hub's record.
     t = await createTestApp({ SVC_ADMIN_API_KEY: ADMIN_KEY, SVC_OPEN_REGISTRATION: 'true', SVC_LOG_LEVEL: 'debug' }, undefined, {
       logDestination: logs.destination,
-      // Heartbeats have their own suite; here they would only add requests to the hub's record.
-      heartbeatIntervalMs: 3_600_000,
     });
     alice = await t.user('alice');
     mallory = await t.user('mallory');
@@ -524,10 +521,18 @@ describe('marketplace: publish, satellite tokens, queries', () => {
 
     test('an endpoint that is not published is not sent anywhere when it changes', async () => {
       await summaryEndpoint('private-change');
+      await summaryEndpoint('public-change');
+      expect((await publish('public-change', { marketplace_ids: [market.id] })).json().results[0].success).toBe(true);
       const before = hub.requests.length;
       await send({ method: 'PATCH', url: '/api/v1/endpoints/private-change', token: alice.token, payload: { name: 'Still private' } });
-      await Bun.sleep(200);
-      expect(hub.requests.slice(before).filter((request) => request.path.includes('/endpoints'))).toEqual([]);
+      // Changes go out in the order they are made, and the private one needs less work to find it has no
+      // marketplace: once the hub sees a later change, the private one has had its turn.
+      await send({ method: 'PATCH', url: '/api/v1/endpoints/public-change', token: alice.token, payload: { name: 'Sent' } });
+      await waitFor('the later change at the hub', async () => hub.endpointsOf('alice').get('public-change')?.name === 'Sent');
+      const sent = JSON.stringify(hub.requests.slice(before));
+      expect(sent).toContain('public-change');
+      expect(sent).not.toContain('private-change');
+      expect(sent).not.toContain('Still private');
       expect(hub.endpointsOf('alice').has('private-change')).toBe(false);
     });
   });
@@ -623,11 +628,7 @@ describe('marketplace: publish, satellite tokens, queries', () => {
       const owner = await t.user('crowded');
       const crowded = await connectMarketplace(t, owner, hub, 'crowded');
       const model = await createModel(t, owner, 'crowd-model');
-      const tenant = await t.services.database.db
-        .selectFrom('tenants')
-        .selectAll()
-        .where('name', '=', owner.tenant)
-        .executeTakeFirstOrThrow();
+      const tenant = await t.tenant(owner);
       for (let i = 0; i < 302; i++) {
         const created = await t.services.endpoints.create(tenant, {
           name: `e${i}`,

@@ -5,7 +5,10 @@ import { type FakeAccounting, startFakeAccounting } from './fakes/accounting-ser
 import { deadServerUrl, FAKE_ANSWER, type FakeOpenAIServer, startFakeOpenAI } from './fakes/openai-server.ts';
 import { type FakeSyftHub, startFakeSyftHub } from './fakes/syfthub.ts';
 import { createTestApp, issueLocs, type TestApp, type TestUser, tempDir } from './helpers/app.ts';
-import { createPolicy } from './helpers/fixtures.ts';
+import { ADMIN_KEY } from './helpers/constants.ts';
+import { Dataset } from './helpers/datasets.ts';
+import { createDataset, createEndpoint, createModel, createPolicy } from './helpers/fixtures.ts';
+import { connectMarketplace } from './helpers/hub.ts';
 import { waitFor } from './helpers/wait.ts';
 
 const FIRST_LINE = FAKE_ANSWER.split('\n')[0] as string;
@@ -39,26 +42,16 @@ describe('queries', () => {
   const query = (slug: string, payload: object, user: TestUser | string = owner) =>
     t.request({ method: 'POST', url: `/api/v1/endpoints/${slug}/query`, token: typeof user === 'string' ? user : user.token, payload });
 
-  const endpoint = async (slug: string, body: Record<string, unknown>) => {
-    const response = await t.request({
-      method: 'POST',
-      url: '/api/v1/endpoints/',
-      token: owner.token,
-      payload: { name: slug, slug, ...body },
-    });
-    expect(response.statusCode).toBe(201);
-    return response.json() as { id: string; slug: string };
-  };
+  const endpoint = (slug: string, body: Record<string, unknown>) => createEndpoint(t, owner, { name: slug, slug, ...body });
 
   beforeAll(async () => {
-    t = await createTestApp({ SVC_ADMIN_API_KEY: 'query-admin-key-for-tests', SVC_OPEN_REGISTRATION: 'true' });
+    t = await createTestApp({ SVC_ADMIN_API_KEY: ADMIN_KEY, SVC_OPEN_REGISTRATION: 'true' });
     owner = await t.user('qowner');
     stranger = await t.user('qstranger');
     fake = startFakeOpenAI();
     accounting = startFakeAccounting('owner@accounting.example', 'acct-password');
     // The accounting service belongs to the tenant's default marketplace, whose credentials are checked at its hub.
     hub = await startFakeSyftHub();
-    hub.addUser({ username: 'qowner', email: 'qowner@hub.example', password: 'hub-password' });
 
     const folder = join(t.dataDir, 'kb');
     mkdirSync(folder);
@@ -67,28 +60,18 @@ describe('queries', () => {
       join(folder, 'rockets.md'),
       '# Rockets\n\nA rocket engine burns propellant to produce thrust and lift spacecraft into orbit.',
     );
-    const dataset = await t.request({
-      method: 'POST',
-      url: '/api/v1/datasets/',
-      token: owner.token,
-      payload: { name: 'kb', dtype: 'local_file', configuration: { ingestionPath: folder, cost_per_query: 0.01 } },
-    });
-    datasetId = dataset.json().id;
-    await waitFor('the dataset to be indexed', async () => {
-      const view = (await t.request({ method: 'GET', url: `/api/v1/datasets/${datasetId}`, token: owner.token })).json();
-      return view.ingestion.files_indexed === 2 && view.status === 'running';
-    });
-    const model = await t.request({
-      method: 'POST',
-      url: '/api/v1/models/',
-      token: owner.token,
-      payload: {
-        name: 'fake',
-        dtype: 'openai',
-        configuration: { model: 'fake-model', base_url: fake.url, cost_per_1k_prompt_tokens: 1, cost_per_1k_completion_tokens: 2 },
-      },
-    });
-    modelId = model.json().id;
+    const dataset = await Dataset.create(t, owner, folder, { cost_per_query: 0.01 });
+    datasetId = dataset.id;
+    await dataset.indexed();
+    await dataset.until('running', (view) => view.status === 'running');
+    modelId = (
+      await createModel(t, owner, 'fake', {
+        model: 'fake-model',
+        base_url: fake.url,
+        cost_per_1k_prompt_tokens: 1,
+        cost_per_1k_completion_tokens: 2,
+      })
+    ).id;
     await endpoint('raw-ep', { dataset_id: datasetId, response_type: 'raw' });
     await endpoint('summary-ep', { model_id: modelId, response_type: 'summary' });
     await endpoint('both-ep', { dataset_id: datasetId, model_id: modelId, response_type: 'both' });
@@ -215,11 +198,11 @@ describe('queries', () => {
   });
 
   test('the admin key and a member’s token may query; others get 401 or 404', async () => {
-    expect((await query('raw-ep', { messages: 'x' }, 'query-admin-key-for-tests')).statusCode).toBe(404); // admin acts in `default`
+    expect((await query('raw-ep', { messages: 'x' }, ADMIN_KEY)).statusCode).toBe(404); // admin acts in `default`
     const admin = await t.request({
       method: 'POST',
       url: '/api/v1/endpoints/raw-ep/query',
-      token: 'query-admin-key-for-tests',
+      token: ADMIN_KEY,
       headers: { 'x-tenant-name': owner.tenant },
       payload: { messages: 'x' },
     });
@@ -231,13 +214,8 @@ describe('queries', () => {
   });
 
   test('a dead model gives a 502 naming the model, and the failure is recorded', async () => {
-    const dead = await t.request({
-      method: 'POST',
-      url: '/api/v1/models/',
-      token: owner.token,
-      payload: { name: 'dead', dtype: 'openai', configuration: { model: 'dead-model', base_url: await deadServerUrl(), timeout_ms: 2000 } },
-    });
-    await endpoint('dead-ep', { model_id: dead.json().id, response_type: 'summary' });
+    const dead = await createModel(t, owner, 'dead', { model: 'dead-model', base_url: await deadServerUrl(), timeout_ms: 2000 });
+    await endpoint('dead-ep', { model_id: dead.id, response_type: 'summary' });
     const response = await query('dead-ep', { messages: 'hi' });
     expect(response.statusCode).toBe(502);
     expect(response.json().detail).toContain('dead-model');
@@ -406,21 +384,11 @@ describe('queries', () => {
     });
 
     test('accounting with a required token: created for the most the query can cost, confirmed with the actual cost', async () => {
-      const marketplace = await t.request({
-        method: 'POST',
-        url: '/api/v1/marketplaces/',
-        token: owner.token,
-        payload: {
-          name: 'hub',
-          url: hub.url,
-          username: 'qowner',
-          password: 'hub-password',
-          accounting_url: accounting.url,
-          accounting_email: 'owner@accounting.example',
-          accounting_password: 'acct-password',
-        },
+      await connectMarketplace(t, owner, hub, 'qowner', {
+        accounting_url: accounting.url,
+        accounting_email: 'owner@accounting.example',
+        accounting_password: 'acct-password',
       });
-      expect(marketplace.statusCode).toBe(201);
       const ep = await endpoint('paid-ep', { dataset_id: datasetId, model_id: modelId, response_type: 'both' });
       await createPolicy(t, owner, {
         endpoint_id: ep.id,
@@ -456,17 +424,8 @@ describe('queries', () => {
     });
 
     test('a failed query cancels its transaction', async () => {
-      const dead = await t.request({
-        method: 'POST',
-        url: '/api/v1/models/',
-        token: owner.token,
-        payload: {
-          name: 'dead2',
-          dtype: 'openai',
-          configuration: { model: 'dead-model', base_url: await deadServerUrl(), timeout_ms: 2000 },
-        },
-      });
-      const ep = await endpoint('paid-dead-ep', { model_id: dead.json().id, response_type: 'summary' });
+      const dead = await createModel(t, owner, 'dead2', { model: 'dead-model', base_url: await deadServerUrl(), timeout_ms: 2000 });
+      const ep = await endpoint('paid-dead-ep', { model_id: dead.id, response_type: 'summary' });
       await createPolicy(t, owner, {
         endpoint_id: ep.id,
         policy_type: 'accounting',
@@ -581,24 +540,12 @@ describe('queries', () => {
 describe('query limits across a restart', () => {
   test('a restart does not reset a rate-limit window', async () => {
     const dataDir = tempDir();
-    const folder = join(dataDir, 'kb');
-    mkdirSync(folder);
-    writeFileSync(join(folder, 'a.txt'), 'Some text.');
     const first = await createTestApp({}, dataDir);
     const user = await first.user('rate-restart');
-    const dataset = await first.request({
-      method: 'POST',
-      url: '/api/v1/datasets/',
-      token: user.token,
-      payload: { name: 'kb', dtype: 'local_file', configuration: { ingestionPath: folder } },
-    });
-    const ep = await first.request({
-      method: 'POST',
-      url: '/api/v1/endpoints/',
-      token: user.token,
-      payload: { name: 'e', slug: 'restart-ep', dataset_id: dataset.json().id, response_type: 'raw' },
-    });
-    await createPolicy(first, user, { endpoint_id: ep.json().id, policy_type: 'rate_limit', configuration: { rate: '2/h' } });
+    const dataset = await createDataset(first, user, 'kb');
+    const ep = await createEndpoint(first, user, { slug: 'restart-ep', dataset_id: dataset.id, response_type: 'raw' });
+    // Both apps' clocks stand at the same time: the restart happens inside the window (2 an hour).
+    await createPolicy(first, user, { endpoint_id: ep.id, policy_type: 'rate_limit', configuration: { rate: '2/h' } });
     const ask = (app: TestApp) =>
       app.request({ method: 'POST', url: '/api/v1/endpoints/restart-ep/query', token: user.token, payload: { messages: 'x' } });
     expect((await ask(first)).statusCode).toBe(200);
@@ -618,18 +565,8 @@ describe('query limits across a restart', () => {
     try {
       const user = await t.user('general-limit');
       const other = await t.user('general-limit-2');
-      const model = await t.request({
-        method: 'POST',
-        url: '/api/v1/models/',
-        token: user.token,
-        payload: { name: 'm', dtype: 'openai', configuration: { model: 'x', base_url: 'http://127.0.0.1:9/v1' } },
-      });
-      await t.request({
-        method: 'POST',
-        url: '/api/v1/endpoints/',
-        token: user.token,
-        payload: { name: 'e', slug: 'general-ep', model_id: model.json().id, response_type: 'summary' },
-      });
+      const model = await createModel(t, user, 'm', { model: 'x', base_url: 'http://127.0.0.1:9/v1' });
+      await createEndpoint(t, user, { slug: 'general-ep', model_id: model.id, response_type: 'summary' });
       await t.request({
         method: 'POST',
         url: `/api/v1/tenants/${user.tenant}/members`,

@@ -1,13 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { rmSync } from 'node:fs';
 import { createTestApp, issueLocs, type TestApp, type TestUser, tempDir } from './helpers/app.ts';
+import { ADMIN_KEY } from './helpers/constants.ts';
 
-const ADMIN_KEY = 'admin-key-for-settings-tests';
 const URL_PATH = '/api/v1/settings/public-url';
 
 async function publicUrlOf(t: TestApp, tenantName: string): Promise<string | null> {
-  const tenant = await t.services.database.db.selectFrom('tenants').selectAll().where('name', '=', tenantName).executeTakeFirstOrThrow();
-  return (await t.services.publicUrl.publicUrl(tenant)).public_url;
+  return (await t.services.publicUrl.publicUrl(await t.tenant(tenantName))).public_url;
 }
 
 describe('settings in development mode (no SVC_ADMIN_API_KEY)', () => {

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { createTestApp, issueLocs, type TestApp, type TestUser } from './helpers/app.ts';
+import { ADMIN_KEY, ISO_UTC } from './helpers/constants.ts';
 import { createModel } from './helpers/fixtures.ts';
-
-const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 
 describe('tenant membership', () => {
   let t: TestApp;
@@ -213,21 +212,21 @@ describe('tenant membership', () => {
 
 describe('tenant membership with the admin key', () => {
   test('the admin key can add a member to any tenant, 404 for an unknown one', async () => {
-    const t = await createTestApp({ SVC_ADMIN_API_KEY: 'admin-key-for-tenant-tests', SVC_OPEN_REGISTRATION: 'true' });
+    const t = await createTestApp({ SVC_ADMIN_API_KEY: ADMIN_KEY, SVC_OPEN_REGISTRATION: 'true' });
     try {
       const owner = await t.user();
       const guest = await t.user();
       const added = await t.request({
         method: 'POST',
         url: `/api/v1/tenants/${owner.tenant}/members`,
-        token: 'admin-key-for-tenant-tests',
+        token: ADMIN_KEY,
         payload: { email: guest.email },
       });
       expect(added.statusCode).toBe(201);
       const unknown = await t.request({
         method: 'POST',
         url: '/api/v1/tenants/no-such-tenant/members',
-        token: 'admin-key-for-tenant-tests',
+        token: ADMIN_KEY,
         payload: { email: guest.email },
       });
       expect(unknown.statusCode).toBe(404);

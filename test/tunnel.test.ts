@@ -1,12 +1,11 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
+import { TUNNEL_BACKOFF } from '../src/tunnel/manager.ts';
 import { type FakeSyftHub, startFakeSyftHub } from './fakes/syfthub.ts';
 import { FakeTunnelProvider } from './fakes/tunnel.ts';
 import { createTestApp, issueLocs, type TestApp, tempDir } from './helpers/app.ts';
+import { ADMIN_KEY } from './helpers/constants.ts';
 import { connectMarketplace, logCollector } from './helpers/hub.ts';
 import { waitFor } from './helpers/wait.ts';
-
-const ADMIN = 'tunnel-admin-key';
-const FAST = { initialMs: 20, maxMs: 80 };
 
 describe('the tunnel (/settings/proxy)', () => {
   let hub: FakeSyftHub;
@@ -22,16 +21,16 @@ describe('the tunnel (/settings/proxy)', () => {
   const fresh = async (options: { provider?: FakeTunnelProvider | null; dataDir?: string } = {}) => {
     provider = options.provider === undefined ? new FakeTunnelProvider() : (options.provider ?? new FakeTunnelProvider());
     t = await createTestApp(
-      { SVC_ADMIN_API_KEY: ADMIN, SVC_OPEN_REGISTRATION: 'true', SVC_TUNNEL_DOMAIN: 'tunnels.example' },
+      { SVC_ADMIN_API_KEY: ADMIN_KEY, SVC_OPEN_REGISTRATION: 'true', SVC_TUNNEL_DOMAIN: 'tunnels.example', SVC_LOG_LEVEL: 'info' },
       options.dataDir,
-      { tunnelProvider: options.provider === null ? null : provider, tunnelBackoff: FAST, logDestination: log.destination },
+      { tunnelProvider: options.provider === null ? null : provider, logDestination: log.destination },
     );
   };
   afterEach(async () => {
     await t?.close();
   });
 
-  const proxy = (method: 'GET' | 'POST' | 'DELETE', payload?: object, tenant?: string, token = ADMIN) =>
+  const proxy = (method: 'GET' | 'POST' | 'DELETE', payload?: object, tenant?: string, token = ADMIN_KEY) =>
     t.request({
       method,
       url: '/api/v1/settings/proxy',
@@ -57,7 +56,7 @@ describe('the tunnel (/settings/proxy)', () => {
     expect(hub.domainOf(marketplace.username)).toBe(url);
     expect(
       (
-        await t.request({ method: 'GET', url: '/api/v1/settings/public-url', token: ADMIN, headers: { 'x-tenant-name': user.tenant } })
+        await t.request({ method: 'GET', url: '/api/v1/settings/public-url', token: ADMIN_KEY, headers: { 'x-tenant-name': user.tenant } })
       ).json(),
     ).toEqual({ public_url: url });
     expect((await proxy('GET', undefined, user.tenant)).json()).toEqual({ connected: true, public_url: url, has_token: true });
@@ -106,18 +105,34 @@ describe('the tunnel (/settings/proxy)', () => {
     }
   });
 
-  test('after a drop it reconnects with backoff and publishes the URL again', async () => {
+  test('after a drop it reconnects with backoff (5 s, doubling, at most 60 s) and publishes the URL again', async () => {
     await fresh();
     const { user, marketplace } = await tenantWithMarketplace('echo');
     await proxy('POST', { tunnel_token: 'token-echo' }, user.tenant);
+    const failures = () => log.lines.filter((line) => line.includes('tunnel connection failed') && line.includes(user.tenant));
     provider.outage = 'network unreachable';
     provider.dropAll();
     expect((await proxy('GET', undefined, user.tenant)).json()).toMatchObject({ connected: false, has_token: true });
-    await waitFor('a few failed attempts', async () => provider.requests.length >= 4);
+    // Each attempt is due exactly one delay after the last; a failed one logs the delay until the next.
+    const delays = [TUNNEL_BACKOFF.initialMs];
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      const delay = delays.at(-1) as number;
+      expect(t.clock.waiting).toContain(delay);
+      const attempts = provider.requests.length;
+      t.clock.advance(delay);
+      const failed = await waitFor(`attempt ${attempt} to fail`, async () => failures()[attempt - 1]);
+      expect(provider.requests.length).toBe(attempts + 1);
+      delays.push(JSON.parse(failed).retry_in_ms);
+    }
+    expect(delays).toEqual([5_000, 10_000, 20_000, 40_000, 60_000, 60_000]);
     provider.outage = undefined;
+    t.clock.advance(60_000);
     await waitFor('the reconnection', async () => (await proxy('GET', undefined, user.tenant)).json().connected === true);
     expect(provider.open).toBe(1);
     expect(hub.domainOf(marketplace.username)).toBe(`https://${marketplace.username}.tunnels.example`);
+    // Connected again, the backoff starts over.
+    provider.dropAll();
+    expect(t.clock.waiting).toContain(TUNNEL_BACKOFF.initialMs);
   });
 
   test('DELETE disconnects, forgets the token and clears the URL at the marketplace', async () => {

@@ -126,13 +126,8 @@ try {
 
   const tenant = await new TenantRepository(services.database.db).findByName('bench');
   if (!tenant) throw new Error('bench tenant missing');
-  const search = new DatasetSearchService(
-    config,
-    new DatasetRepository(services.database.db),
-    store,
-    new SecretBox(loadOrCreateKey(join(dataDir, 'secret.key'), 32)),
-    services.vectorStoreVersion,
-  );
+  const box = new SecretBox(loadOrCreateKey(join(dataDir, 'secret.key'), 32));
+  const search = new DatasetSearchService(config, new DatasetRepository(services.database.db, box), store, services.vectorStoreVersion);
   const queries = Array.from({ length: 50 }, () => text(6));
   const options = { similarityThreshold: 0, limit: 5, includeMetadata: true, mode: 'hybrid' as const };
 

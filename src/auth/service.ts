@@ -1,4 +1,5 @@
-import { type Db, inTransaction, isUniqueViolation } from '../db/database.ts';
+import { conflictAs } from '../db/conflicts.ts';
+import { type Db, inTransaction } from '../db/database.ts';
 import { ConflictError, UnauthorizedError } from '../domain/errors.ts';
 import type { Principal } from '../domain/principal.ts';
 import { DEFAULT_TENANT } from '../domain/principal.ts';
@@ -32,18 +33,15 @@ export class AuthService {
       throw new ConflictError(`Tenant '${tenantName}' already exists`);
     }
     const passwordHash = await hashPassword(password);
-    try {
-      return await inTransaction(this.db, async (trx) => {
+    // Another registration may win the race between the checks above and the insert.
+    return conflictAs('A user with this email or tenant already exists', () =>
+      inTransaction(this.db, async (trx) => {
         const user = await this.users.create(normalizedEmail, passwordHash, trx);
         const tenant = await this.tenants.create(tenantName, trx);
         await this.tenants.addMember(tenant.id, user.id, 'owner', trx);
         return { id: user.id, email: user.email, tenant_name: tenant.name, created_at: user.created_at };
-      });
-    } catch (error) {
-      // Another registration won the race between our checks and the insert.
-      if (isUniqueViolation(error)) throw new ConflictError('A user with this email or tenant already exists');
-      throw error;
-    }
+      }),
+    );
   }
 
   async login(email: string, password: string) {

@@ -1,20 +1,11 @@
 import { statSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
-import { EMBEDDER_PATTERN } from '../config.ts';
-import {
-  enforceConfigurationLimits,
-  Issues,
-  optionalInteger,
-  optionalNumber,
-  optionalString,
-  rejectMaskedSecrets,
-} from '../http/issues.ts';
+import { checkConfiguration, type Issues } from '../http/issues.ts';
+import { isSupportedExtension, SUPPORTED_EXTENSIONS } from '../ingestion/parsers/file-types.ts';
 import type { Configuration } from '../security/secret-config.ts';
 import { isInsideAny, realPath } from '../util/paths.ts';
-import { isHttpUrl } from '../util/url.ts';
-
-export const DATASET_DTYPES = ['local_file'] as const;
-export const SUPPORTED_FILE_TYPES = ['pdf', 'txt', 'md', 'docx', 'html', 'htm'] as const;
+import type { DatasetConfiguration } from './codec.ts';
+import { type CheckedLocalFileConfiguration, DATASET_CONFIGURATION_SCHEMAS, type DatasetDtype } from './configuration-schema.ts';
 
 export interface DatasetRules {
   /** The real paths of the folders the dataset's tenant may index (tenants/ingestion-roots.ts). */
@@ -28,64 +19,49 @@ function collectionNameFrom(name: string): string {
 }
 
 /**
- * Checks a `local_file` configuration (the only dtype; the route schema refuses others) (API-CONTRACT 4)
- * and returns it with every default filled in, so what is stored says exactly how the dataset behaves.
- * Unknown keys are kept as given.
+ * Checks a dataset configuration against its dtype's schema (configuration-schema.ts), then what no schema
+ * can say, and returns it with every default filled in, so what is stored says exactly how the dataset
+ * behaves (422 with every problem otherwise). Unknown keys are kept as given.
  */
-export function normalizeDatasetConfiguration(input: Configuration, datasetName: string, rules: DatasetRules): Configuration {
-  enforceConfigurationLimits(input);
-  const issues = new Issues(['body', 'configuration']);
-  rejectMaskedSecrets(issues, input);
-  const ingestionPath = checkIngestionPath(issues, input.ingestionPath, rules.ingestionRoots);
-  const chunkSize = optionalInteger(issues, input, 'chunkSize', { min: 100, max: 100_000, fallback: 1000 }) ?? 1000;
-  const chunkOverlap = optionalInteger(issues, input, 'chunkOverlap', { min: 0, max: 50_000, fallback: 100 }) ?? 100;
-  if (chunkOverlap >= chunkSize) issues.add('chunkOverlap', 'Must be smaller than chunkSize', 'less_than');
-  const embedder = optionalString(issues, input, 'embedder', {
-    maxLength: 500,
-    pattern: EMBEDDER_PATTERN,
-    fallback: rules.defaultEmbedder,
-  });
-  const baseUrl = optionalString(issues, input, 'base_url', { maxLength: 2000 });
-  if (baseUrl !== undefined && !isHttpUrl(baseUrl)) issues.add('base_url', 'Input should be an http or https URL', 'url_parsing');
-  optionalString(issues, input, 'api_key', { maxLength: 2000 });
-  const normalized: Configuration = {
+export function normalizeDatasetConfiguration(
+  dtype: DatasetDtype,
+  input: Configuration,
+  datasetName: string,
+  rules: DatasetRules,
+): DatasetConfiguration {
+  const checked = checkConfiguration(input, DATASET_CONFIGURATION_SCHEMAS[dtype]);
+  const { issues } = checked;
+  // Each key is read below only where the schema found nothing wrong with it.
+  const value = checked.value as CheckedLocalFileConfiguration;
+  const ingestionPath = issues.has('ingestionPath') ? undefined : checkIngestionPath(issues, value.ingestionPath, rules);
+  const { chunkSize, chunkOverlap, fileTypes } = value;
+  if (!issues.has('chunkSize') && !issues.has('chunkOverlap') && chunkOverlap >= chunkSize) {
+    issues.add('chunkOverlap', 'Must be smaller than chunkSize', 'less_than');
+  }
+  const types = issues.has('fileTypes') ? [] : checkFileTypes(issues, fileTypes);
+  issues.throwIfAny();
+  // Keys in the order they always had: as given, then the ones filled in.
+  return {
     ...input,
-    ingestionPath,
-    collectionName: optionalString(issues, input, 'collectionName', {
-      maxLength: 64,
-      pattern: /^[A-Za-z0-9_]+$/,
-      fallback: collectionNameFrom(datasetName),
-    }),
-    embedder,
+    ingestionPath: ingestionPath as string,
+    collectionName: value.collectionName ?? collectionNameFrom(datasetName),
+    embedder: value.embedder ?? rules.defaultEmbedder,
     chunkSize,
     chunkOverlap,
-    fileTypes: checkFileTypes(issues, input.fileTypes),
-    cost_per_query: optionalNumber(issues, input, 'cost_per_query', { min: 0, max: 1_000_000, fallback: 0 }),
+    fileTypes: types,
+    cost_per_query: value.cost_per_query,
   };
-  for (const port of ['httpPort', 'grpcPort']) {
-    const value = optionalInteger(issues, input, port, { min: 1, max: 65535 });
-    if (value !== undefined) normalized[port] = value;
-  }
-  issues.throwIfAny();
-  return normalized;
 }
 
-function checkIngestionPath(issues: Issues, value: unknown, roots: readonly string[]): string | undefined {
-  if (value === undefined || value === null) {
-    issues.add('ingestionPath', 'Field required', 'missing');
-    return undefined;
-  }
-  if (typeof value !== 'string' || value.length > 4096) {
-    issues.add('ingestionPath', 'Input should be a valid path', 'string_type');
-    return undefined;
-  }
-  if (!isAbsolute(value)) {
+/** The folder must exist and lie inside the tenant's roots once symbolic links are followed. */
+function checkIngestionPath(issues: Issues, path: string, { ingestionRoots: roots }: DatasetRules): string | undefined {
+  if (!isAbsolute(path)) {
     issues.add('ingestionPath', 'Must be an absolute path', 'value_error');
     return undefined;
   }
-  const resolved = realPath(value); // follows symlinks, so a link cannot lead outside the roots
+  const resolved = realPath(path); // follows symlinks, so a link cannot lead outside the roots
   if (resolved === undefined) {
-    issues.add('ingestionPath', `Folder '${value}' does not exist`, 'value_error');
+    issues.add('ingestionPath', `Folder '${path}' does not exist`, 'value_error');
     return undefined;
   }
   if (roots.length === 0) {
@@ -101,25 +77,24 @@ function checkIngestionPath(issues: Issues, value: unknown, roots: readonly stri
     return undefined;
   }
   if (!statSync(resolved).isDirectory()) {
-    issues.add('ingestionPath', `'${value}' is not a folder`, 'value_error');
+    issues.add('ingestionPath', `'${path}' is not a folder`, 'value_error');
     return undefined;
   }
   return resolved;
 }
 
-function checkFileTypes(issues: Issues, value: unknown): string {
-  const fallback = SUPPORTED_FILE_TYPES.join(',');
-  if (value === undefined || value === null) return fallback;
-  const list = typeof value === 'string' ? value.split(',') : Array.isArray(value) ? value : undefined;
-  if (!list || list.some((item) => typeof item !== 'string')) {
-    issues.add('fileTypes', 'Input should be a comma-separated string of file types', 'string_type');
-    return fallback;
+/**
+ * `"md, .TXT,pdf"` or `["md", "txt"]`: a list of file types the parsers know (ingestion/parsers/file-types.ts),
+ * kept lower case, without dots or repeats.
+ */
+function checkFileTypes(issues: Issues, value: string | readonly string[]): string[] {
+  const list = typeof value === 'string' ? value.split(',') : value;
+  const types = [...new Set(list.map((item) => item.trim().toLowerCase().replace(/^\./, '')).filter((type) => type !== ''))];
+  const unknown = types.filter((type) => !isSupportedExtension(type));
+  if (types.length === 0 || unknown.length > 0) {
+    const named = unknown.length > 0 ? `Unsupported file type(s): ${unknown.join(', ')}. ` : 'No file type given. ';
+    issues.add('fileTypes', `${named}Supported: ${SUPPORTED_EXTENSIONS.join(', ')}`, 'enum');
+    return [];
   }
-  const types = [...new Set(list.map((item: string) => item.trim().toLowerCase().replace(/^\./, '')).filter((t) => t !== ''))];
-  const unknown = types.filter((type) => !(SUPPORTED_FILE_TYPES as readonly string[]).includes(type));
-  if (unknown.length > 0 || types.length === 0) {
-    issues.add('fileTypes', `Supported file types: ${fallback}`, 'enum');
-    return fallback;
-  }
-  return types.join(',');
+  return types;
 }

@@ -1,8 +1,7 @@
 import { sql } from 'kysely';
 import { type DbOrTransaction, now } from '../db/database.ts';
-import type { DatasetTable } from '../db/schema.ts';
-
-export type DatasetRow = DatasetTable;
+import type { SecretBox } from '../security/secret-box.ts';
+import { DATASET_COLUMNS, DatasetCodec, type DatasetRecord, type DatasetStatus } from './codec.ts';
 
 export interface IngestionCounts {
   files_total: number;
@@ -14,41 +13,49 @@ export interface IngestionCounts {
 
 export const NO_FILES: IngestionCounts = { files_total: 0, files_indexed: 0, files_pending: 0, files_failed: 0, chunks: 0 };
 
+/** Dataset records: configurations go in sealed and come out opened, through the codec. */
 export class DatasetRepository {
-  constructor(private readonly db: DbOrTransaction) {}
+  private readonly codec: DatasetCodec;
 
-  async insert(row: DatasetRow): Promise<void> {
-    await this.db.insertInto('datasets').values(row).execute();
+  constructor(
+    private readonly db: DbOrTransaction,
+    box: SecretBox,
+  ) {
+    this.codec = new DatasetCodec(box);
   }
 
-  async list(tenantId: string): Promise<DatasetRow[]> {
-    return this.db.selectFrom('datasets').selectAll().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy(sql`rowid`).execute();
+  async insert(record: DatasetRecord): Promise<void> {
+    await this.db.insertInto('datasets').values(this.codec.toRow(record)).execute();
   }
 
-  async get(tenantId: string, id: string): Promise<DatasetRow | undefined> {
-    return this.db.selectFrom('datasets').selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+  async list(tenantId: string): Promise<DatasetRecord[]> {
+    const rows = await this.selectDatasets().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy(sql`rowid`).execute();
+    return rows.map((row) => this.codec.toRecord(row));
   }
 
-  async update(
-    tenantId: string,
-    id: string,
-    changes: Partial<Pick<DatasetRow, 'name' | 'summary' | 'status' | 'updated_at'>>,
-  ): Promise<void> {
+  async get(tenantId: string, id: string): Promise<DatasetRecord | undefined> {
+    const row = await this.selectDatasets().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+    return row && this.codec.toRecord(row);
+  }
+
+  async update(tenantId: string, id: string, changes: Partial<Pick<DatasetRecord, 'name' | 'summary' | 'updated_at'>>): Promise<void> {
     await this.db.updateTable('datasets').set(changes).where('tenant_id', '=', tenantId).where('id', '=', id).execute();
   }
 
   /** Datasets of every tenant that should be ingesting (at start-up, to resume them). */
-  async listActive(): Promise<DatasetRow[]> {
-    return this.db.selectFrom('datasets').selectAll().where('status', 'in', ['starting', 'running', 'error']).execute();
+  async listActive(): Promise<DatasetRecord[]> {
+    const rows = await this.selectDatasets().where('status', 'in', ['starting', 'running', 'error']).execute();
+    return rows.map((row) => this.codec.toRecord(row));
   }
 
   /** Internal lookups by id alone, for the ingestion engine (never reachable from a request). */
-  async getAnyTenant(id: string): Promise<DatasetRow | undefined> {
-    return this.db.selectFrom('datasets').selectAll().where('id', '=', id).executeTakeFirst();
+  async getAnyTenant(id: string): Promise<DatasetRecord | undefined> {
+    const row = await this.selectDatasets().where('id', '=', id).executeTakeFirst();
+    return row && this.codec.toRecord(row);
   }
 
   /** `error` says why a dataset is in status `error`; any other status clears it. */
-  async setStatus(id: string, status: DatasetRow['status'], error: string | null = null): Promise<void> {
+  async setStatus(id: string, status: DatasetStatus, error: string | null = null): Promise<void> {
     await this.db.updateTable('datasets').set({ status, error, updated_at: now() }).where('id', '=', id).execute();
   }
 
@@ -95,5 +102,9 @@ export class DatasetRepository {
       });
     }
     return counts;
+  }
+
+  private selectDatasets() {
+    return this.db.selectFrom('datasets').select(DATASET_COLUMNS);
   }
 }

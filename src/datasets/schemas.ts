@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { Configuration, Name, ShortText, Timestamp, Uuid } from '../http/schemas.ts';
-import { DATASET_DTYPES } from './configuration.ts';
+import { DATASET_DTYPES } from './configuration-schema.ts';
 
 export const DatasetStatus = Type.Enum(['starting', 'running', 'stopped', 'error']);
 

@@ -3,9 +3,8 @@ import type { Config } from '../config.ts';
 import { NotFoundError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
 import { datasetEmbedder } from '../embeddings/embedder.ts';
-import type { SecretBox } from '../security/secret-box.ts';
-import { type Configuration, openSecrets } from '../security/secret-config.ts';
 import { VectorIndexMissingError, type VectorStore } from '../vectors/store.ts';
+import type { DatasetConfiguration } from './codec.ts';
 import type { DatasetRepository } from './repository.ts';
 import type { ReferencesView } from './schemas.ts';
 
@@ -24,15 +23,13 @@ export class DatasetSearchService {
     private readonly config: Config,
     private readonly datasets: DatasetRepository,
     private readonly store: VectorStore,
-    private readonly box: SecretBox,
     private readonly storeVersion: string,
   ) {}
 
   async search(tenant: Tenant, datasetId: string, text: string, options: SearchOptions, signal?: AbortSignal): Promise<References> {
     const started = performance.now();
     const configuration = await this.configuration(tenant, datasetId);
-    const embedderSpec = String(configuration.embedder);
-    const providerInfo = { search_engine: `sqlite-vec ${this.storeVersion} + FTS5`, mode: options.mode, embedder: embedderSpec };
+    const providerInfo = { search_engine: `sqlite-vec ${this.storeVersion} + FTS5`, mode: options.mode, embedder: configuration.embedder };
     const embedder = await datasetEmbedder(configuration, { dataDir: this.config.dataDir, allowDownload: this.config.allowModelDownload });
     const [vector] = await embedder.embed([text], signal);
     let documents: References['documents'] = [];
@@ -45,18 +42,18 @@ export class DatasetSearchService {
     return {
       documents,
       provider_info: { ...providerInfo, response_time_ms: Math.round((performance.now() - started) * 100) / 100 },
-      cost: Number(configuration.cost_per_query ?? 0),
+      cost: configuration.cost_per_query,
     };
   }
 
   async pricing(tenant: Tenant, datasetId: string): Promise<{ costPerQuery: number; chunkSize: number }> {
     const configuration = await this.configuration(tenant, datasetId);
-    return { costPerQuery: Number(configuration.cost_per_query ?? 0), chunkSize: Number(configuration.chunkSize ?? 1000) };
+    return { costPerQuery: configuration.cost_per_query, chunkSize: configuration.chunkSize };
   }
 
-  private async configuration(tenant: Tenant, datasetId: string): Promise<Configuration> {
-    const row = await this.datasets.get(tenant.id, datasetId);
-    if (!row) throw new NotFoundError(`Dataset '${datasetId}' not found`);
-    return openSecrets(JSON.parse(row.configuration), this.box);
+  private async configuration(tenant: Tenant, datasetId: string): Promise<DatasetConfiguration> {
+    const dataset = await this.datasets.get(tenant.id, datasetId);
+    if (!dataset) throw new NotFoundError(`Dataset '${datasetId}' not found`);
+    return dataset.configuration;
   }
 }

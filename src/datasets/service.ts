@@ -1,16 +1,15 @@
 import type { Static } from 'typebox';
+import { conflictAs } from '../db/conflicts.ts';
 import { now } from '../db/database.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
 import { USE_LITE_DIMENSION } from '../embeddings/use-lite.ts';
-import { conflictAs } from '../http/conflicts.ts';
 import type { IngestionEngine } from '../ingestion/engine.ts';
 import type { FileRepository } from '../ingestion/files-repository.ts';
-import type { SecretBox } from '../security/secret-box.ts';
-import { type Configuration, maskSecrets, openSecrets, sealSecrets } from '../security/secret-config.ts';
 import type { IngestionRoots } from '../tenants/ingestion-roots.ts';
+import { type DatasetConfiguration, type DatasetRecord, datasetConfigurationView } from './codec.ts';
 import { type DatasetRules, normalizeDatasetConfiguration } from './configuration.ts';
-import { type DatasetRepository, type DatasetRow, NO_FILES } from './repository.ts';
+import { type DatasetRepository, NO_FILES } from './repository.ts';
 import type { CreateDatasetBody, DatasetFileView, DatasetView, ProvisionerView, UpdateDatasetBody } from './schemas.ts';
 
 export type DatasetViewData = Static<typeof DatasetView>;
@@ -20,7 +19,6 @@ export type FileViewData = Static<typeof DatasetFileView>;
 export class DatasetService {
   constructor(
     private readonly datasets: DatasetRepository,
-    private readonly box: SecretBox,
     private readonly rules: { defaultEmbedder: string },
     private readonly roots: IngestionRoots,
     private readonly ingestion: IngestionEngine,
@@ -29,24 +27,23 @@ export class DatasetService {
 
   async create(tenant: Tenant, body: Static<typeof CreateDatasetBody>): Promise<DatasetViewData> {
     const rules: DatasetRules = { ingestionRoots: await this.roots.of(tenant.id), defaultEmbedder: this.rules.defaultEmbedder };
-    const configuration = normalizeDatasetConfiguration(body.configuration, body.name, rules);
     const timestamp = now();
-    const row: DatasetRow = {
+    const record: DatasetRecord = {
       id: crypto.randomUUID(),
       tenant_id: tenant.id,
       name: body.name,
       summary: body.summary ?? '',
       dtype: body.dtype,
-      configuration: JSON.stringify(sealSecrets(configuration, this.box)),
+      configuration: normalizeDatasetConfiguration(body.dtype, body.configuration, body.name, rules),
       status: 'starting',
       error: null,
       created_at: timestamp,
       updated_at: timestamp,
     };
-    await conflictAs(`Dataset named '${body.name}' already exists`, () => this.datasets.insert(row));
+    await conflictAs(`Dataset named '${body.name}' already exists`, () => this.datasets.insert(record));
     // A new dataset starts at once; its first scan runs in the background (status tells how far it got).
-    void this.ingestion.start(row.id);
-    return this.view(row);
+    void this.ingestion.start(record.id);
+    return this.view(record);
   }
 
   async list(tenant: Tenant): Promise<DatasetViewData[]> {
@@ -137,31 +134,31 @@ export class DatasetService {
     };
   }
 
-  /** The configuration with its secrets readable, for the engines that use the dataset. */
-  async openConfiguration(tenant: Tenant, id: string): Promise<Configuration> {
-    return openSecrets(JSON.parse((await this.require(tenant, id)).configuration), this.box);
+  /** The configuration with its secrets readable (as the search and ingestion see it). */
+  async openConfiguration(tenant: Tenant, id: string): Promise<DatasetConfiguration> {
+    return (await this.require(tenant, id)).configuration;
   }
 
-  private async require(tenant: Tenant, id: string): Promise<DatasetRow> {
+  private async require(tenant: Tenant, id: string): Promise<DatasetRecord> {
     const row = await this.datasets.get(tenant.id, id);
     if (!row) throw new NotFoundError(`Dataset '${id}' not found`);
     return row;
   }
 
-  private async view(row: DatasetRow): Promise<DatasetViewData> {
+  private async view(row: DatasetRecord): Promise<DatasetViewData> {
     const counts = await this.datasets.ingestionCounts([row.id]);
     return toView(row, counts.get(row.id));
   }
 }
 
-function toView(row: DatasetRow, counts = NO_FILES): DatasetViewData {
+function toView(row: DatasetRecord, counts = NO_FILES): DatasetViewData {
   return {
     id: row.id,
     name: row.name,
     summary: row.summary,
     dtype: row.dtype,
-    configuration: maskSecrets(JSON.parse(row.configuration)),
-    status: row.status as DatasetViewData['status'],
+    configuration: datasetConfigurationView(row.configuration),
+    status: row.status,
     error: row.error,
     ingestion: counts,
     created_at: row.created_at,

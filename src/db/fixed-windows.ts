@@ -1,4 +1,5 @@
 import type { Database } from 'bun:sqlite';
+import { type Clock, systemClock } from '../util/clock.ts';
 import type { OpenedDatabase } from './database.ts';
 
 /** One quota: at most `limit` hits per fixed window of `periodSeconds`, aligned to the epoch (so to UTC). */
@@ -20,17 +21,22 @@ const KEEP_SECONDS = 2 * 86_400; // longer than the longest period (a day)
 export class FixedWindows {
   private lastPrune = 0;
 
-  constructor(private readonly database: OpenedDatabase) {}
+  constructor(
+    private readonly database: OpenedDatabase,
+    private readonly clock: Clock = systemClock,
+  ) {}
 
   /** Counts one hit against every quota, unless one of them is already used up. */
-  consume(quotas: readonly WindowQuota[], nowMs = Date.now()): Promise<WindowVerdict> {
+  consume(quotas: readonly WindowQuota[]): Promise<WindowVerdict> {
     if (quotas.length === 0) return Promise.resolve({ allowed: true });
+    const nowMs = this.clock.now();
     return this.database.exclusive((sqlite) => this.consumeNow(sqlite, quotas, nowMs, true));
   }
 
   /** Whether a hit would be allowed now, without counting one. */
-  peek(quotas: readonly WindowQuota[], nowMs = Date.now()): Promise<WindowVerdict> {
+  peek(quotas: readonly WindowQuota[]): Promise<WindowVerdict> {
     if (quotas.length === 0) return Promise.resolve({ allowed: true });
+    const nowMs = this.clock.now();
     return this.database.exclusive((sqlite) => this.consumeNow(sqlite, quotas, nowMs, false));
   }
 

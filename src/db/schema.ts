@@ -2,7 +2,8 @@ import type { Generated } from 'kysely';
 
 /**
  * Table row types as stored. Timestamps are ISO 8601 UTC strings, booleans are 0/1 integers,
- * and `configuration` columns hold JSON text whose secret values are encrypted (see secrets.ts).
+ * and `configuration` columns hold JSON text whose secret values are encrypted (security/secret-config.ts).
+ * Only the repositories and their codecs (`<resource>/codec.ts`) see rows: everything else gets typed records.
  */
 export interface Database {
   tenants: TenantTable;

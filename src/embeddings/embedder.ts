@@ -42,10 +42,6 @@ export function parseEmbedderSpec(spec: string): EmbedderSpec {
   throw new EmbedderSpecError(`unknown embedder "${spec}": expected use-lite, transformers:<model or folder> or openai:<model>`);
 }
 
-export function formatEmbedderSpec(spec: EmbedderSpec): string {
-  return spec.kind === 'use-lite' ? 'use-lite' : `${spec.kind}:${spec.model}`;
-}
-
 // Models are large and slow to load: every dataset using the same spec shares one instance. Creation is
 // cached as a promise so concurrent callers wait for the same load; a failed load is forgotten so a
 // later call can try again (the server may come back, the model folder may appear).

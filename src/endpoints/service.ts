@@ -1,15 +1,17 @@
 import type { Static } from 'typebox';
-import type { DatasetRepository, DatasetRow } from '../datasets/repository.ts';
+import { type DatasetRecord, datasetConfigurationView } from '../datasets/codec.ts';
+import type { DatasetRepository } from '../datasets/repository.ts';
+import { conflictAs } from '../db/conflicts.ts';
 import { now } from '../db/database.ts';
 import { NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
 import type { Publications } from '../domain/publications.ts';
-import { conflictAs } from '../http/conflicts.ts';
 import { Issues } from '../http/issues.ts';
-import type { ModelRepository, ModelRow } from '../models/repository.ts';
+import { type ModelRecord, modelConfigurationView } from '../models/codec.ts';
+import type { ModelRepository } from '../models/repository.ts';
 import type { PolicyRepository } from '../policies/repository.ts';
-import { maskSecrets } from '../security/secret-config.ts';
-import type { EndpointRepository, EndpointRow } from './repository.ts';
+import type { EndpointRecord } from './codec.ts';
+import type { EndpointRepository } from './repository.ts';
 import type { CreatedEndpointView, CreateEndpointBody, EndpointDetail, EndpointListItem, UpdateEndpointBody } from './schemas.ts';
 
 type Created = Static<typeof CreatedEndpointView>;
@@ -34,7 +36,7 @@ export class EndpointService {
     if (modelId && !(await this.models.get(tenant.id, modelId))) throw new NotFoundError(`Model '${modelId}' not found`);
     const slug = body.slug.toLowerCase();
     const timestamp = now();
-    const row: EndpointRow = {
+    const row: EndpointRecord = {
       id: crypto.randomUUID(),
       tenant_id: tenant.id,
       name: body.name,
@@ -44,7 +46,7 @@ export class EndpointService {
       dataset_id: datasetId,
       model_id: modelId,
       response_type: responseType,
-      published: body.published ? 1 : 0,
+      published: body.published ?? false,
       tags: normalizeTags(body.tags ?? ''),
       created_at: timestamp,
       updated_at: timestamp,
@@ -96,7 +98,7 @@ export class EndpointService {
         id: policy.id,
         name: policy.name,
         policy_type: policy.policy_type,
-        configuration: JSON.parse(policy.configuration),
+        configuration: { ...policy.configuration },
       })),
     };
   }
@@ -121,7 +123,7 @@ export class EndpointService {
    * Deletes the endpoint and its policies; the linked dataset and model stay. Then the endpoint is
    * removed from every marketplace it was published to (best effort: the deletion stands regardless).
    */
-  async delete(tenant: Tenant, slug: string): Promise<EndpointRow> {
+  async delete(tenant: Tenant, slug: string): Promise<EndpointRecord> {
     const row = await this.require(tenant, slug);
     const publishedTo = (await this.endpoints.publishedTo([row.id])).get(row.id) ?? [];
     await this.endpoints.delete(tenant.id, row.id);
@@ -129,7 +131,7 @@ export class EndpointService {
     return row;
   }
 
-  private async require(tenant: Tenant, slug: string): Promise<EndpointRow> {
+  private async require(tenant: Tenant, slug: string): Promise<EndpointRecord> {
     const row = await this.endpoints.getBySlug(tenant.id, slug.toLowerCase());
     if (!row) throw new NotFoundError(`Endpoint '${slug}' not found`);
     return row;
@@ -156,25 +158,25 @@ function normalizeTags(tags: string): string {
     .join(',');
 }
 
-function baseView(row: EndpointRow) {
+function baseView(row: EndpointRecord) {
   return {
     id: row.id,
     name: row.name,
     slug: row.slug,
     summary: row.summary,
     response_type: row.response_type,
-    published: row.published === 1,
+    published: row.published,
     tags: row.tags,
     created_at: row.created_at,
   };
 }
 
-function embeddedModel(row: ModelRow | undefined) {
-  return row ? { id: row.id, name: row.name, dtype: row.dtype, configuration: maskSecrets(JSON.parse(row.configuration)) } : null;
+function embeddedModel(row: ModelRecord | undefined) {
+  return row ? { id: row.id, name: row.name, dtype: row.dtype, configuration: modelConfigurationView(row.configuration) } : null;
 }
 
-function embeddedDataset(row: DatasetRow | undefined) {
+function embeddedDataset(row: DatasetRecord | undefined) {
   return row
-    ? { id: row.id, name: row.name, summary: row.summary, dtype: row.dtype, configuration: maskSecrets(JSON.parse(row.configuration)) }
+    ? { id: row.id, name: row.name, summary: row.summary, dtype: row.dtype, configuration: datasetConfigurationView(row.configuration) }
     : null;
 }

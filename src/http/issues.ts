@@ -1,5 +1,7 @@
+import type { TSchema } from 'typebox';
 import { ValidationError, type ValidationIssue } from '../domain/errors.ts';
-import { maskedSecretKeys } from '../security/secret-config.ts';
+import { type Configuration, maskedSecretKeys } from '../security/secret-config.ts';
+import { checkObject, type Location, type ObjectCheck, type SchemaIssue } from '../util/json-schema.ts';
 import { pathBeyondDepth } from './json-body.ts';
 
 /**
@@ -14,14 +16,29 @@ export const MAX_CONFIGURATION_DEPTH = 10;
  */
 export const MAX_CONFIGURATION_BYTES = 64 * 1024;
 
-/** Collects every problem of a body before answering, so the client can fix them all in one go. */
+/**
+ * Collects every problem of a body before answering, so the client can fix them all in one go; one issue
+ * per location (the first found), as the schema mapping gives them.
+ */
 export class Issues {
   private readonly list: ValidationIssue[] = [];
 
-  constructor(private readonly prefix: (string | number)[] = ['body']) {}
+  constructor(private readonly prefix: Location = ['body']) {}
 
-  add(path: string | (string | number)[], msg: string, type = 'value_error'): void {
-    this.list.push({ loc: [...this.prefix, ...(Array.isArray(path) ? path : [path])], msg, type });
+  add(path: string | Location, msg: string, type = 'value_error'): void {
+    const loc = [...this.prefix, ...(Array.isArray(path) ? path : [path])];
+    if (!this.hasLoc(loc)) this.list.push({ loc, msg, type });
+  }
+
+  /** Issues whose locs are relative to this collector's prefix (a schema check's). */
+  addAll(issues: readonly SchemaIssue[]): void {
+    for (const issue of issues) this.add(issue.loc, issue.msg, issue.type);
+  }
+
+  /** Whether something is already wrong at `path` (a key, or an index path) or inside it: later checks of it can be skipped. */
+  has(path: string | Location): boolean {
+    const loc = [...this.prefix, ...(Array.isArray(path) ? path : [path])];
+    return this.list.some((issue) => loc.every((segment, index) => issue.loc[index] === segment));
   }
 
   get empty(): boolean {
@@ -31,70 +48,29 @@ export class Issues {
   throwIfAny(): void {
     if (this.list.length > 0) throw new ValidationError(this.list);
   }
+
+  private hasLoc(loc: Location): boolean {
+    const key = JSON.stringify(loc);
+    return this.list.some((issue) => JSON.stringify(issue.loc) === key);
+  }
 }
 
-/** Readers for loosely typed configuration objects that record a problem instead of throwing. */
-export function optionalInteger(
-  issues: Issues,
-  config: Record<string, unknown>,
-  key: string,
-  { min, max, fallback }: { min: number; max: number; fallback?: number },
-): number | undefined {
-  const value = config[key];
-  if (value === undefined || value === null) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    issues.add(key, `Input should be an integer from ${min} to ${max}`, 'int_type');
-    return fallback;
-  }
-  return value;
-}
-
-export function optionalNumber(
-  issues: Issues,
-  config: Record<string, unknown>,
-  key: string,
-  { min, max, fallback }: { min: number; max: number; fallback?: number },
-): number | undefined {
-  const value = config[key];
-  if (value === undefined || value === null) return fallback;
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
-    issues.add(key, `Input should be a number from ${min} to ${max}`, 'float_type');
-    return fallback;
-  }
-  return value;
-}
-
-export function optionalString(
-  issues: Issues,
-  config: Record<string, unknown>,
-  key: string,
-  { maxLength = 10_000, pattern, fallback }: { maxLength?: number; pattern?: RegExp; fallback?: string } = {},
-): string | undefined {
-  const value = config[key];
-  if (value === undefined || value === null) return fallback;
-  if (typeof value !== 'string') {
-    issues.add(key, 'Input should be a valid string', 'string_type');
-    return fallback;
-  }
-  if (value.length > maxLength) {
-    issues.add(key, `String should have at most ${maxLength} characters`, 'string_too_long');
-    return fallback;
-  }
-  if (pattern && !pattern.test(value)) {
-    issues.add(key, `String should match pattern '${pattern.source}'`, 'string_pattern_mismatch');
-    return fallback;
-  }
-  return value;
-}
-
-export function optionalBoolean(issues: Issues, config: Record<string, unknown>, key: string, fallback?: boolean): boolean | undefined {
-  const value = config[key];
-  if (value === undefined || value === null) return fallback;
-  if (typeof value !== 'boolean') {
-    issues.add(key, 'Input should be a valid boolean', 'bool_type');
-    return fallback;
-  }
-  return value;
+/**
+ * The one path of a configuration (a dataset's, a model's, a policy's): its bounds (thrown at once), the
+ * masks sent as values, then its type's schema (or a check built on util/json-schema.ts checkObject, as a
+ * model's is), defaults filled in. Returns the checked configuration and the issues so far, for the code
+ * checks of what no schema can say; the caller throws them.
+ */
+export function checkConfiguration(
+  input: Configuration,
+  check: TSchema | ((input: Configuration) => ObjectCheck),
+): { value: Configuration; issues: Issues } {
+  enforceConfigurationLimits(input);
+  const issues = new Issues(['body', 'configuration']);
+  rejectMaskedSecrets(issues, input);
+  const checked = typeof check === 'function' ? check(input) : checkObject(check, input);
+  issues.addAll(checked.issues);
+  return { value: checked.value, issues };
 }
 
 /**
@@ -102,7 +78,7 @@ export function optionalBoolean(issues: Issues, config: Record<string, unknown>,
  * anything else looks at the value: the depth is measured without recursion, and only a value within it
  * is serialised to measure its size.
  */
-export function enforceConfigurationLimits(config: Record<string, unknown>): void {
+export function enforceConfigurationLimits(config: Configuration): void {
   const issues = new Issues(['body', 'configuration']);
   const tooDeep = pathBeyondDepth(config, MAX_CONFIGURATION_DEPTH);
   if (tooDeep !== undefined) {
@@ -117,7 +93,7 @@ export function enforceConfigurationLimits(config: Record<string, unknown>): voi
 }
 
 /** A secret (or a URL's user-info) sent as the mask, where no stored value can stand behind it (e.g. on create). */
-export function rejectMaskedSecrets(issues: Issues, config: Record<string, unknown>): void {
+export function rejectMaskedSecrets(issues: Issues, config: Configuration): void {
   for (const path of maskedSecretKeys(config)) {
     issues.add(path, "'********' is how responses hide a secret, not a value: send the secret itself", 'value_error');
   }

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { NOT_BLANK } from '../util/json-schema.ts';
 
 /** Building blocks shared by the route schemas. */
 export const Uuid = Type.String({ format: 'uuid' });
@@ -10,7 +11,7 @@ export const IdParams = Type.Object({ id: Uuid });
 /** Free-form configuration objects: bounded so a client cannot send megabytes of keys. */
 export const Configuration = Type.Record(Type.String({ maxLength: 100 }), Type.Unknown(), { maxProperties: 100 });
 
-export const Name = Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' });
+export const Name = Type.String({ minLength: 1, maxLength: 200, pattern: NOT_BLANK });
 export const ShortText = Type.String({ maxLength: 2000 });
 export const LongText = Type.String({ maxLength: 50_000 });
 

@@ -6,8 +6,6 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import { errorMessage } from '../domain/errors.ts';
 import { datasetEmbedder, type Embedder } from '../embeddings/embedder.ts';
-import type { SecretBox } from '../security/secret-box.ts';
-import { openSecrets } from '../security/secret-config.ts';
 import { isInsideAny } from '../util/paths.ts';
 import { SerialQueue } from '../util/serial-queue.ts';
 import type { ChunkInput, VectorStore } from '../vectors/store.ts';
@@ -44,7 +42,6 @@ export interface IngestionEngineDeps {
   files: FileRepository;
   store: VectorStore;
   pool: ParserPool;
-  box: SecretBox;
   log: Logger;
   /** The real paths of the folders a tenant may index (tenants/ingestion-roots.ts implements it). */
   roots: { of(tenantId: string): Promise<readonly string[]> };
@@ -138,10 +135,6 @@ export class IngestionEngine {
     await Promise.all(active.map((dataset) => this.start(dataset.id)));
   }
 
-  isRunning(datasetId: string): boolean {
-    return this.runtimes.has(datasetId);
-  }
-
   /** Starts (or resumes) a dataset: status `starting`, then `running` once its folder scan is queued. */
   start(datasetId: string): Promise<void> {
     if (this.closed || this.runtimes.has(datasetId)) return Promise.resolve();
@@ -154,14 +147,14 @@ export class IngestionEngine {
   }
 
   private async startNow(datasetId: string): Promise<void> {
-    const { datasets, files, store, box, config, log } = this.deps;
+    const { datasets, files, store, config, log } = this.deps;
     const row = await datasets.getAnyTenant(datasetId);
     if (!row) return;
     await datasets.setStatus(datasetId, 'starting');
     let runtime: Runtime | undefined;
     try {
-      const configuration = openSecrets(JSON.parse(row.configuration), box);
-      const configuredPath = String(configuration.ingestionPath);
+      const { configuration } = row;
+      const configuredPath = configuration.ingestionPath;
       const folder = await this.checkFolder(row.tenant_id, configuredPath);
       if ('refused' in folder) {
         log.warn({ dataset: datasetId, reason: folder.refused }, 'dataset folder refused');
@@ -178,9 +171,9 @@ export class IngestionEngine {
         configuredPath,
         root: folder.real,
         roots: folder.roots,
-        fileTypes: new Set(String(configuration.fileTypes).split(',')),
-        chunkSize: Number(configuration.chunkSize),
-        chunkOverlap: Number(configuration.chunkOverlap),
+        fileTypes: new Set(configuration.fileTypes),
+        chunkSize: configuration.chunkSize,
+        chunkOverlap: configuration.chunkOverlap,
         embedder,
         serial: new SerialQueue(),
         jobs: new Set(),

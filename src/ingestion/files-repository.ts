@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import { now } from '../db/database.ts';
-import type { DatasetFileTable, FileStatus } from '../db/schema.ts';
+import type { DatasetFileTable } from '../db/schema.ts';
 import type { FileFacts } from './folder.ts';
 
 export type FileRow = Omit<DatasetFileTable, 'generation'> & { generation: number };
@@ -227,15 +227,6 @@ export class FileRepository {
       .selectFrom('dataset_files')
       .select((eb) => eb.fn.countAll<number>().as('count'))
       .where('dataset_id', '=', datasetId)
-      .executeTakeFirstOrThrow();
-    return Number(row.count);
-  }
-
-  async pendingCount(): Promise<number> {
-    const row = await this.db
-      .selectFrom('dataset_files')
-      .select((eb) => eb.fn.countAll<number>().as('count'))
-      .where('status', 'in', ['queued', 'indexing'] satisfies FileStatus[])
       .executeTakeFirstOrThrow();
     return Number(row.count);
   }

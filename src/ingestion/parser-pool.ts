@@ -1,13 +1,14 @@
 import { workerUrl } from '../runtime/compiled.ts';
+import { WorkerPool } from '../util/worker-pool.ts';
 import type { ParseRequest, ParseResponse, PreparedFile, PrepareOptions } from './parse-worker.ts';
 import { isParseErrorCode, type ParsedDocument, ParseError } from './parsers/types.ts';
 
 /**
- * Runs parseFile on a few Bun Worker threads so that a 500-page PDF never stalls the HTTP thread.
- * Each thread takes one file at a time; files queue in arrival order. A thread that crashes or runs
- * past the timeout is terminated and replaced, and only the file it was on fails (with a reason).
- * A file can also be cancelled (deleted, its dataset stopped): its thread is terminated the same way,
- * since pdf.js or mammoth cannot be interrupted in the middle of a file any other way.
+ * Runs parseFile on a few Bun Worker threads (util/worker-pool.ts) so that a 500-page PDF never stalls
+ * the HTTP thread. Each thread takes one file at a time; files queue in arrival order. A thread that
+ * crashes or runs past the timeout is terminated and replaced, and only the file it was on fails (with
+ * a reason). A file can also be cancelled (deleted, its dataset stopped): its thread is terminated the
+ * same way, since pdf.js or mammoth cannot be interrupted in the middle of a file any other way.
  */
 
 export interface ParserPoolOptions {
@@ -35,27 +36,10 @@ const DEFAULT_TIMEOUT_MS = 120_000;
 // parse-worker.ts); workerUrl says where it sits in the binary.
 const DEFAULT_WORKER_URL = workerUrl(new URL('./parse-worker.ts', import.meta.url), 'ingestion/parse-worker.ts');
 
-interface Task {
-  id: number;
-  path: string;
-  prepare?: PrepareOptions;
-  resolve: (result: ParsedDocument | PreparedFile) => void;
-  reject: (error: unknown) => void;
-}
-
-interface Slot {
-  worker?: Worker;
-  task?: Task;
-  timer?: ReturnType<typeof setTimeout>;
-}
-
 export class ParserPool {
   readonly size: number;
   readonly timeoutMs: number;
-  private readonly workerUrl: URL | string;
-  private readonly slots: Slot[];
-  private readonly queue: Task[] = [];
-  private nextId = 1;
+  private readonly threads: WorkerPool<ParseRequest, ParseResponse, ParsedDocument | PreparedFile>;
   private closed = false;
 
   constructor(options: ParserPoolOptions = {}) {
@@ -63,13 +47,28 @@ export class ParserPool {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     if (!Number.isInteger(this.size) || this.size < 1) throw new RangeError('parser pool size must be an integer >= 1');
     if (!(this.timeoutMs > 0)) throw new RangeError('parser pool timeoutMs must be > 0');
-    this.workerUrl = options.workerUrl ?? DEFAULT_WORKER_URL;
-    this.slots = Array.from({ length: this.size }, () => ({}));
+    this.threads = new WorkerPool({
+      size: this.size,
+      url: options.workerUrl ?? DEFAULT_WORKER_URL,
+      result: (response) => {
+        if (response.ok) return (response.prepared ?? response.doc) as ParsedDocument | PreparedFile;
+        throw new ParseError(isParseErrorCode(response.code) ? response.code : 'damaged', response.message);
+      },
+      timeout: { ms: this.timeoutMs, error: () => new ParseError('timeout', this.timeoutMessage()) },
+      crashed: (event) => {
+        const reason: unknown = event.error;
+        return crashed(reason instanceof Error ? reason.message : plainReason(event.message));
+      },
+      exited: () => crashed('the parse thread exited'),
+      // pdf.js and mammoth cannot be interrupted in the middle of a file any other way, and a new parse
+      // thread has nothing costly to load.
+      abort: 'interrupt',
+    });
   }
 
   /** Files waiting or being parsed. */
   get pending(): number {
-    return this.queue.length + this.slots.filter((slot) => slot.task).length;
+    return this.threads.pending;
   }
 
   parse(path: string): Promise<ParsedDocument> {
@@ -87,118 +86,14 @@ export class ParserPool {
 
   private submit(path: string, prepare?: PrepareOptions, signal?: AbortSignal): Promise<ParsedDocument | PreparedFile> {
     if (this.closed) return Promise.reject(new ParserPoolClosedError());
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    return new Promise((resolve, reject) => {
-      const onAbort = () => this.cancel(task, signal?.reason);
-      const done = () => signal?.removeEventListener('abort', onAbort);
-      const task: Task = {
-        id: this.nextId++,
-        path,
-        ...(prepare ? { prepare } : {}),
-        resolve: (result) => {
-          done();
-          resolve(result);
-        },
-        reject: (error) => {
-          done();
-          reject(error);
-        },
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.queue.push(task);
-      this.dispatch();
-    });
-  }
-
-  private cancel(task: Task, reason: unknown): void {
-    const waiting = this.queue.indexOf(task);
-    if (waiting >= 0) {
-      this.queue.splice(waiting, 1);
-      task.reject(reason);
-      return;
-    }
-    const slot = this.slots.find((candidate) => candidate.task === task);
-    if (!slot) return; // settled meanwhile
-    this.retire(slot);
-    task.reject(reason);
-    this.dispatch();
+    return this.threads.run({ path, ...(prepare ? { prepare } : {}) }, signal);
   }
 
   /** Stops every thread; files still waiting or running reject with ParserPoolClosedError. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    const error = new ParserPoolClosedError();
-    for (const task of this.queue.splice(0)) task.reject(error);
-    for (const slot of this.slots) {
-      slot.task?.reject(error);
-      this.retire(slot);
-    }
-  }
-
-  private dispatch(): void {
-    for (const slot of this.slots) {
-      if (this.closed || this.queue.length === 0) return;
-      if (slot.task) continue;
-      const task = this.queue.shift();
-      if (!task) return;
-      const worker = slot.worker ?? this.spawn(slot);
-      slot.task = task;
-      // A busy thread keeps the process alive (a script awaiting a parse must not exit); an idle one does not.
-      worker.ref();
-      slot.timer = setTimeout(() => this.fail(slot, new ParseError('timeout', this.timeoutMessage())), this.timeoutMs);
-      const request: ParseRequest = { id: task.id, path: task.path, ...(task.prepare ? { prepare: task.prepare } : {}) };
-      worker.postMessage(request);
-    }
-  }
-
-  private spawn(slot: Slot): Worker {
-    const worker = new Worker(this.workerUrl);
-    worker.unref();
-    slot.worker = worker;
-    // Events from a thread that was already replaced are ignored: its file has been settled.
-    worker.addEventListener('message', (event: MessageEvent<ParseResponse>) => {
-      if (slot.worker === worker) this.settle(slot, event.data);
-    });
-    worker.addEventListener('error', (event: ErrorEvent) => {
-      const reason: unknown = event.error;
-      if (slot.worker === worker) this.fail(slot, crashed(reason instanceof Error ? reason.message : plainReason(event.message)));
-    });
-    worker.addEventListener('close', () => {
-      if (slot.worker === worker) this.fail(slot, crashed('the parse thread exited'));
-    });
-    return worker;
-  }
-
-  private settle(slot: Slot, response: ParseResponse): void {
-    const task = slot.task;
-    if (!task || response.id !== task.id) return;
-    this.release(slot);
-    if (response.ok) task.resolve((response.prepared ?? response.doc) as ParsedDocument | PreparedFile);
-    else task.reject(new ParseError(isParseErrorCode(response.code) ? response.code : 'damaged', response.message));
-    this.dispatch();
-  }
-
-  /** The thread is no longer trusted: its file fails, the thread goes, a new one starts on demand. */
-  private fail(slot: Slot, error: ParseError): void {
-    const task = slot.task;
-    this.retire(slot);
-    task?.reject(error);
-    this.dispatch();
-  }
-
-  private release(slot: Slot): void {
-    clearTimeout(slot.timer);
-    slot.timer = undefined;
-    slot.task = undefined;
-    slot.worker?.unref();
-  }
-
-  private retire(slot: Slot): void {
-    const worker = slot.worker;
-    this.release(slot);
-    slot.worker = undefined;
-    worker?.terminate();
+    this.threads.stop(new ParserPoolClosedError());
   }
 
   private timeoutMessage(): string {

@@ -1,8 +1,20 @@
-/** A dataset as ingestion needs it: its tenant and its stored configuration (JSON, secrets sealed). */
+/** A dataset as ingestion needs it: its tenant and its configuration (checked, secrets opened). */
 export interface IngestedDataset {
   id: string;
   tenant_id: string;
-  configuration: string;
+  configuration: IngestionConfiguration;
+}
+
+/** What ingestion reads of a dataset's configuration; the embedder's settings go to embeddings/ as they are. */
+export interface IngestionConfiguration {
+  readonly [key: string]: unknown;
+  /** The folder as configured (its real path is checked again at every start). */
+  readonly ingestionPath: string;
+  /** Lower-case extensions without their dot. */
+  readonly fileTypes: readonly string[];
+  readonly chunkSize: number;
+  readonly chunkOverlap: number;
+  readonly embedder: string;
 }
 
 export type IngestionStatus = 'starting' | 'running' | 'stopped' | 'error';

@@ -23,6 +23,15 @@ export function modelPrices(configuration: Readonly<Record<string, unknown>>): M
 }
 
 /**
+ * Tokens in `characters` of text without a tokenizer: about four characters a token, OpenAI's rule of
+ * thumb for English. Used where no count is known: the usage a server did not report, and the prompt of
+ * the cost ceiling checked before a query runs (which adds its own margin).
+ */
+export function estimateTokens(characters: number): number {
+  return Math.ceil(characters / 4);
+}
+
+/**
  * Sums of decimal prices drift in binary (0.1 + 0.2); ten decimals keep micro-cent prices exact while
  * dropping that noise, so recorded and confirmed amounts compare equal.
  */

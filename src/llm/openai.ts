@@ -19,9 +19,10 @@ import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from 
 import type { ChatCompletionChunk, ChatCompletionCreateParamsBase, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { errorMessage } from '../domain/errors.ts';
 import { redactSecrets } from '../security/redact.ts';
+import { abortReason } from '../util/abort.ts';
+import { estimateTokens } from './costs.ts';
 import type { OpenAIModelConfig } from './model-config.ts';
 import {
-  abortReason,
   type ChatMessage,
   type ChatOptions,
   type ChatProvider,
@@ -51,10 +52,6 @@ function displayUrl(baseUrl: string): string {
   } catch {
     return baseUrl;
   }
-}
-
-function estimateTokens(text: string): number {
-  return Math.ceil(text.length / 4);
 }
 
 /**
@@ -295,7 +292,7 @@ export class OpenAIChatProvider implements ChatProvider {
       return { usage: sumUsage(reported.prompt_tokens, reported.completion_tokens), estimated: false };
     }
     const prompt = (this.systemPrompt ?? '') + messages.map((message) => message.content).join('');
-    return { usage: sumUsage(estimateTokens(prompt), estimateTokens(content)), estimated: true };
+    return { usage: sumUsage(estimateTokens(prompt.length), estimateTokens(content.length)), estimated: true };
   }
 
   private providerInfo(started: number, estimated: boolean, fingerprint: string | null | undefined): ProviderInfo {

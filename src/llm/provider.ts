@@ -137,8 +137,3 @@ export function doneEvent(summary: ChatSummary): StreamEvent {
     provider_info: summary.provider_info,
   };
 }
-
-/** Rejects with the abort reason; what every provider throws when its caller gave up. */
-export function abortReason(signal: AbortSignal): unknown {
-  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
-}

@@ -1,40 +1,33 @@
 import { sql } from 'kysely';
 import type { DbOrTransaction } from '../db/database.ts';
-import type { MarketplaceTable } from '../db/schema.ts';
 import { DEFAULT_TENANT } from '../domain/principal.ts';
-
-export type MarketplaceRow = MarketplaceTable;
+import { MARKETPLACE_COLUMNS, type MarketplaceRecord, marketplaceCodec } from './codec.ts';
 
 export class MarketplaceRepository {
   constructor(private readonly db: DbOrTransaction) {}
 
-  async insert(row: MarketplaceRow, db: DbOrTransaction = this.db): Promise<void> {
-    await db.insertInto('marketplaces').values(row).execute();
+  async insert(record: MarketplaceRecord, db: DbOrTransaction = this.db): Promise<void> {
+    await db.insertInto('marketplaces').values(marketplaceCodec.toRow(record)).execute();
   }
 
-  async list(tenantId: string): Promise<MarketplaceRow[]> {
-    return this.db
-      .selectFrom('marketplaces')
-      .selectAll()
-      .where('tenant_id', '=', tenantId)
-      .orderBy('created_at')
-      .orderBy(sql`rowid`)
-      .execute();
+  async list(tenantId: string): Promise<MarketplaceRecord[]> {
+    const rows = await this.select().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy(sql`rowid`).execute();
+    return rows.map(marketplaceCodec.toRecord);
   }
 
-  async get(tenantId: string, id: string): Promise<MarketplaceRow | undefined> {
-    return this.db.selectFrom('marketplaces').selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+  async get(tenantId: string, id: string): Promise<MarketplaceRecord | undefined> {
+    const row = await this.select().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+    return row && marketplaceCodec.toRecord(row);
   }
 
-  async listActive(tenantId: string): Promise<MarketplaceRow[]> {
-    return this.db
-      .selectFrom('marketplaces')
-      .selectAll()
+  async listActive(tenantId: string): Promise<MarketplaceRecord[]> {
+    const rows = await this.select()
       .where('tenant_id', '=', tenantId)
       .where('is_active', '=', 1)
       .orderBy('created_at')
       .orderBy('id')
       .execute();
+    return rows.map(marketplaceCodec.toRecord);
   }
 
   /**
@@ -42,11 +35,9 @@ export class MarketplaceRepository {
    * given tenants or of every tenant: the accounts a satellite token may be for (its audience). Internal to
    * token verification, never reachable with a tenant's credentials.
    */
-  async listActiveByUsernames(usernames: readonly string[], tenantIds?: readonly string[]): Promise<MarketplaceRow[]> {
+  async listActiveByUsernames(usernames: readonly string[], tenantIds?: readonly string[]): Promise<MarketplaceRecord[]> {
     if (usernames.length === 0 || tenantIds?.length === 0) return [];
-    let query = this.db
-      .selectFrom('marketplaces')
-      .selectAll()
+    let query = this.select()
       .where('is_active', '=', 1)
       .where(
         sql<string>`lower(username)`,
@@ -54,30 +45,34 @@ export class MarketplaceRepository {
         usernames.map((name) => name.toLowerCase()),
       );
     if (tenantIds) query = query.where('tenant_id', 'in', tenantIds);
-    return query.orderBy('created_at').orderBy(sql`rowid`).execute();
+    const rows = await query.orderBy('created_at').orderBy(sql`rowid`).execute();
+    return rows.map(marketplaceCodec.toRecord);
   }
 
   /** The active default marketplace of a tenant, or of the `default` tenant when none is given. */
-  async activeDefault(tenantId: string | undefined): Promise<MarketplaceRow | undefined> {
+  async activeDefault(tenantId: string | undefined): Promise<MarketplaceRecord | undefined> {
     let query = this.db
       .selectFrom('marketplaces')
-      .selectAll('marketplaces')
+      .select(MARKETPLACE_COLUMNS.map((column) => `marketplaces.${column}` as const))
       .where('marketplaces.is_default', '=', 1)
       .where('marketplaces.is_active', '=', 1);
     query =
       tenantId === undefined
         ? query.innerJoin('tenants', 'tenants.id', 'marketplaces.tenant_id').where('tenants.name', '=', DEFAULT_TENANT)
         : query.where('marketplaces.tenant_id', '=', tenantId);
-    return query.executeTakeFirst();
+    const row = await query.executeTakeFirst();
+    return row && marketplaceCodec.toRecord(row);
   }
 
   /** The record (of any tenant) that holds this hub account (see account.ts). */
-  async findByAccount(account: string): Promise<MarketplaceRow | undefined> {
-    return this.db.selectFrom('marketplaces').selectAll().where('account', '=', account).executeTakeFirst();
+  async findByAccount(account: string): Promise<MarketplaceRecord | undefined> {
+    const row = await this.select().where('account', '=', account).executeTakeFirst();
+    return row && marketplaceCodec.toRecord(row);
   }
 
-  async getDefault(tenantId: string): Promise<MarketplaceRow | undefined> {
-    return this.db.selectFrom('marketplaces').selectAll().where('tenant_id', '=', tenantId).where('is_default', '=', 1).executeTakeFirst();
+  async getDefault(tenantId: string): Promise<MarketplaceRecord | undefined> {
+    const row = await this.select().where('tenant_id', '=', tenantId).where('is_default', '=', 1).executeTakeFirst();
+    return row && marketplaceCodec.toRecord(row);
   }
 
   async count(tenantId: string, db: DbOrTransaction = this.db): Promise<number> {
@@ -89,8 +84,13 @@ export class MarketplaceRepository {
     return Number(row.count);
   }
 
-  async update(tenantId: string, id: string, changes: Partial<MarketplaceRow>, db: DbOrTransaction = this.db): Promise<void> {
-    await db.updateTable('marketplaces').set(changes).where('tenant_id', '=', tenantId).where('id', '=', id).execute();
+  async update(tenantId: string, id: string, changes: Partial<MarketplaceRecord>, db: DbOrTransaction = this.db): Promise<void> {
+    await db
+      .updateTable('marketplaces')
+      .set(marketplaceCodec.toChanges(changes))
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', id)
+      .execute();
   }
 
   async clearDefault(tenantId: string, db: DbOrTransaction = this.db): Promise<void> {
@@ -102,14 +102,13 @@ export class MarketplaceRepository {
   }
 
   /** The oldest remaining marketplace, which becomes the default when the default one is removed. */
-  async oldest(tenantId: string, db: DbOrTransaction = this.db): Promise<MarketplaceRow | undefined> {
+  async oldest(tenantId: string, db: DbOrTransaction = this.db): Promise<MarketplaceRecord | undefined> {
     // rowid breaks ties between marketplaces created in the same millisecond, in insertion order.
-    return db
-      .selectFrom('marketplaces')
-      .selectAll()
-      .where('tenant_id', '=', tenantId)
-      .orderBy('created_at')
-      .orderBy(sql`rowid`)
-      .executeTakeFirst();
+    const row = await this.select(db).where('tenant_id', '=', tenantId).orderBy('created_at').orderBy(sql`rowid`).executeTakeFirst();
+    return row && marketplaceCodec.toRecord(row);
+  }
+
+  private select(db: DbOrTransaction = this.db) {
+    return db.selectFrom('marketplaces').select(MARKETPLACE_COLUMNS);
   }
 }

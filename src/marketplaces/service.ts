@@ -1,13 +1,14 @@
 import type { Static } from 'typebox';
+import { conflictAs } from '../db/conflicts.ts';
 import { type Db, inTransaction, now } from '../db/database.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
-import { conflictAs } from '../http/conflicts.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import { hubAccountKey } from '../syfthub/account.ts';
 import { type AccountingService, HttpAccountingService } from '../syfthub/accounting.ts';
 import type { HubClients } from '../syfthub/hub-client.ts';
-import type { MarketplaceRepository, MarketplaceRow } from './repository.ts';
+import type { MarketplaceRecord } from './codec.ts';
+import type { MarketplaceRepository } from './repository.ts';
 import type { CreateMarketplaceBody, MarketplaceView, UpdateMarketplaceBody } from './schemas.ts';
 
 type View = Static<typeof MarketplaceView>;
@@ -37,7 +38,7 @@ export class MarketplaceService {
     await this.requireFreeAccount(tenant, account, undefined); // before the login, which the hub rations
     await this.hubs.connect(id, { name: body.name, url, username: body.username, password: body.password });
     const timestamp = now();
-    const row: MarketplaceRow = {
+    const record: MarketplaceRecord = {
       id,
       tenant_id: tenant.id,
       name: body.name,
@@ -45,8 +46,8 @@ export class MarketplaceService {
       username: body.username,
       email: body.email ?? null,
       password: this.box.encrypt(body.password),
-      is_default: 0,
-      is_active: body.is_active === false ? 0 : 1,
+      is_default: false,
+      is_active: body.is_active !== false,
       accounting_url: body.accounting_url?.replace(/\/+$/, '') ?? null,
       accounting_email: body.accounting_email ?? null,
       accounting_password: body.accounting_password ? this.box.encrypt(body.accounting_password) : null,
@@ -61,16 +62,16 @@ export class MarketplaceService {
           const first = (await this.marketplaces.count(tenant.id, trx)) === 0;
           if (first || body.is_default) {
             await this.marketplaces.clearDefault(tenant.id, trx);
-            row.is_default = 1;
+            record.is_default = true;
           }
-          await this.marketplaces.insert(row, trx);
+          await this.marketplaces.insert(record, trx);
         }),
       );
     } catch (error) {
       this.hubs.forget(id);
       throw error;
     }
-    return toView(row);
+    return toView(record);
   }
 
   async list(tenant: Tenant): Promise<View[]> {
@@ -86,7 +87,7 @@ export class MarketplaceService {
     if (Object.values(body).every((value) => value === undefined)) {
       throw ValidationError.body([], 'At least one field to change is required', 'missing');
     }
-    if (body.is_default === false && row.is_default === 1) {
+    if (body.is_default === false && row.is_default) {
       throw ValidationError.body('is_default', 'A tenant always has a default marketplace: make another one the default instead');
     }
     const url = body.url?.replace(/\/+$/, '');
@@ -94,19 +95,19 @@ export class MarketplaceService {
     const password = body.password ?? this.box.decrypt(row.password);
     const account = hubAccountKey(url ?? row.url, username);
     // A record deactivated as a duplicate (migration 0005) has no account until it proves it is free.
-    const claimsAccount = account !== row.account && (row.account !== null || body.is_active === true || row.is_active === 1);
+    const claimsAccount = account !== row.account && (row.account !== null || body.is_active === true || row.is_active);
     if (claimsAccount) await this.requireFreeAccount(tenant, account, id);
     if ((url !== undefined && url !== row.url) || username !== row.username || body.password !== undefined) {
       await this.hubs.connect(id, { name: body.name ?? row.name, url: url ?? row.url, username, password });
     }
-    const changes: Partial<MarketplaceRow> = { updated_at: now() };
+    const changes: Partial<MarketplaceRecord> = { updated_at: now() };
     if (claimsAccount) changes.account = account;
     if (body.name !== undefined) changes.name = body.name;
     if (url !== undefined) changes.url = url;
     if (body.username !== undefined) changes.username = body.username;
     if (body.email !== undefined) changes.email = body.email;
     if (body.password !== undefined) changes.password = this.box.encrypt(body.password);
-    if (body.is_active !== undefined) changes.is_active = body.is_active ? 1 : 0;
+    if (body.is_active !== undefined) changes.is_active = body.is_active;
     if (body.accounting_url !== undefined) changes.accounting_url = body.accounting_url?.replace(/\/+$/, '') ?? null;
     if (body.accounting_email !== undefined) changes.accounting_email = body.accounting_email;
     if (body.accounting_password !== undefined) {
@@ -116,7 +117,7 @@ export class MarketplaceService {
       inTransaction(this.db, async (trx) => {
         if (body.is_default === true) {
           await this.marketplaces.clearDefault(tenant.id, trx);
-          changes.is_default = 1;
+          changes.is_default = true;
         }
         await this.marketplaces.update(tenant.id, id, changes, trx);
       }),
@@ -130,9 +131,9 @@ export class MarketplaceService {
     this.hubs.forget(id);
     await inTransaction(this.db, async (trx) => {
       await this.marketplaces.delete(tenant.id, id, trx);
-      if (row.is_default === 1) {
+      if (row.is_default) {
         const next = await this.marketplaces.oldest(tenant.id, trx);
-        if (next) await this.marketplaces.update(tenant.id, next.id, { is_default: 1 }, trx);
+        if (next) await this.marketplaces.update(tenant.id, next.id, { is_default: true }, trx);
       }
     });
   }
@@ -164,22 +165,22 @@ export class MarketplaceService {
     throw new ConflictError('This hub account is already connected to another tenant of this server: a hub account belongs to one tenant');
   }
 
-  private async require(tenant: Tenant, id: string): Promise<MarketplaceRow> {
+  private async require(tenant: Tenant, id: string): Promise<MarketplaceRecord> {
     const row = await this.marketplaces.get(tenant.id, id);
     if (!row) throw new NotFoundError(`Marketplace '${id}' not found`);
     return row;
   }
 }
 
-function toView(row: MarketplaceRow): View {
+function toView(row: MarketplaceRecord): View {
   return {
     id: row.id,
     name: row.name,
     url: row.url,
     username: row.username,
     email: row.email,
-    is_default: row.is_default === 1,
-    is_active: row.is_active === 1,
+    is_default: row.is_default,
+    is_active: row.is_active,
     accounting_url: row.accounting_url,
     accounting_email: row.accounting_email,
     created_at: row.created_at,

@@ -1,38 +1,45 @@
-import { isAbsolute } from 'node:path';
-import { enforceConfigurationLimits, Issues, rejectMaskedSecrets } from '../http/issues.ts';
-import { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_TIMEOUT_MS } from '../llm/model-config.ts';
-import { MODEL_DTYPES, type ModelDtype, validateModelConfiguration } from '../llm/registry.ts';
+import { checkConfiguration } from '../http/issues.ts';
+import type { CheckedLlamaCppConfiguration, CheckedOpenAIConfiguration, ModelDtype } from '../llm/model-schemas.ts';
+import { checkModelConfiguration } from '../llm/registry.ts';
 import type { Configuration } from '../security/secret-config.ts';
 import { coreCount } from '../util/cores.ts';
+import type { ModelSettings } from './codec.ts';
 
-export { MODEL_DTYPES, type ModelDtype };
+export { MODEL_CONFIGURATION_SCHEMAS, MODEL_DTYPES, type ModelDtype } from '../llm/model-schemas.ts';
 
 /**
- * Checks a model configuration with its provider's rules (API-CONTRACT 4) and returns it with the
- * defaults filled in, so what is stored says how the model runs. Unknown keys are kept as given.
+ * Checks a model configuration with its dtype's schema and the checks of its provider (API-CONTRACT 4;
+ * llm/registry.ts) and returns it with the defaults filled in, so what is stored says how the model runs
+ * (422 with every problem otherwise). Unknown keys are kept as given.
  */
-export function normalizeModelConfiguration(dtype: ModelDtype, input: Configuration): Configuration {
-  enforceConfigurationLimits(input);
-  const issues = new Issues(['body', 'configuration']);
-  rejectMaskedSecrets(issues, input);
-  const problems = validateModelConfiguration(dtype, input);
-  for (const issue of problems) issues.add(issue.field, issue.msg, issue.type);
-  // A relative path would depend on the folder knode happens to be started from.
-  const pathIsFine = !problems.some((issue) => issue.field === 'model_path');
-  if (dtype === 'llama_cpp' && pathIsFine && typeof input.model_path === 'string' && !isAbsolute(input.model_path)) {
-    issues.add('model_path', 'Must be an absolute path to a .gguf file', 'value_error');
-  }
+export function normalizeModelSettings(dtype: ModelDtype, input: Configuration): ModelSettings {
+  const { value, issues } = checkConfiguration(input, (configuration) => checkModelConfiguration(dtype, configuration));
   issues.throwIfAny();
-  const normalized: Configuration = {
-    ...input,
-    cost_per_1k_prompt_tokens: input.cost_per_1k_prompt_tokens ?? 0,
-    cost_per_1k_completion_tokens: input.cost_per_1k_completion_tokens ?? 0,
-  };
+  // Keys in the order they always had: as given, then the ones filled in.
   if (dtype === 'openai') {
-    normalized.base_url = (typeof input.base_url === 'string' ? input.base_url : OPENAI_DEFAULT_BASE_URL).replace(/\/+$/, '');
-    normalized.timeout_ms = input.timeout_ms ?? OPENAI_DEFAULT_TIMEOUT_MS;
-  } else {
-    normalized.threads = input.threads || coreCount();
+    const checked = value as CheckedOpenAIConfiguration;
+    return {
+      dtype,
+      configuration: {
+        ...input,
+        model: checked.model,
+        cost_per_1k_prompt_tokens: checked.cost_per_1k_prompt_tokens,
+        cost_per_1k_completion_tokens: checked.cost_per_1k_completion_tokens,
+        base_url: checked.base_url.replace(/\/+$/, ''),
+        timeout_ms: checked.timeout_ms,
+      },
+    };
   }
-  return normalized;
+  const checked = value as CheckedLlamaCppConfiguration;
+  return {
+    dtype,
+    configuration: {
+      ...input,
+      model_path: checked.model_path,
+      cost_per_1k_prompt_tokens: checked.cost_per_1k_prompt_tokens,
+      cost_per_1k_completion_tokens: checked.cost_per_1k_completion_tokens,
+      // 0 means "the default" too: one thread per core.
+      threads: checked.threads || coreCount(),
+    },
+  };
 }

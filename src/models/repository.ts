@@ -1,26 +1,45 @@
 import { sql } from 'kysely';
 import type { DbOrTransaction } from '../db/database.ts';
-import type { ModelTable } from '../db/schema.ts';
+import type { SecretBox } from '../security/secret-box.ts';
+import { MODEL_COLUMNS, ModelCodec, type ModelConfiguration, type ModelRecord } from './codec.ts';
 
-export type ModelRow = ModelTable;
-
+/** Model records: configurations go in sealed and come out opened, through the codec. */
 export class ModelRepository {
-  constructor(private readonly db: DbOrTransaction) {}
+  private readonly codec: ModelCodec;
 
-  async insert(row: ModelRow): Promise<void> {
-    await this.db.insertInto('models').values(row).execute();
+  constructor(
+    private readonly db: DbOrTransaction,
+    box: SecretBox,
+  ) {
+    this.codec = new ModelCodec(box);
   }
 
-  async list(tenantId: string): Promise<ModelRow[]> {
-    return this.db.selectFrom('models').selectAll().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy(sql`rowid`).execute();
+  async insert(record: ModelRecord): Promise<void> {
+    await this.db.insertInto('models').values(this.codec.toRow(record)).execute();
   }
 
-  async get(tenantId: string, id: string): Promise<ModelRow | undefined> {
-    return this.db.selectFrom('models').selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+  async list(tenantId: string): Promise<ModelRecord[]> {
+    const rows = await this.selectModels().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy(sql`rowid`).execute();
+    return rows.map((row) => this.codec.toRecord(row));
   }
 
-  async update(tenantId: string, id: string, changes: Partial<Pick<ModelRow, 'name' | 'configuration' | 'updated_at'>>): Promise<void> {
-    await this.db.updateTable('models').set(changes).where('tenant_id', '=', tenantId).where('id', '=', id).execute();
+  async get(tenantId: string, id: string): Promise<ModelRecord | undefined> {
+    const row = await this.selectModels().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+    return row && this.codec.toRecord(row);
+  }
+
+  async update(
+    tenantId: string,
+    id: string,
+    changes: { name?: string; configuration?: ModelConfiguration; updated_at: string },
+  ): Promise<void> {
+    const { configuration, ...columns } = changes;
+    await this.db
+      .updateTable('models')
+      .set(configuration === undefined ? columns : { ...columns, configuration: this.codec.sealConfiguration(configuration) })
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', id)
+      .execute();
   }
 
   async delete(tenantId: string, id: string): Promise<void> {
@@ -36,5 +55,9 @@ export class ModelRepository {
       .orderBy('slug')
       .execute();
     return rows.map((row) => row.slug);
+  }
+
+  private selectModels() {
+    return this.db.selectFrom('models').select(MODEL_COLUMNS);
   }
 }

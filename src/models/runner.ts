@@ -2,10 +2,10 @@ import { basename } from 'node:path';
 import type { Static } from 'typebox';
 import type { Tenant } from '../domain/principal.ts';
 import { maxGenerationCost, modelPrices, usageCost } from '../llm/costs.ts';
-import type { LocalModelRegistry } from '../llm/llama-cpp.ts';
+import type { LocalModelRegistry } from '../llm/llama-cpp/model-registry.ts';
 import { type ChatMessage, type ChatOptions, newCompletionId, type ProviderHealth, type StreamEvent } from '../llm/provider.ts';
 import { createProvider } from '../llm/registry.ts';
-import type { Configuration } from '../security/secret-config.ts';
+import type { ModelSettings } from './codec.ts';
 import type { SummaryView } from './schemas.ts';
 import type { ModelService } from './service.ts';
 
@@ -43,8 +43,8 @@ export class ModelRunnerService {
     options: ChatOptions,
     signal?: AbortSignal,
   ): AsyncGenerator<PricedStreamEvent> {
-    const { provider, configuration } = await this.provider(tenant, modelId);
-    yield { type: 'start', id: newCompletionId(), model: modelName(configuration) };
+    const { provider, configuration, settings } = await this.provider(tenant, modelId);
+    yield { type: 'start', id: newCompletionId(), model: modelName(settings) };
     for await (const event of provider.stream(messages, options, signal)) {
       yield event.type === 'done' ? { ...event, cost: usageCost(event.usage, modelPrices(configuration)) } : event;
     }
@@ -61,14 +61,13 @@ export class ModelRunnerService {
   }
 
   private async provider(tenant: Tenant, modelId: string) {
-    const { dtype, configuration } = await this.models.openConfiguration(tenant, modelId);
-    return { provider: createProvider(dtype, configuration, { localModels: this.localModels }), configuration };
+    const settings = await this.models.openConfiguration(tenant, modelId);
+    const { dtype, configuration } = settings;
+    return { provider: createProvider(dtype, configuration, { localModels: this.localModels }), configuration, settings };
   }
 }
 
 /** What the answer's `model` says before the server names it: the configured model or the GGUF file name. */
-function modelName(configuration: Configuration): string {
-  if (typeof configuration.model === 'string') return configuration.model;
-  if (typeof configuration.model_path === 'string') return basename(configuration.model_path);
-  return 'model';
+function modelName(settings: ModelSettings): string {
+  return settings.dtype === 'openai' ? settings.configuration.model : basename(settings.configuration.model_path);
 }

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { Configuration, Name, Timestamp, Uuid } from '../http/schemas.ts';
-import { MODEL_DTYPES } from './configuration.ts';
+import { MODEL_DTYPES } from '../llm/model-schemas.ts';
 
 export const CreateModelBody = Type.Object({
   name: Name,

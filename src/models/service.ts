@@ -2,34 +2,29 @@ import type { Static } from 'typebox';
 import { now } from '../db/database.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
-import type { SecretBox } from '../security/secret-box.ts';
-import { type Configuration, keepMaskedSecrets, maskSecrets, openSecrets, sealSecrets } from '../security/secret-config.ts';
-import { type ModelDtype, normalizeModelConfiguration } from './configuration.ts';
-import type { ModelRepository, ModelRow } from './repository.ts';
+import { keepMaskedSecrets } from '../security/secret-config.ts';
+import { type ModelConfiguration, type ModelRecord, modelConfigurationView } from './codec.ts';
+import { normalizeModelSettings } from './configuration.ts';
+import type { ModelRepository } from './repository.ts';
 import type { CreateModelBody, ModelView, UpdateModelBody } from './schemas.ts';
 
 export type ModelViewData = Static<typeof ModelView>;
 
 export class ModelService {
-  constructor(
-    private readonly models: ModelRepository,
-    private readonly box: SecretBox,
-  ) {}
+  constructor(private readonly models: ModelRepository) {}
 
   async create(tenant: Tenant, body: Static<typeof CreateModelBody>): Promise<ModelViewData> {
-    const configuration = normalizeModelConfiguration(body.dtype, body.configuration);
     const timestamp = now();
-    const row: ModelRow = {
+    const record: ModelRecord = {
       id: crypto.randomUUID(),
       tenant_id: tenant.id,
       name: body.name,
-      dtype: body.dtype,
-      configuration: JSON.stringify(sealSecrets(configuration, this.box)),
       created_at: timestamp,
       updated_at: timestamp,
+      ...normalizeModelSettings(body.dtype, body.configuration),
     };
-    await this.models.insert(row);
-    return toModelView(row);
+    await this.models.insert(record);
+    return toModelView(record);
   }
 
   async list(tenant: Tenant): Promise<ModelViewData[]> {
@@ -42,51 +37,51 @@ export class ModelService {
 
   /** Changes the name and/or configuration; secrets sent back as `********` keep their stored values. */
   async update(tenant: Tenant, id: string, body: Static<typeof UpdateModelBody>): Promise<ModelViewData> {
-    const row = await this.require(tenant, id);
+    const record = await this.require(tenant, id);
     if (body.name === undefined && body.configuration === undefined) {
       throw ValidationError.body([], 'At least one of name, configuration is required', 'missing');
     }
-    const changes: Partial<ModelRow> = { updated_at: now() };
-    if (body.name !== undefined) changes.name = body.name;
+    let configuration: ModelConfiguration | undefined;
     if (body.configuration !== undefined) {
-      const stored = openSecrets(JSON.parse(row.configuration), this.box);
-      const merged = keepMaskedSecrets(body.configuration, stored);
-      const configuration = normalizeModelConfiguration(row.dtype as ModelDtype, merged);
-      changes.configuration = JSON.stringify(sealSecrets(configuration, this.box));
+      const merged = keepMaskedSecrets(body.configuration, record.configuration);
+      configuration = normalizeModelSettings(record.dtype, merged).configuration;
     }
-    await this.models.update(tenant.id, id, changes);
+    await this.models.update(tenant.id, id, {
+      updated_at: now(),
+      ...(body.name !== undefined ? { name: body.name } : {}),
+      ...(configuration !== undefined ? { configuration } : {}),
+    });
     return this.get(tenant, id);
   }
 
   async delete(tenant: Tenant, id: string): Promise<void> {
-    const row = await this.require(tenant, id);
+    const record = await this.require(tenant, id);
     const slugs = await this.models.linkedEndpointSlugs(tenant.id, id);
     if (slugs.length > 0) {
-      throw new ConflictError(`Model '${row.name}' is used by endpoints: ${slugs.join(', ')}; delete them first`);
+      throw new ConflictError(`Model '${record.name}' is used by endpoints: ${slugs.join(', ')}; delete them first`);
     }
     await this.models.delete(tenant.id, id);
   }
 
-  /** The configuration with its secrets readable, decrypted only for the call that needs it. */
-  async openConfiguration(tenant: Tenant, id: string): Promise<{ dtype: ModelDtype; configuration: Configuration }> {
-    const row = await this.require(tenant, id);
-    return { dtype: row.dtype as ModelDtype, configuration: openSecrets(JSON.parse(row.configuration), this.box) };
+  /** The model with its configuration opened (secrets readable), for the call that needs it. */
+  async openConfiguration(tenant: Tenant, id: string): Promise<ModelRecord> {
+    return this.require(tenant, id);
   }
 
-  private async require(tenant: Tenant, id: string): Promise<ModelRow> {
-    const row = await this.models.get(tenant.id, id);
-    if (!row) throw new NotFoundError(`Model '${id}' not found`);
-    return row;
+  private async require(tenant: Tenant, id: string): Promise<ModelRecord> {
+    const record = await this.models.get(tenant.id, id);
+    if (!record) throw new NotFoundError(`Model '${id}' not found`);
+    return record;
   }
 }
 
-export function toModelView(row: ModelRow): ModelViewData {
+export function toModelView(record: ModelRecord): ModelViewData {
   return {
-    id: row.id,
-    name: row.name,
-    dtype: row.dtype,
-    configuration: maskSecrets(JSON.parse(row.configuration)),
-    created_at: row.created_at,
-    updated_at: row.updated_at,
+    id: record.id,
+    name: record.name,
+    dtype: record.dtype,
+    configuration: modelConfigurationView(record.configuration),
+    created_at: record.created_at,
+    updated_at: record.updated_at,
   };
 }

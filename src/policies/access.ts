@@ -1,12 +1,8 @@
 import type { RE2JS } from 're2js';
 import { PolicyError } from '../domain/errors.ts';
+import type { AccessConfiguration } from './codec.ts';
 import { compileEmailPattern, isPlainEmailPattern } from './configuration.ts';
 import type { PolicyContext, PolicyHook } from './hooks.ts';
-
-export interface AccessConfiguration {
-  mode: 'allow' | 'deny';
-  patterns: string[];
-}
 
 // Patterns are compiled once per distinct text: policies change rarely, queries come often.
 const compiled = new Map<string, RE2JS>();

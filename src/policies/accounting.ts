@@ -1,11 +1,7 @@
 import { PolicyError, ServiceUnavailableError } from '../domain/errors.ts';
 import { AccountingRefusal, type AccountingService } from '../syfthub/accounting.ts';
+import type { AccountingConfiguration } from './codec.ts';
 import type { PolicyContext, PolicyHook, QueryOutcome } from './hooks.ts';
-
-export interface AccountingConfiguration {
-  enabled: boolean;
-  require_transaction_token: boolean;
-}
 
 /**
  * With `require_transaction_token`, a query must bring a transaction token that the accounting service

@@ -1,11 +1,10 @@
 import { RE2JS } from 're2js';
-import { enforceConfigurationLimits, Issues, optionalBoolean } from '../http/issues.ts';
+import { checkConfiguration, type Issues } from '../http/issues.ts';
 import type { Configuration } from '../security/secret-config.ts';
+import type { PolicySettings } from './codec.ts';
+import { POLICY_CONFIGURATION_SCHEMAS, type PolicyType } from './configuration-schema.ts';
 
-export const POLICY_TYPES = ['access', 'rate_limit', 'accounting'] as const;
-export type PolicyType = (typeof POLICY_TYPES)[number];
-
-export const RATE_PATTERN = /^[1-9][0-9]{0,8}\/(s|m|h|d)$/;
+export { POLICY_TYPES, type PolicyType } from './configuration-schema.ts';
 
 /** A pattern made only of e-mail characters is an exact address, compared literally (API-CONTRACT 4). */
 const PLAIN_EMAIL = /^[A-Za-z0-9._%+-]+@[A-Za-z0-9._%+-]+$/;
@@ -22,80 +21,29 @@ export function compileEmailPattern(pattern: string): RE2JS {
   return RE2JS.compile(pattern, RE2JS.CASE_INSENSITIVE);
 }
 
-const MAX_PATTERNS = 1000;
-const MAX_PATTERN_LENGTH = 500;
-
-/** Checks a policy configuration for its type and returns it normalised (only the known keys). */
-export function normalizePolicyConfiguration(type: PolicyType, input: Configuration): Configuration {
+/**
+ * Checks a policy configuration against its type's schema (configuration-schema.ts), then that its access
+ * patterns compile, and returns it normalised: defaults filled in, only the keys of its type (422 with
+ * every problem otherwise).
+ */
+export function normalizePolicySettings(type: PolicyType, input: Configuration): PolicySettings {
+  const schema = POLICY_CONFIGURATION_SCHEMAS[type];
   // Unknown keys are dropped below, but the bounds hold for every configuration the API takes.
-  enforceConfigurationLimits(input);
-  const issues = new Issues(['body', 'configuration']);
-  let normalized: Configuration;
-  switch (type) {
-    case 'access':
-      normalized = { mode: checkMode(issues, input.mode), patterns: checkPatterns(issues, input.patterns) };
-      break;
-    case 'rate_limit':
-      normalized = { rate: checkRate(issues, input.rate) };
-      break;
-    case 'accounting':
-      normalized = {
-        enabled: optionalBoolean(issues, input, 'enabled', true),
-        require_transaction_token: optionalBoolean(issues, input, 'require_transaction_token', false),
-      };
-      break;
-  }
+  const { value, issues } = checkConfiguration(input, schema);
+  if (type === 'access' && Array.isArray(value.patterns)) checkPatterns(issues, value.patterns);
   issues.throwIfAny();
-  return normalized;
+  const known = Object.keys(schema.properties).filter((key) => value[key] !== undefined);
+  return { policy_type: type, configuration: Object.fromEntries(known.map((key) => [key, value[key]])) } as PolicySettings;
 }
 
-function checkMode(issues: Issues, mode: unknown): string | undefined {
-  if (mode === undefined || mode === null) {
-    issues.add('mode', 'Field required', 'missing');
-  } else if (mode !== 'allow' && mode !== 'deny') {
-    issues.add('mode', "Input should be 'allow' or 'deny'", 'enum');
-  }
-  return mode as string;
-}
-
-function checkPatterns(issues: Issues, patterns: unknown): string[] | undefined {
-  if (patterns === undefined || patterns === null) {
-    issues.add('patterns', 'Field required', 'missing');
-    return undefined;
-  }
-  if (!Array.isArray(patterns)) {
-    issues.add('patterns', 'Input should be a valid list', 'list_type');
-    return undefined;
-  }
-  if (patterns.length === 0) {
-    issues.add('patterns', 'List should have at least 1 item', 'too_short');
-    return undefined;
-  }
-  if (patterns.length > MAX_PATTERNS) {
-    issues.add('patterns', `List should have at most ${MAX_PATTERNS} items`, 'too_long');
-    return undefined;
-  }
+/** Every pattern the schema let through that is not a plain e-mail must compile. */
+function checkPatterns(issues: Issues, patterns: readonly unknown[]): void {
   patterns.forEach((pattern, index) => {
-    if (typeof pattern !== 'string' || pattern.length === 0) {
-      issues.add(['patterns', index], 'Input should be a non-empty string', 'string_type');
-    } else if (pattern.length > MAX_PATTERN_LENGTH) {
-      issues.add(['patterns', index], `String should have at most ${MAX_PATTERN_LENGTH} characters`, 'string_too_long');
-    } else if (!isPlainEmailPattern(pattern)) {
-      try {
-        compileEmailPattern(pattern);
-      } catch (error) {
-        issues.add(['patterns', index], `Invalid regular expression: ${(error as Error).message}`, 'regex_invalid');
-      }
+    if (typeof pattern !== 'string' || issues.has(['patterns', index]) || isPlainEmailPattern(pattern)) return;
+    try {
+      compileEmailPattern(pattern);
+    } catch (error) {
+      issues.add(['patterns', index], `Invalid regular expression: ${(error as Error).message}`, 'regex_invalid');
     }
   });
-  return patterns as string[];
-}
-
-function checkRate(issues: Issues, rate: unknown): string | undefined {
-  if (rate === undefined || rate === null) {
-    issues.add('rate', 'Field required', 'missing');
-  } else if (typeof rate !== 'string' || !RATE_PATTERN.test(rate)) {
-    issues.add('rate', "Input should look like '<count>/<s|m|h|d>', e.g. '10/m'", 'string_pattern_mismatch');
-  }
-  return rate as string;
 }

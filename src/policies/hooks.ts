@@ -1,6 +1,6 @@
 import type { Tenant } from '../domain/principal.ts';
-import type { PolicyType } from './configuration.ts';
-import type { PolicyRow } from './repository.ts';
+import type { PolicyRecord } from './codec.ts';
+import type { PolicyType } from './configuration-schema.ts';
 
 /** What every hook knows of the query it guards (the query pipeline passes more; hooks need no more). */
 export interface PolicyContext {
@@ -34,6 +34,6 @@ export interface PolicyHook {
 /** The specification's execution order, whatever order the policies were created in. */
 export const POLICY_ORDER: readonly PolicyType[] = ['access', 'rate_limit', 'accounting'];
 
-export function inPolicyOrder(policies: PolicyRow[]): PolicyRow[] {
+export function inPolicyOrder<P extends Pick<PolicyRecord, 'policy_type'>>(policies: readonly P[]): P[] {
   return [...policies].sort((a, b) => POLICY_ORDER.indexOf(a.policy_type) - POLICY_ORDER.indexOf(b.policy_type));
 }

@@ -1,7 +1,7 @@
 import type { FixedWindows, WindowQuota } from '../db/fixed-windows.ts';
 import { PolicyError } from '../domain/errors.ts';
+import type { PolicyOfType } from './codec.ts';
 import type { PolicyContext, PolicyHook } from './hooks.ts';
-import type { PolicyRow } from './repository.ts';
 
 const PERIODS = { s: ['second', 1], m: ['minute', 60], h: ['hour', 3600], d: ['day', 86_400] } as const;
 
@@ -10,9 +10,9 @@ export interface RateQuota extends WindowQuota {
 }
 
 /** `10/m` of one policy for one caller, as a fixed-window quota keyed by policy and sender e-mail. */
-export function rateQuota(policy: PolicyRow, senderEmail: string): RateQuota {
-  const { rate } = JSON.parse(policy.configuration) as { rate: string };
-  const [count, unit] = rate.split('/') as [string, keyof typeof PERIODS];
+export function rateQuota(policy: PolicyOfType<'rate_limit'>, senderEmail: string): RateQuota {
+  // The schema's pattern (configuration-schema.ts) guarantees `<count>/<s|m|h|d>`.
+  const [count, unit] = policy.configuration.rate.split('/') as [string, keyof typeof PERIODS];
   const [periodName, periodSeconds] = PERIODS[unit];
   return { key: `policy:${policy.id}:${senderEmail.toLowerCase()}`, limit: Number(count), periodSeconds, periodName };
 }
@@ -37,7 +37,7 @@ export async function enforceRateLimits(windows: FixedWindows, quotas: RateQuota
 export class RateLimitHook implements PolicyHook {
   constructor(
     private readonly windows: FixedWindows,
-    private readonly policies: PolicyRow[],
+    private readonly policies: readonly PolicyOfType<'rate_limit'>[],
   ) {}
 
   async pre(context: PolicyContext): Promise<void> {

@@ -1,28 +1,43 @@
 import { sql } from 'kysely';
 import type { DbOrTransaction } from '../db/database.ts';
-import type { PolicyTable } from '../db/schema.ts';
-
-export type PolicyRow = PolicyTable;
+import { POLICY_COLUMNS, type PolicyConfiguration, type PolicyRecord, policyCodec } from './codec.ts';
 
 export class PolicyRepository {
   constructor(private readonly db: DbOrTransaction) {}
 
-  async insert(row: PolicyRow): Promise<void> {
-    await this.db.insertInto('policies').values(row).execute();
+  async insert(record: PolicyRecord): Promise<void> {
+    await this.db.insertInto('policies').values(policyCodec.toRow(record)).execute();
   }
 
-  async list(tenantId: string, endpointId?: string): Promise<PolicyRow[]> {
-    let query = this.db.selectFrom('policies').selectAll().where('tenant_id', '=', tenantId);
+  async list(tenantId: string, endpointId?: string): Promise<PolicyRecord[]> {
+    let query = this.db.selectFrom('policies').select(POLICY_COLUMNS).where('tenant_id', '=', tenantId);
     if (endpointId !== undefined) query = query.where('endpoint_id', '=', endpointId);
-    return query.orderBy('created_at').orderBy(sql`rowid`).execute();
+    const rows = await query.orderBy('created_at').orderBy(sql`rowid`).execute();
+    return rows.map(policyCodec.toRecord);
   }
 
-  async get(tenantId: string, id: string): Promise<PolicyRow | undefined> {
-    return this.db.selectFrom('policies').selectAll().where('tenant_id', '=', tenantId).where('id', '=', id).executeTakeFirst();
+  async get(tenantId: string, id: string): Promise<PolicyRecord | undefined> {
+    const row = await this.db
+      .selectFrom('policies')
+      .select(POLICY_COLUMNS)
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return row && policyCodec.toRecord(row);
   }
 
-  async update(tenantId: string, id: string, changes: Partial<Pick<PolicyRow, 'name' | 'configuration' | 'updated_at'>>): Promise<void> {
-    await this.db.updateTable('policies').set(changes).where('tenant_id', '=', tenantId).where('id', '=', id).execute();
+  async update(
+    tenantId: string,
+    id: string,
+    changes: { name?: string; configuration?: PolicyConfiguration; updated_at: string },
+  ): Promise<void> {
+    const { configuration, ...columns } = changes;
+    await this.db
+      .updateTable('policies')
+      .set(configuration === undefined ? columns : { ...columns, configuration: policyCodec.serialize(configuration) })
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', id)
+      .execute();
   }
 
   async delete(tenantId: string, id: string): Promise<void> {

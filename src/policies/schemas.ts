@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { PageQuery } from '../http/pagination.ts';
 import { Configuration, Name, Timestamp, Uuid } from '../http/schemas.ts';
-import { POLICY_TYPES } from './configuration.ts';
+import { POLICY_TYPES } from './configuration-schema.ts';
 
 export const CreatePolicyBody = Type.Object({
   name: Name,

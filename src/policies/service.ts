@@ -3,8 +3,9 @@ import { now } from '../db/database.ts';
 import { NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
 import type { Publications } from '../domain/publications.ts';
-import { normalizePolicyConfiguration, type PolicyType } from './configuration.ts';
-import type { PolicyRepository, PolicyRow } from './repository.ts';
+import type { PolicyConfiguration, PolicyRecord } from './codec.ts';
+import { normalizePolicySettings } from './configuration.ts';
+import type { PolicyRepository } from './repository.ts';
 import type { CreatePolicyBody, PolicyView, UpdatePolicyBody } from './schemas.ts';
 
 export type PolicyViewData = Static<typeof PolicyView>;
@@ -22,21 +23,19 @@ export class PolicyService {
     if (!(await this.endpoints.getById(tenant.id, body.endpoint_id))) {
       throw new NotFoundError(`Endpoint '${body.endpoint_id}' not found`);
     }
-    const configuration = normalizePolicyConfiguration(body.policy_type, body.configuration);
     const timestamp = now();
-    const row: PolicyRow = {
+    const record: PolicyRecord = {
       id: crypto.randomUUID(),
       tenant_id: tenant.id,
       endpoint_id: body.endpoint_id,
       name: body.name,
-      policy_type: body.policy_type,
-      configuration: JSON.stringify(configuration),
       created_at: timestamp,
       updated_at: timestamp,
+      ...normalizePolicySettings(body.policy_type, body.configuration),
     };
-    await this.policies.insert(row);
-    this.publications?.refresh(tenant, row.endpoint_id);
-    return toPolicyView(row);
+    await this.policies.insert(record);
+    this.publications?.refresh(tenant, record.endpoint_id);
+    return toPolicyView(record);
   }
 
   async list(tenant: Tenant, endpointId?: string): Promise<PolicyViewData[]> {
@@ -53,12 +52,13 @@ export class PolicyService {
     if (body.name === undefined && body.configuration === undefined) {
       throw ValidationError.body([], 'At least one of name, configuration is required', 'missing');
     }
-    const changes: Partial<PolicyRow> = { updated_at: now() };
-    if (body.name !== undefined) changes.name = body.name;
-    if (body.configuration !== undefined) {
-      changes.configuration = JSON.stringify(normalizePolicyConfiguration(row.policy_type as PolicyType, body.configuration));
-    }
-    await this.policies.update(tenant.id, id, changes);
+    let configuration: PolicyConfiguration | undefined;
+    if (body.configuration !== undefined) configuration = normalizePolicySettings(row.policy_type, body.configuration).configuration;
+    await this.policies.update(tenant.id, id, {
+      updated_at: now(),
+      ...(body.name !== undefined ? { name: body.name } : {}),
+      ...(configuration !== undefined ? { configuration } : {}),
+    });
     this.publications?.refresh(tenant, row.endpoint_id);
     return this.get(tenant, id);
   }
@@ -69,19 +69,19 @@ export class PolicyService {
     this.publications?.refresh(tenant, row.endpoint_id);
   }
 
-  private async require(tenant: Tenant, id: string): Promise<PolicyRow> {
+  private async require(tenant: Tenant, id: string): Promise<PolicyRecord> {
     const row = await this.policies.get(tenant.id, id);
     if (!row) throw new NotFoundError(`Policy '${id}' not found`);
     return row;
   }
 }
 
-export function toPolicyView(row: PolicyRow): PolicyViewData {
+export function toPolicyView(row: PolicyRecord): PolicyViewData {
   return {
     id: row.id,
     name: row.name,
     policy_type: row.policy_type,
-    configuration: JSON.parse(row.configuration),
+    configuration: { ...row.configuration },
     endpoint_id: row.endpoint_id,
     created_at: row.created_at,
     updated_at: row.updated_at,

@@ -8,6 +8,7 @@ import type { MarketplaceRepository } from '../marketplaces/repository.ts';
 import { unpublishableReason } from '../syfthub/endpoint-metadata.ts';
 import type { HubClients } from '../syfthub/hub-client.ts';
 import type { TenantRepository } from '../tenants/repository.ts';
+import type { Clock } from '../util/clock.ts';
 import type { EndpointHealth } from './endpoint-health.ts';
 import { HEARTBEAT_TTL_SECONDS, Heartbeat, type HeartbeatTarget } from './heartbeat.ts';
 import { detectPublicIp, publicUrlFor } from './public-ip.ts';
@@ -27,6 +28,8 @@ export interface PublishingTaskDeps {
   hubs: HubClients;
   health: EndpointHealth;
   heartbeatIntervalMs: number;
+  /** What the heartbeats are timed by. */
+  clock: Clock;
 }
 
 /**
@@ -40,7 +43,12 @@ export class PublishingTasks {
   private startup: Promise<void> | undefined;
 
   constructor(private readonly deps: PublishingTaskDeps) {
-    this.heartbeat = new Heartbeat({ intervalMs: deps.heartbeatIntervalMs, targets: () => this.heartbeatTargets(), log: deps.log });
+    this.heartbeat = new Heartbeat({
+      intervalMs: deps.heartbeatIntervalMs,
+      targets: () => this.heartbeatTargets(),
+      log: deps.log,
+      clock: deps.clock,
+    });
   }
 
   start(): void {

@@ -1,6 +1,6 @@
 import type { DatasetRepository } from '../datasets/repository.ts';
 import type { Tenant } from '../domain/principal.ts';
-import type { EndpointRow } from '../endpoints/repository.ts';
+import type { EndpointRecord } from '../endpoints/codec.ts';
 import type { ProviderHealth } from '../llm/provider.ts';
 
 export interface ModelHealth {
@@ -20,7 +20,7 @@ export class EndpointHealth {
   ) {}
 
   /** A checker for one round: model answers are remembered until the round ends. */
-  round(tenant: Tenant): (endpoint: EndpointRow) => Promise<boolean> {
+  round(tenant: Tenant): (endpoint: EndpointRecord) => Promise<boolean> {
     const modelChecks = new Map<string, Promise<boolean>>();
     const datasetChecks = new Map<string, Promise<boolean>>();
     return async (endpoint) => {

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { errorMessage } from '../domain/errors.ts';
 import type { HubClient, HubHealthReport } from '../syfthub/hub-client.ts';
+import { type Clock, systemClock } from '../util/clock.ts';
 
 /** One marketplace to report to, and how to build its report when the time comes. */
 export interface HeartbeatTarget {
@@ -13,13 +14,14 @@ export interface HeartbeatTarget {
 }
 
 export interface HeartbeatOptions {
-  /** 30 s in production (API-CONTRACT 9); tests use a few milliseconds. */
+  /** 30 s (API-CONTRACT 9). */
   intervalMs: number;
   targets(): Promise<HeartbeatTarget[]>;
   log: Logger;
   /** A failing marketplace is retried after 2, 4, 8... intervals, never more than this apart. */
   maxBackoffMs?: number;
-  now?: () => number;
+  /** The real time unless a test moves it by hand. */
+  clock?: Clock;
 }
 
 export const HEARTBEAT_INTERVAL_MS = 30_000;
@@ -38,25 +40,25 @@ export function backoffDelay(failures: number, intervalMs: number, maxMs: number
  * so an unreachable hub is not hammered; `stop` waits for a beat in progress and schedules no more.
  */
 export class Heartbeat {
-  private timer: ReturnType<typeof setTimeout> | undefined;
+  private cancelTimer: (() => void) | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
   private readonly failing = new Map<string, { failures: number; retryAt: number }>();
-  private readonly now: () => number;
+  private readonly clock: Clock;
 
   constructor(private readonly options: HeartbeatOptions) {
-    this.now = options.now ?? Date.now;
+    this.clock = options.clock ?? systemClock;
   }
 
   start(): void {
-    if (this.stopped || this.timer) return;
+    if (this.stopped || this.cancelTimer) return;
     this.schedule();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    clearTimeout(this.timer);
-    this.timer = undefined;
+    this.cancelTimer?.();
+    this.cancelTimer = undefined;
     await this.running;
   }
 
@@ -74,7 +76,7 @@ export class Heartbeat {
 
   private async report(target: HeartbeatTarget): Promise<void> {
     const state = this.failing.get(target.key);
-    if (state && state.retryAt > this.now()) return;
+    if (state && state.retryAt > this.clock.now()) return;
     try {
       await target.client.reportHealth(await target.report());
       if (state) this.options.log.info({ target: target.label }, 'heartbeat: the marketplace takes reports again');
@@ -83,7 +85,7 @@ export class Heartbeat {
       if (this.stopped) return;
       const failures = (state?.failures ?? 0) + 1;
       const delay = backoffDelay(failures, this.options.intervalMs, this.options.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS);
-      this.failing.set(target.key, { failures, retryAt: this.now() + delay });
+      this.failing.set(target.key, { failures, retryAt: this.clock.now() + delay });
       this.options.log.warn(
         { target: target.label, failures, retryInMs: delay, err: errorMessage(error) },
         'heartbeat: the marketplace did not take the report',
@@ -93,13 +95,12 @@ export class Heartbeat {
 
   private schedule(): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => {
+    // A pending heartbeat never keeps the process alive on its own (the clock's timers do not).
+    this.cancelTimer = this.clock.after(this.options.intervalMs, () => {
       this.running = this.beat().finally(() => {
         this.running = undefined;
         this.schedule();
       });
-    }, this.options.intervalMs);
-    // A pending heartbeat never keeps the process alive on its own.
-    this.timer.unref?.();
+    });
   }
 }

@@ -55,7 +55,7 @@ export class PublicUrlService {
   /** Tells the tenant's default marketplace where knode answers; nothing to do without an active one. */
   private async push(tenant: Tenant, publicUrl: string | null): Promise<void> {
     const marketplace = await this.deps.marketplaces.getDefault(tenant.id);
-    if (marketplace && marketplace.is_active === 1) await this.deps.hubs.client(marketplace).setDomain(publicUrl);
+    if (marketplace?.is_active) await this.deps.hubs.client(marketplace).setDomain(publicUrl);
   }
 }
 

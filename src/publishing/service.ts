@@ -3,8 +3,10 @@ import type { Static } from 'typebox';
 import { now } from '../db/database.ts';
 import { errorMessage, NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
-import type { EndpointRepository, EndpointRow } from '../endpoints/repository.ts';
-import type { MarketplaceRepository, MarketplaceRow } from '../marketplaces/repository.ts';
+import type { EndpointRecord } from '../endpoints/codec.ts';
+import type { EndpointRepository } from '../endpoints/repository.ts';
+import type { MarketplaceRecord } from '../marketplaces/codec.ts';
+import type { MarketplaceRepository } from '../marketplaces/repository.ts';
 import type { PolicyRepository } from '../policies/repository.ts';
 import { type HubEndpoint, hubEndpoint, unpublishableReason } from '../syfthub/endpoint-metadata.ts';
 import type { HubClients } from '../syfthub/hub-client.ts';
@@ -40,8 +42,8 @@ export class PublishingService {
       : requiredIds(body.marketplace_ids, 'publish_to_all_marketplaces');
     const metadata = await this.metadata(tenant, endpoint);
     const results = await Promise.all(ids.map((id) => this.publishTo(tenant, endpoint, metadata, id)));
-    if (results.some((result) => result.success) && endpoint.published !== 1) {
-      await this.deps.endpoints.update(tenant.id, endpoint.id, { published: 1, updated_at: now() });
+    if (results.some((result) => result.success) && !endpoint.published) {
+      await this.deps.endpoints.update(tenant.id, endpoint.id, { published: true, updated_at: now() });
     }
     return { endpoint_slug: endpoint.slug, results };
   }
@@ -50,8 +52,8 @@ export class PublishingService {
     const endpoint = await this.requireEndpoint(tenant, slug);
     const ids = body.unpublish_from_all ? await this.publishedTo(endpoint) : requiredIds(body.marketplace_ids, 'unpublish_from_all');
     const results = await Promise.all(ids.map((id) => this.unpublishFrom(tenant, endpoint, id)));
-    if ((await this.publishedTo(endpoint)).length === 0 && endpoint.published !== 0) {
-      await this.deps.endpoints.update(tenant.id, endpoint.id, { published: 0, updated_at: now() });
+    if ((await this.publishedTo(endpoint)).length === 0 && endpoint.published) {
+      await this.deps.endpoints.update(tenant.id, endpoint.id, { published: false, updated_at: now() });
     }
     return { endpoint_slug: endpoint.slug, results };
   }
@@ -134,7 +136,7 @@ export class PublishingService {
   }
 
   /** The slugs sent; none when the marketplace has nothing published (it is then not touched). */
-  private async syncMarketplace(tenant: Tenant, marketplace: MarketplaceRow): Promise<string[]> {
+  private async syncMarketplace(tenant: Tenant, marketplace: MarketplaceRecord): Promise<string[]> {
     const rows = (await this.deps.endpoints.listPublishedTo(tenant.id, marketplace.id)).filter((row) => !unpublishableReason(row));
     if (rows.length === 0) return [];
     const metadata = await this.metadataOf(tenant, rows);
@@ -145,10 +147,10 @@ export class PublishingService {
     return metadata.map((endpoint) => endpoint.slug);
   }
 
-  private async publishTo(tenant: Tenant, endpoint: EndpointRow, metadata: HubEndpoint, id: string): Promise<Result> {
+  private async publishTo(tenant: Tenant, endpoint: EndpointRecord, metadata: HubEndpoint, id: string): Promise<Result> {
     const marketplace = await this.deps.marketplaces.get(tenant.id, id);
     if (!marketplace) return failure(id, '', 'Marketplace not found', `Marketplace '${id}' not found`);
-    if (marketplace.is_active !== 1) {
+    if (!marketplace.is_active) {
       return failure(id, marketplace.name, `Not published to '${marketplace.name}'`, `Marketplace '${marketplace.name}' is not active`);
     }
     const unpublishable = unpublishableReason(endpoint);
@@ -167,10 +169,10 @@ export class PublishingService {
     return { marketplace_id: id, marketplace_name: marketplace.name, success: true, message, error: null };
   }
 
-  private async unpublishFrom(tenant: Tenant, endpoint: EndpointRow, id: string): Promise<Result> {
+  private async unpublishFrom(tenant: Tenant, endpoint: EndpointRecord, id: string): Promise<Result> {
     const marketplace = await this.deps.marketplaces.get(tenant.id, id);
     if (!marketplace) return failure(id, '', 'Marketplace not found', `Marketplace '${id}' not found`);
-    if (marketplace.is_active !== 1) {
+    if (!marketplace.is_active) {
       return failure(
         id,
         marketplace.name,
@@ -189,11 +191,11 @@ export class PublishingService {
     return { marketplace_id: id, marketplace_name: marketplace.name, success: true, message, error: null };
   }
 
-  private async metadata(tenant: Tenant, endpoint: EndpointRow): Promise<HubEndpoint> {
+  private async metadata(tenant: Tenant, endpoint: EndpointRecord): Promise<HubEndpoint> {
     return hubEndpoint(endpoint, await this.deps.policies.list(tenant.id, endpoint.id));
   }
 
-  private async metadataOf(tenant: Tenant, endpoints: EndpointRow[]): Promise<HubEndpoint[]> {
+  private async metadataOf(tenant: Tenant, endpoints: EndpointRecord[]): Promise<HubEndpoint[]> {
     const policies = await this.deps.policies.list(tenant.id);
     return endpoints.map((endpoint) =>
       hubEndpoint(
@@ -203,11 +205,11 @@ export class PublishingService {
     );
   }
 
-  private async publishedTo(endpoint: EndpointRow): Promise<string[]> {
+  private async publishedTo(endpoint: EndpointRecord): Promise<string[]> {
     return (await this.deps.endpoints.publishedTo([endpoint.id])).get(endpoint.id) ?? [];
   }
 
-  private async requireEndpoint(tenant: Tenant, slug: string): Promise<EndpointRow> {
+  private async requireEndpoint(tenant: Tenant, slug: string): Promise<EndpointRecord> {
     const row = await this.deps.endpoints.getBySlug(tenant.id, slug.toLowerCase());
     if (!row) throw new NotFoundError(`Endpoint '${slug}' not found`);
     return row;

@@ -1,8 +1,17 @@
+import type { NotNull } from 'kysely';
 import type { DbOrTransaction } from '../db/database.ts';
 import { now } from '../db/database.ts';
+import type { SecretBox } from '../security/secret-box.ts';
 
+/**
+ * A tenant's settings (API-CONTRACT 8): its public URL and its tunnel token. The token is sealed
+ * (SecretBox) here on the way in and opened here on the way out: nobody else sees it sealed.
+ */
 export class TenantSettingsRepository {
-  constructor(private readonly db: DbOrTransaction) {}
+  constructor(
+    private readonly db: DbOrTransaction,
+    private readonly box: SecretBox,
+  ) {}
 
   async getPublicUrl(tenantId: string): Promise<string | null> {
     const row = await this.db.selectFrom('tenant_settings').select('public_url').where('tenant_id', '=', tenantId).executeTakeFirst();
@@ -18,13 +27,14 @@ export class TenantSettingsRepository {
       .execute();
   }
 
-  async getTunnelToken(tenantId: string): Promise<string | null> {
+  async hasTunnelToken(tenantId: string): Promise<boolean> {
     const row = await this.db.selectFrom('tenant_settings').select('tunnel_token').where('tenant_id', '=', tenantId).executeTakeFirst();
-    return row?.tunnel_token ?? null;
+    return (row?.tunnel_token ?? null) !== null;
   }
 
-  /** `sealed` is the token as SecretBox encrypted it, or null to forget it. */
-  async setTunnelToken(tenantId: string, sealed: string | null): Promise<void> {
+  /** null forgets the token. */
+  async setTunnelToken(tenantId: string, token: string | null): Promise<void> {
+    const sealed = token === null ? null : this.box.encrypt(token);
     const updatedAt = now();
     await this.db
       .insertInto('tenant_settings')
@@ -33,14 +43,15 @@ export class TenantSettingsRepository {
       .execute();
   }
 
-  /** Every tenant with a tunnel token, for the reconnection at start-up. */
+  /** Every tenant with a tunnel token (opened), for the reconnection at start-up. */
   async tunnelTokens(): Promise<{ tenant_id: string; tunnel_token: string }[]> {
     const rows = await this.db
       .selectFrom('tenant_settings')
       .select(['tenant_id', 'tunnel_token'])
       .where('tunnel_token', 'is not', null)
+      .$narrowType<{ tunnel_token: NotNull }>()
       .execute();
-    return rows.map((row) => ({ tenant_id: row.tenant_id, tunnel_token: row.tunnel_token as string }));
+    return rows.map((row) => ({ tenant_id: row.tenant_id, tunnel_token: this.box.decrypt(row.tunnel_token) }));
   }
 
   /** The ids of the tenants whose public URL has this host name (lower case; IPv6 in brackets). */
@@ -56,12 +67,12 @@ export class TenantSettingsRepository {
   }
 
   private async publicUrls(): Promise<{ tenant_id: string; public_url: string }[]> {
-    const rows = await this.db
+    return this.db
       .selectFrom('tenant_settings')
       .select(['tenant_id', 'public_url'])
       .where('public_url', 'is not', null)
+      .$narrowType<{ public_url: NotNull }>()
       .execute();
-    return rows.map((row) => ({ tenant_id: row.tenant_id, public_url: row.public_url as string }));
   }
 }
 

@@ -1,7 +1,6 @@
 import { NotFoundError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
 import type { MarketplaceRepository } from '../marketplaces/repository.ts';
-import type { SecretBox } from '../security/secret-box.ts';
 import type { TenantRepository } from '../tenants/repository.ts';
 import type { TunnelHooks } from '../tunnel/manager.ts';
 import type { PublicUrlService } from './public-url.ts';
@@ -12,21 +11,20 @@ export interface TunnelAdapterDeps {
   publicUrl: PublicUrlService;
   tenants: TenantRepository;
   marketplaces: MarketplaceRepository;
-  box: SecretBox;
   /** SVC_TUNNEL_DOMAIN, e.g. `syfthub.ngrok.app`. */
   tunnelDomain: string;
 }
 
-/** The tunnel's view of knode: tokens encrypted in the tenant's settings, URLs through the public URL service. */
+/** The tunnel's view of knode: tokens in the tenant's settings (stored encrypted), URLs through the public URL service. */
 export function tunnelAdapter(deps: TunnelAdapterDeps): TunnelHooks {
   return {
-    saveToken: (tenant, token) => deps.settingsRepository.setTunnelToken(tenant.id, token === null ? null : deps.box.encrypt(token)),
-    hasToken: async (tenant) => (await deps.settingsRepository.getTunnelToken(tenant.id)) !== null,
+    saveToken: (tenant, token) => deps.settingsRepository.setTunnelToken(tenant.id, token),
+    hasToken: (tenant) => deps.settingsRepository.hasTunnelToken(tenant.id),
     storedTokens: async () => {
       const stored: { tenant: Tenant; token: string }[] = [];
       for (const row of await deps.settingsRepository.tunnelTokens()) {
         const tenant = await deps.tenants.findById(row.tenant_id);
-        if (tenant) stored.push({ tenant, token: deps.box.decrypt(row.tunnel_token) });
+        if (tenant) stored.push({ tenant, token: row.tunnel_token });
       }
       return stored;
     },

@@ -28,7 +28,8 @@ export function withReferences(messages: ChatMessage[], references: References |
   return [{ role: 'system', content: `Use the following context to answer:\n\n${blocks.join('\n\n')}` }, ...messages];
 }
 
-/** A generous estimate of a prompt's tokens for the cost ceiling: about four characters a token. */
-export function estimateTokens(characters: number): number {
-  return Math.ceil(characters / 4) + 16;
-}
+/**
+ * Tokens added to the estimate of a prompt for the cost ceiling, so that it errs on the generous side:
+ * the chat template wraps the messages in role markers the character count does not see.
+ */
+export const PROMPT_TOKEN_MARGIN = 16;

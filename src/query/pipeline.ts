@@ -4,16 +4,19 @@ import { now } from '../db/database.ts';
 import type { FixedWindows } from '../db/fixed-windows.ts';
 import { errorMessage, ForbiddenError, NotFoundError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
-import type { EndpointRepository, EndpointRow } from '../endpoints/repository.ts';
+import type { EndpointRecord } from '../endpoints/codec.ts';
+import type { EndpointRepository } from '../endpoints/repository.ts';
+import { estimateTokens } from '../llm/costs.ts';
 import type { ChatMessage, ChatOptions } from '../llm/provider.ts';
-import { type AccessConfiguration, AccessHook } from '../policies/access.ts';
-import { type AccountingConfiguration, AccountingHook } from '../policies/accounting.ts';
+import { AccessHook } from '../policies/access.ts';
+import { AccountingHook } from '../policies/accounting.ts';
+import type { PolicyOfType } from '../policies/codec.ts';
 import type { GeneralLimits } from '../policies/general-limits.ts';
 import { inPolicyOrder, type PolicyContext, type PolicyHook, type QueryOutcome } from '../policies/hooks.ts';
 import { RateLimitHook } from '../policies/rate-limit.ts';
 import type { PolicyRepository } from '../policies/repository.ts';
 import type { AccountingService } from '../syfthub/accounting.ts';
-import { estimateTokens, searchText, toMessages, withReferences } from './messages.ts';
+import { PROMPT_TOKEN_MARGIN, searchText, toMessages, withReferences } from './messages.ts';
 import type { DatasetSearch, ModelRunner, PricedStreamEvent, References, Summary } from './ports.ts';
 import type { QueryBody } from './schemas.ts';
 import type { UsageRepository } from './usage-repository.ts';
@@ -23,7 +26,7 @@ export type QueryRequest = Static<typeof QueryBody>;
 /** Who asks: the endpoint's owner (local JWT or admin key) or a marketplace user (satellite token). */
 /** The query as the pipeline carries it: what the policies see, and the endpoint and body behind it. */
 interface QueryContext extends PolicyContext {
-  readonly endpoint: EndpointRow;
+  readonly endpoint: EndpointRecord;
   readonly body: Static<typeof QueryBody>;
 }
 
@@ -58,23 +61,22 @@ export class QueryPipeline {
   async begin(caller: QueryCaller, slug: string, body: QueryRequest): Promise<RunningQuery> {
     const endpoint = await this.deps.endpoints.getBySlug(caller.tenant.id, slug.toLowerCase());
     if (!endpoint) throw new NotFoundError(`Endpoint '${slug}' not found`);
-    if (caller.kind === 'satellite' && endpoint.published !== 1) throw new ForbiddenError('Endpoint is not published');
+    if (caller.kind === 'satellite' && !endpoint.published) throw new ForbiddenError('Endpoint is not published');
 
     const policies = inPolicyOrder(await this.deps.policies.list(caller.tenant.id, endpoint.id));
-    const rateLimits = policies.filter((policy) => policy.policy_type === 'rate_limit');
+    const rateLimits = policies.filter((policy): policy is PolicyOfType<'rate_limit'> => policy.policy_type === 'rate_limit');
     // An endpoint without rate_limit policies is governed by the general limits, per caller and endpoint.
     if (rateLimits.length === 0) await this.deps.limits.checkQuery(endpoint.id, caller.senderEmail || caller.clientIp);
 
     const hooks: PolicyHook[] = [];
     for (const policy of policies) {
-      const configuration = JSON.parse(policy.configuration);
       if (policy.policy_type === 'access') {
-        hooks.push(new AccessHook(configuration as AccessConfiguration));
+        hooks.push(new AccessHook(policy.configuration));
       } else if (policy.policy_type === 'rate_limit') {
         // All rate limits are one hook: they are checked and counted together.
         if (policy === rateLimits[0]) hooks.push(new RateLimitHook(this.deps.windows, rateLimits));
       } else {
-        hooks.push(new AccountingHook(configuration as AccountingConfiguration, await this.deps.accounting.accountingFor(caller.tenant)));
+        hooks.push(new AccountingHook(policy.configuration, await this.deps.accounting.accountingFor(caller.tenant)));
       }
     }
 
@@ -92,7 +94,7 @@ export class QueryPipeline {
     return query;
   }
 
-  private async maxCost(tenant: Tenant, endpoint: EndpointRow, messages: ChatMessage[], body: QueryRequest): Promise<number> {
+  private async maxCost(tenant: Tenant, endpoint: EndpointRecord, messages: ChatMessage[], body: QueryRequest): Promise<number> {
     let cost = 0;
     let referenceCharacters = 0;
     if (searches(endpoint) && endpoint.dataset_id) {
@@ -102,17 +104,18 @@ export class QueryPipeline {
     }
     if (generates(endpoint) && endpoint.model_id) {
       const characters = messages.reduce((sum, message) => sum + message.content.length, 0) + referenceCharacters;
-      cost += await this.deps.models.maxCost(tenant, endpoint.model_id, estimateTokens(characters), body.max_tokens);
+      const promptTokens = estimateTokens(characters) + PROMPT_TOKEN_MARGIN;
+      cost += await this.deps.models.maxCost(tenant, endpoint.model_id, promptTokens, body.max_tokens);
     }
     return cost;
   }
 }
 
-export function searches(endpoint: EndpointRow): boolean {
+export function searches(endpoint: EndpointRecord): boolean {
   return endpoint.dataset_id !== null && (endpoint.response_type === 'raw' || endpoint.response_type === 'both');
 }
 
-export function generates(endpoint: EndpointRow): boolean {
+export function generates(endpoint: EndpointRecord): boolean {
   return endpoint.model_id !== null && (endpoint.response_type === 'summary' || endpoint.response_type === 'both');
 }
 
@@ -134,7 +137,7 @@ export class RunningQuery {
     private readonly messages: ChatMessage[],
   ) {}
 
-  get endpoint(): EndpointRow {
+  get endpoint(): EndpointRecord {
     return this.context.endpoint;
   }
 

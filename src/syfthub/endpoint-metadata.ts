@@ -39,8 +39,7 @@ export interface EndpointFacts {
 export interface PolicyFacts {
   name: string;
   policy_type: string;
-  /** JSON text, as stored. */
-  configuration: string;
+  configuration: Readonly<Record<string, unknown>>;
 }
 
 /** SyftHub's limits: a longer slug is refused (knode never cuts one), a longer description is cut. */
@@ -67,7 +66,7 @@ export function hubEndpoint(endpoint: EndpointFacts, policies: readonly PolicyFa
       version: '1.0',
       enabled: true,
       description: policy.name,
-      config: JSON.parse(policy.configuration) as Record<string, unknown>,
+      config: { ...policy.configuration },
     })),
     connect: [{ type: 'https', enabled: true, description: '', config: { path: `/api/v1/endpoints/${endpoint.slug}/query` } }],
   };

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { type Clock, systemClock } from '../util/clock.ts';
 import type { HubEndpoint } from './endpoint-metadata.ts';
 import { HubAnswerError, HubCredentialsError, hubReason } from './hub-errors.ts';
 import { HUB_TIMEOUT_MS, type HubAccount, type HubRequest, HubSession } from './hub-session.ts';
@@ -125,6 +126,8 @@ export class HubClients {
     /** Opens a sealed password (the secret box). */
     private readonly openSecret: (sealed: string) => string,
     private readonly timeoutMs = HUB_TIMEOUT_MS,
+    /** What the pause after a failed login is measured by. */
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /** The client of a stored marketplace. */
@@ -141,7 +144,8 @@ export class HubClients {
     const fingerprint = fingerprintOf(account);
     const known = this.clients.get(id);
     // The session in use stays until the new credentials are proven good.
-    const entry = known && known.fingerprint === fingerprint ? known : newEntry(account, fingerprint, this.closing.signal, this.timeoutMs);
+    const entry =
+      known && known.fingerprint === fingerprint ? known : newEntry(account, fingerprint, this.closing.signal, this.timeoutMs, this.clock);
     try {
       await entry.client.connect();
     } catch (error) {
@@ -167,7 +171,7 @@ export class HubClients {
       known.session.account.name = account.name; // a rename needs no new login
       return known.client;
     }
-    const entry = newEntry(account, fingerprint, this.closing.signal, this.timeoutMs);
+    const entry = newEntry(account, fingerprint, this.closing.signal, this.timeoutMs, this.clock);
     this.clients.set(id, entry);
     return entry.client;
   }
@@ -179,9 +183,9 @@ interface Entry {
   session: HubSession;
 }
 
-function newEntry(account: HubAccount, fingerprint: string, closing: AbortSignal, timeoutMs: number): Entry {
+function newEntry(account: HubAccount, fingerprint: string, closing: AbortSignal, timeoutMs: number, clock: Clock): Entry {
   const { name, url, username, password } = account;
-  const session = new HubSession({ name, url, username, password }, closing, timeoutMs);
+  const session = new HubSession({ name, url, username, password }, closing, timeoutMs, clock);
   return { fingerprint, client: new HubClient(session), session };
 }
 

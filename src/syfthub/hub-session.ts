@@ -1,3 +1,4 @@
+import { type Clock, systemClock } from '../util/clock.ts';
 import { displayUrl, HubAnswerError, HubCredentialsError, HubUnavailableError, hubReason, unreachableReason } from './hub-errors.ts';
 
 /** A marketplace account as knode uses it: where the hub is and how to log in (password in clear, in memory only). */
@@ -39,6 +40,7 @@ export class HubSession {
     /** Aborted when knode shuts down: requests in flight stop at once. */
     private readonly closing: AbortSignal,
     private readonly timeoutMs = HUB_TIMEOUT_MS,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   /** Secrets that must never appear in a message built from the hub's answers. */
@@ -95,12 +97,12 @@ export class HubSession {
 
   private async login(): Promise<void> {
     const failed = this.lastLoginFailure;
-    if (failed && Date.now() - failed.at < LOGIN_RETRY_MS) throw failed.error;
+    if (failed && this.clock.now() - failed.at < LOGIN_RETRY_MS) throw failed.error;
     try {
       await this.logIn();
       this.lastLoginFailure = undefined;
     } catch (error) {
-      this.lastLoginFailure = { at: Date.now(), error };
+      this.lastLoginFailure = { at: this.clock.now(), error };
       throw error;
     }
   }

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { DbOrTransaction } from '../db/database.ts';
 import { now } from '../db/database.ts';
 import type { Tenant } from '../domain/principal.ts';
+import { ingestionRootsCodec, TENANT_COLUMNS } from './codec.ts';
 
 export interface Member {
   user_id: string;
@@ -21,11 +22,11 @@ export class TenantRepository {
 
   /** Tenant names compare case-insensitively (the column is COLLATE NOCASE). */
   async findByName(name: string): Promise<Tenant | undefined> {
-    return this.db.selectFrom('tenants').selectAll().where('name', '=', name).executeTakeFirst();
+    return this.db.selectFrom('tenants').select(TENANT_COLUMNS).where('name', '=', name).executeTakeFirst();
   }
 
   async findById(id: string): Promise<Tenant | undefined> {
-    return this.db.selectFrom('tenants').selectAll().where('id', '=', id).executeTakeFirst();
+    return this.db.selectFrom('tenants').select(TENANT_COLUMNS).where('id', '=', id).executeTakeFirst();
   }
 
   async ensure(name: string): Promise<Tenant> {
@@ -42,14 +43,13 @@ export class TenantRepository {
   /** The folders the operator granted the tenant (absolute real paths), besides SVC_INGESTION_ROOTS. */
   async grantedRoots(tenantId: string): Promise<string[]> {
     const row = await this.db.selectFrom('tenants').select('ingestion_roots').where('id', '=', tenantId).executeTakeFirst();
-    const parsed: unknown = row ? JSON.parse(row.ingestion_roots) : [];
-    return Array.isArray(parsed) ? parsed.filter((root): root is string => typeof root === 'string') : [];
+    return row ? ingestionRootsCodec.parse(row.ingestion_roots) : [];
   }
 
   async setGrantedRoots(tenantId: string, roots: readonly string[]): Promise<void> {
     await this.db
       .updateTable('tenants')
-      .set({ ingestion_roots: JSON.stringify(roots) })
+      .set({ ingestion_roots: ingestionRootsCodec.serialize(roots) })
       .where('id', '=', tenantId)
       .execute();
   }

@@ -1,8 +1,8 @@
 import { statSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
+import { conflictAs } from '../db/conflicts.ts';
 import { ForbiddenError, NotFoundError } from '../domain/errors.ts';
 import type { Principal, Tenant } from '../domain/principal.ts';
-import { conflictAs } from '../http/conflicts.ts';
 import { Issues } from '../http/issues.ts';
 import { realPath } from '../util/paths.ts';
 import type { IngestionRoots } from './ingestion-roots.ts';

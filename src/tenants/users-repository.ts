@@ -1,5 +1,6 @@
 import type { DbOrTransaction } from '../db/database.ts';
 import { now } from '../db/database.ts';
+import { USER_COLUMNS } from './codec.ts';
 
 export interface User {
   id: string;
@@ -18,10 +19,10 @@ export class UserRepository {
   }
 
   async findByEmail(email: string): Promise<User | undefined> {
-    return this.db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
+    return this.db.selectFrom('users').select(USER_COLUMNS).where('email', '=', email).executeTakeFirst();
   }
 
   async findById(id: string): Promise<User | undefined> {
-    return this.db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+    return this.db.selectFrom('users').select(USER_COLUMNS).where('id', '=', id).executeTakeFirst();
   }
 }

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { BadRequestError, NotFoundError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
+import { type Clock, systemClock } from '../util/clock.ts';
 import { type TunnelConnection, type TunnelProvider, TunnelRefused } from './provider.ts';
 
 /** What GET/POST/DELETE /settings/proxy answer (specification, Settings). */
@@ -35,7 +36,7 @@ interface TenantTunnel {
   tenant: Tenant;
   token: string;
   connection?: TunnelConnection;
-  retry?: ReturnType<typeof setTimeout>;
+  cancelRetry?: () => void;
   delayMs: number;
   closed: boolean;
 }
@@ -56,6 +57,7 @@ export class TunnelManager {
     private readonly log: Logger,
     private readonly backoff: Backoff = TUNNEL_BACKOFF,
     configuredPort = 8080,
+    private readonly clock: Clock = systemClock,
   ) {
     this.port = configuredPort;
   }
@@ -131,7 +133,7 @@ export class TunnelManager {
     if (!tunnel) return;
     this.tunnels.delete(tenant.id);
     tunnel.closed = true;
-    clearTimeout(tunnel.retry);
+    tunnel.cancelRetry?.();
     await tunnel.connection?.close();
   }
 
@@ -151,8 +153,7 @@ export class TunnelManager {
     if (tunnel.closed) return;
     const delay = tunnel.delayMs;
     tunnel.delayMs = Math.min(this.backoff.maxMs, tunnel.delayMs * 2);
-    tunnel.retry = setTimeout(() => void this.reconnect(tunnel), delay);
-    tunnel.retry.unref?.();
+    tunnel.cancelRetry = this.clock.after(delay, () => void this.reconnect(tunnel));
   }
 
   private async reconnect(tunnel: TenantTunnel): Promise<void> {

@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
+import type { Tenant } from '../../src/domain/principal.ts';
 import { createServices, type ServiceOptions, type Services } from '../../src/services.ts';
+import { ManualClock } from '../fakes/clock.ts';
 
 export interface TestUser {
   email: string;
@@ -18,6 +20,8 @@ export interface TestApp {
   app: FastifyInstance;
   services: Services;
   dataDir: string;
+  /** The app's time: it stands still at CLOCK_START (mid-minute) until the test advances it. */
+  clock: ManualClock;
   /** Sends a request; `token` sets the bearer header. */
   request(options: InjectOptions & { token?: string }): Promise<LightMyRequestResponse>;
   /**
@@ -25,6 +29,8 @@ export interface TestApp {
    * grants the tenant the test's data directory, so that it may create datasets there (API-CONTRACT 3).
    */
   user(name?: string, options?: { grantRoots?: boolean }): Promise<TestUser>;
+  /** A tenant's row, by its name or by a user of it, for tests that call services directly. */
+  tenant(of: string | TestUser): Promise<Tenant>;
   /** Closes the app; with `keepData` the data directory stays for a restart. */
   close(options?: { keepData?: boolean }): Promise<void>;
 }
@@ -35,11 +41,21 @@ export function tempDir(prefix = 'knode-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
+export interface TestAppOptions extends Omit<ServiceOptions, 'clock'> {
+  /** A clock to share with something else (a restarted app); each app has its own otherwise. */
+  clock?: ManualClock;
+}
+
 /**
- * A whole knode on a fresh temporary data directory, with logging off and the general API limits off
- * unless a test sets them. `env` overrides any SVC_* variable; `options` shortens the heartbeat, collects logs...
+ * A whole knode on a fresh temporary data directory, with logging off, the general API limits off unless
+ * a test sets them, and a clock that moves only when the test advances it. `env` overrides any SVC_*
+ * variable; `options` collects logs, brings a tunnel double...
  */
-export async function createTestApp(env: Record<string, string> = {}, dataDir = tempDir(), options: ServiceOptions = {}): Promise<TestApp> {
+export async function createTestApp(
+  env: Record<string, string> = {},
+  dataDir = tempDir(),
+  { clock = new ManualClock(), ...options }: TestAppOptions = {},
+): Promise<TestApp> {
   const config = loadConfig({
     SVC_DATA_DIR: dataDir,
     SVC_LOG_LEVEL: 'silent',
@@ -48,7 +64,7 @@ export async function createTestApp(env: Record<string, string> = {}, dataDir = 
     SVC_RATE_LIMIT_PER_MINUTE: '0',
     ...env,
   });
-  const services = await createServices(config, options);
+  const services = await createServices(config, { ...options, clock });
   const app = await buildApp(services);
   await app.ready();
 
@@ -85,12 +101,19 @@ export async function createTestApp(env: Record<string, string> = {}, dataDir = 
     return { email, password, tenant, token, headers: { authorization: `Bearer ${token}` } };
   };
 
+  const tenant = async (of: string | TestUser): Promise<Tenant> => {
+    const name = typeof of === 'string' ? of : of.tenant;
+    return services.database.db.selectFrom('tenants').selectAll().where('name', '=', name).executeTakeFirstOrThrow();
+  };
+
   return {
     app,
     services,
     dataDir,
+    clock,
     request,
     user,
+    tenant,
     close: async ({ keepData = false } = {}) => {
       await app.close();
       await services.close();

@@ -9,8 +9,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../fakes/openai-server.ts';
-import { Dataset } from '../fixtures/ingestion-datasets.ts';
 import { createTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { Dataset } from '../helpers/datasets.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const CHUNKS = 20_000;
@@ -61,7 +61,10 @@ describe('cancelling and sharing ingestion work', () => {
     return { folder, dataset };
   }
 
-  /** Embedding calls made between `from` and `to` ms after now (the window after a cancellation). */
+  /**
+   * Embedding calls made between `from` and `to` ms after now (the window after a cancellation). These
+   * sleeps are the point of the test: real time passes, and no request may be sent in it.
+   */
   async function callsBetween(from: number, to: number): Promise<number> {
     await Bun.sleep(from);
     const start = embeddingCalls();

@@ -5,9 +5,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Dataset } from '../fixtures/ingestion-datasets.ts';
 import { writeDocxBomb } from '../fixtures/zip-bomb.ts';
 import { createTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
+import { Dataset } from '../helpers/datasets.ts';
 
 const MB = 1024 * 1024;
 
@@ -25,7 +25,7 @@ describe('ingestion limits', () => {
     mkdirSync(folder);
     writeFileSync(join(folder, 'normal.txt'), 'An ordinary note about tides, indexed as usual.');
     dataset = await Dataset.create(t, owner, folder);
-    expect((await dataset.settledFile('normal.txt')).status).toBe('indexed');
+    expect(await dataset.settledFile('normal.txt')).toMatchObject({ status: 'indexed', error: null });
   });
 
   afterAll(() => t.close());
@@ -77,7 +77,7 @@ describe('ingestion limits', () => {
     expect(file).toMatchObject({ status: 'failed', chunks: 0, error: 'binary content, not text' });
     // A note with a few stray Latin-1 bytes is still text.
     writeFileSync(join(folder, 'latin1.txt'), Buffer.from('Caf\xe9 au lait, cr\xe8me br\xfbl\xe9e and a na\xefve r\xe9sum\xe9.', 'latin1'));
-    expect((await dataset.settledFile('latin1.txt')).status).toBe('indexed');
+    expect(await dataset.settledFile('latin1.txt')).toMatchObject({ status: 'indexed', error: null });
   });
 
   test('each refused file is listed as failed with its reason, and the dataset keeps running', async () => {

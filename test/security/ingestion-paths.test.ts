@@ -5,8 +5,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Dataset } from '../fixtures/ingestion-datasets.ts';
 import { createTestApp, type TestApp, type TestUser, tempDir } from '../helpers/app.ts';
+import { Dataset } from '../helpers/datasets.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const SECRET = 'SECRETOUTSIDE the private text of a folder outside every ingestion root';
@@ -15,11 +15,14 @@ describe('ingestion stays inside the dataset folder and the ingestion roots', ()
   let t: TestApp;
   let owner: TestUser;
   let outside: string;
+  /** A running dataset of its own folder, to tell when watchers and indexing have caught up. */
+  let control: Dataset;
 
   beforeAll(async () => {
     t = await createTestApp();
     // The first user registered in development mode owns SVC_INGESTION_ROOTS (= the data dir here).
     owner = await t.user('paths-owner');
+    control = await Dataset.create(t, owner);
     outside = tempDir('knode-outside-');
     writeFileSync(join(outside, 'a.txt'), SECRET);
     writeFileSync(join(outside, 'b.txt'), SECRET);
@@ -37,8 +40,8 @@ describe('ingestion stays inside the dataset folder and the ingestion roots', ()
     writeFileSync(join(folder, 'sub/a.txt'), 'the dataset own text about harbours');
     writeFileSync(join(folder, 'a.txt'), 'the dataset own text about lighthouses');
     const dataset = await Dataset.create(t, owner, folder);
-    expect((await dataset.settledFile('sub/a.txt')).status).toBe('indexed');
-    expect((await dataset.settledFile('a.txt')).status).toBe('indexed');
+    expect(await dataset.settledFile('sub/a.txt')).toMatchObject({ status: 'indexed', error: null });
+    expect(await dataset.settledFile('a.txt')).toMatchObject({ status: 'indexed', error: null });
     expect((await dataset.action('stop')).statusCode).toBe(200);
     return { folder, dataset };
   }
@@ -57,7 +60,7 @@ describe('ingestion stays inside the dataset folder and the ingestion roots', ()
     });
     expect(file.status).toBe('failed');
     expect(file.error).toContain('outside the dataset folder');
-    expect((await dataset.settledFile('a.txt')).status).toBe('indexed');
+    expect(await dataset.settledFile('a.txt')).toMatchObject({ status: 'indexed', error: null });
     expect(await dataset.storedText()).not.toContain('SECRETOUTSIDE');
   });
 
@@ -71,7 +74,7 @@ describe('ingestion stays inside the dataset folder and the ingestion roots', ()
     const view = await dataset.view();
     expect(view.status).toBe('error');
     expect(view.error).toBe(`the folder '${folder}' now resolves to '${outside}', outside this tenant's ingestion roots`);
-    await Bun.sleep(300);
+    await control.caughtUp(); // nothing of the refused folder is indexed meanwhile
     expect((await dataset.files()).map((file) => file.path).sort()).toEqual(['a.txt', 'sub/a.txt']);
     expect(await dataset.storedText()).not.toContain('SECRETOUTSIDE');
   });
@@ -81,7 +84,7 @@ describe('ingestion stays inside the dataset folder and the ingestion roots', ()
     mkdirSync(folder);
     writeFileSync(join(folder, 'a.txt'), 'the dataset own text about lighthouses');
     const dataset = await Dataset.create(t, owner, folder);
-    expect((await dataset.settledFile('a.txt')).status).toBe('indexed');
+    expect(await dataset.settledFile('a.txt')).toMatchObject({ status: 'indexed', error: null });
     renameSync(folder, `${folder}-moved`);
     symlinkSync(outside, folder);
 
@@ -91,7 +94,7 @@ describe('ingestion stays inside the dataset folder and the ingestion roots', ()
       return current.status === 'error' ? current : undefined;
     });
     expect(view.error).toContain(`now resolves to '${outside}', outside this tenant's ingestion roots`);
-    await Bun.sleep(300);
+    await control.caughtUp(); // nothing of the refused folder is indexed meanwhile
     expect((await dataset.files()).map((file) => file.path)).toEqual(['a.txt']);
     expect(await dataset.storedText()).not.toContain('SECRETOUTSIDE');
   });

@@ -5,13 +5,14 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PrepareOptions } from '../../src/ingestion/parse-worker.ts';
 import { ParserPool } from '../../src/ingestion/parser-pool.ts';
 import { ParseError } from '../../src/ingestion/parsers/types.ts';
 import { readFileLimited } from '../../src/ingestion/read-file.ts';
 import { tempDir } from '../helpers/app.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const MB = 1024 * 1024;
 
@@ -100,9 +101,10 @@ describe('reading a file for ingestion', () => {
     };
     try {
       const controller = new AbortController();
-      const hung = pool.prepare('hang', options, controller.signal);
+      const hanging = join(root, 'hang-here');
+      const hung = pool.prepare(hanging, options, controller.signal);
       const waiting = pool.prepare('hang too', options, controller.signal);
-      await Bun.sleep(100);
+      await waitFor('the parse thread to hang', async () => existsSync(`${hanging}.started`));
       const started = performance.now();
       controller.abort(new Error('file deleted'));
       await expect(hung).rejects.toThrow('file deleted');

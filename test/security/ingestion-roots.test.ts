@@ -1,9 +1,8 @@
 import { describe, expect, test } from 'bun:test';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createTestApp, type TestApp, type TestUser, tempDir } from '../helpers/app.ts';
-
-const ADMIN_KEY = 'admin-key-for-security-tests';
+import { createTestApp, issueLocs, type TestApp, type TestUser, tempDir } from '../helpers/app.ts';
+import { ADMIN_KEY } from '../helpers/constants.ts';
 
 /**
  * Issue 11, item 4: SVC_INGESTION_ROOTS (the home folder by default) belongs to the first owner; other
@@ -39,9 +38,7 @@ describe('security: ingestion roots belong to tenants', () => {
       const notes = folderIn(home, 'notes');
       expect((await createDataset(t, owner, notes)).statusCode).toBe(201);
       for (const folder of [notes, home]) {
-        const refused = await createDataset(t, stranger, folder);
-        expect(refused.statusCode).toBe(422);
-        expect(refused.json().detail[0].loc).toEqual(['body', 'configuration', 'ingestionPath']);
+        expect(issueLocs(await createDataset(t, stranger, folder))).toEqual(['body.configuration.ingestionPath']);
       }
       const view = await t.request({ method: 'GET', url: `/api/v1/tenants/${stranger.tenant}`, token: stranger.token });
       expect(view.json()).toMatchObject({ name: stranger.tenant, ingestion_roots: [] });
@@ -110,11 +107,7 @@ describe('security: ingestion roots belong to tenants', () => {
         url: `/api/v1/tenants/${alice.tenant}`,
         payload: { ingestion_roots: ['relative/folder', '/no/such/folder', t.dataDir] },
       });
-      expect(bad.statusCode).toBe(422);
-      expect(bad.json().detail.map((issue: { loc: unknown[] }) => issue.loc)).toEqual([
-        ['body', 'ingestion_roots', 0],
-        ['body', 'ingestion_roots', 1],
-      ]);
+      expect(issueLocs(bad)).toEqual(['body.ingestion_roots.0', 'body.ingestion_roots.1']);
       expect(
         (await t.request({ method: 'PATCH', url: '/api/v1/tenants/no-such-tenant', payload: { ingestion_roots: [] } })).statusCode,
       ).toBe(404);

@@ -7,10 +7,15 @@ import type { Embedder } from '../../src/embeddings/embedder.ts';
 import { EmbeddingScheduler } from '../../src/ingestion/embedding-scheduler.ts';
 import { FairQueue } from '../../src/ingestion/fair-queue.ts';
 import { TurnGate } from '../../src/ingestion/turn-gate.ts';
+import { waitFor } from '../helpers/wait.ts';
 
-/** An embedder that records every call and takes `ms` per call, stopping early when its signal aborts. */
+/**
+ * An embedder that records every call and takes `ms` per call, stopping early when its signal aborts;
+ * `finish()` ends the calls in flight at once.
+ */
 function slowEmbedder(ms: number) {
   const calls: { texts: string[]; aborted: boolean }[] = [];
+  const inFlight = new Set<() => void>();
   const embedder: Embedder = {
     id: 'test',
     dimension: 2,
@@ -18,9 +23,16 @@ function slowEmbedder(ms: number) {
       const call = { texts, aborted: false };
       calls.push(call);
       await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(resolve, ms);
+        const done = () => {
+          clearTimeout(timer);
+          inFlight.delete(done);
+          resolve();
+        };
+        const timer = setTimeout(done, ms);
+        inFlight.add(done);
         signal?.addEventListener('abort', () => {
           clearTimeout(timer);
+          inFlight.delete(done);
           call.aborted = true;
           reject(signal.reason);
         });
@@ -28,7 +40,10 @@ function slowEmbedder(ms: number) {
       return texts.map(() => new Float32Array([1, 0]));
     },
   };
-  return { embedder, calls };
+  const finish = () => {
+    for (const done of [...inFlight]) done();
+  };
+  return { embedder, calls, finish };
 }
 
 const texts = (prefix: string, count: number) => Array.from({ length: count }, (_, i) => `${prefix}-${i}`);
@@ -39,7 +54,7 @@ describe('taking turns', () => {
     const scheduler = new EmbeddingScheduler({ concurrency: 2, slice: { texts: 64, characters: 16_000 } });
     const controller = new AbortController();
     const huge = scheduler.embed('a', embedder, texts('a', 20_000), controller.signal);
-    await Bun.sleep(20);
+    await waitFor("a few of A's slices to be done", async () => calls.length >= 4);
     const queuedAt = calls.length;
     const small = await scheduler.embed('b', embedder, ['b-0'], new AbortController().signal);
     expect(small).toHaveLength(1);
@@ -66,7 +81,7 @@ describe('taking turns', () => {
     const scheduler = new EmbeddingScheduler({ concurrency: 2, slice: { texts: 64, characters: 16_000 } });
     const controller = new AbortController();
     const huge = scheduler.embed('a', embedder, texts('a', 20_000), controller.signal);
-    await Bun.sleep(10);
+    await waitFor('both slices in flight', async () => calls.length === 2);
     expect(scheduler.waitingCharacters('a')).toBeGreaterThan(0);
     const started = performance.now();
     controller.abort(new Error('file deleted'));
@@ -77,17 +92,21 @@ describe('taking turns', () => {
   });
 
   test('a slice shared with another file goes on when only one of them is cancelled', async () => {
-    const { embedder, calls } = slowEmbedder(50);
+    // Calls last until the test ends them: the slice is in flight for as long as the test needs.
+    const { embedder, calls, finish } = slowEmbedder(60_000);
     const scheduler = new EmbeddingScheduler({ concurrency: 1, slice: { texts: 64, characters: 16_000 } });
     const blocker = scheduler.embed('x', embedder, ['first'], new AbortController().signal);
     const cancelled = new AbortController();
     const one = scheduler.embed('a', embedder, ['one'], cancelled.signal);
     const two = scheduler.embed('a', embedder, ['two'], new AbortController().signal);
+    await waitFor('the first slice to be in flight', async () => calls.length === 1);
+    finish();
     await blocker;
-    await Bun.sleep(20); // the slice of 'one' and 'two' is in flight now
+    await waitFor("the slice of 'one' and 'two' to be in flight", async () => calls.length === 2);
     expect(calls.at(-1)?.texts).toEqual(['one', 'two']);
     cancelled.abort(new Error('gone'));
     await expect(one).rejects.toThrow('gone');
+    finish();
     expect(await two).toHaveLength(1);
     expect(calls.at(-1)).toEqual({ texts: ['one', 'two'], aborted: false });
   });
@@ -106,7 +125,7 @@ describe('taking turns', () => {
       }),
     );
     hold();
-    await Bun.sleep(10);
+    await waitFor('the datasets that are not backed up to be served', async () => order.length >= 3);
     expect(order).toEqual(['a', 'b', 'a']);
     backedUp.delete('c');
     gate.recheck();

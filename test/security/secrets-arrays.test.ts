@@ -40,7 +40,7 @@ describe('an api_key inside an array of headers is masked in responses and encry
   });
   afterAll(() => t.close());
 
-  const tenant = () => t.services.database.db.selectFrom('tenants').selectAll().where('name', '=', owner.tenant).executeTakeFirstOrThrow();
+  const tenant = () => t.tenant(owner);
   const get = (url: string) => t.request({ method: 'GET', url, token: owner.token });
 
   function expectNoSecret(...texts: string[]): void {

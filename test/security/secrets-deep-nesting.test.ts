@@ -70,11 +70,7 @@ describe('a model stored with a configuration 100,000 levels deep can still be o
     const levels = 100_000;
     const legacy = `{"model":"m","deep":${'{"a":'.repeat(levels - 1)}{"api_key":"sk-legacy-deep"}${'}'.repeat(levels - 1)}}`;
     await t.services.database.db.updateTable('models').set({ configuration: legacy }).where('id', '=', model.id).execute();
-    const tenant = await t.services.database.db
-      .selectFrom('tenants')
-      .selectAll()
-      .where('name', '=', owner.tenant)
-      .executeTakeFirstOrThrow();
+    const tenant = await t.tenant(owner);
 
     const opened = await t.services.models.openConfiguration(tenant, model.id);
     expect(innermost(opened.configuration.deep as Record<string, unknown>)).toEqual({ api_key: 'sk-legacy-deep' });

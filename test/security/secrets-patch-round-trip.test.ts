@@ -27,7 +27,7 @@ describe('sending the masked values back in a PATCH keeps the stored secrets', (
   });
   afterAll(() => t.close());
 
-  const tenant = () => t.services.database.db.selectFrom('tenants').selectAll().where('name', '=', owner.tenant).executeTakeFirstOrThrow();
+  const tenant = () => t.tenant(owner);
   const opened = async (id: string) => (await t.services.models.openConfiguration(await tenant(), id)).configuration;
   const shown = async (id: string) =>
     (await t.request({ method: 'GET', url: `/api/v1/models/${id}`, token: owner.token })).json().configuration;

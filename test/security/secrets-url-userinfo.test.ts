@@ -18,7 +18,7 @@ describe("a password in a URL's user-info is masked and encrypted", () => {
   });
   afterAll(() => t.close());
 
-  const tenant = () => t.services.database.db.selectFrom('tenants').selectAll().where('name', '=', owner.tenant).executeTakeFirstOrThrow();
+  const tenant = () => t.tenant(owner);
   const get = (url: string) => t.request({ method: 'GET', url, token: owner.token });
 
   test('models: the base_url, a URL in an array and one nested deeper are shown as scheme://********@host/...', async () => {

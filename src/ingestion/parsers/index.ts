@@ -2,19 +2,22 @@ import { extname } from 'node:path';
 import { errorMessage } from '../../domain/errors.ts';
 import { readFileLimited } from '../read-file.ts';
 import { parseDocx } from './docx.ts';
+import { isSupportedExtension, type SupportedExtension } from './file-types.ts';
 import { parseHtml } from './html.ts';
 import { type FileLimits, NO_LIMITS, textTooLarge, utf8Bytes } from './limits.ts';
 import { parsePdf } from './pdf.ts';
 import { parseMarkdown, parseText } from './text.ts';
 import { type ParsedDocument, ParseError } from './types.ts';
 
+export { SUPPORTED_EXTENSIONS } from './file-types.ts';
 export { type FileLimits, NO_LIMITS } from './limits.ts';
 export { type ParsedDocument, type ParsedSection, ParseError, type ParseErrorCode } from './types.ts';
 
 /** Parsers that can stop early (PDF pages, DOCX parts) are handed the limits; the rest are checked after. */
 type Parser = (bytes: Uint8Array, limits: FileLimits) => ParsedDocument | Promise<ParsedDocument>;
 
-const PARSERS: Readonly<Record<string, Parser>> = {
+// Keyed by the supported types: a type in the list without a parser (or the reverse) does not compile.
+const PARSERS: Readonly<Record<SupportedExtension, Parser>> = {
   pdf: parsePdf,
   docx: parseDocx,
   html: parseHtml,
@@ -23,9 +26,6 @@ const PARSERS: Readonly<Record<string, Parser>> = {
   md: parseMarkdown,
   markdown: parseMarkdown,
 };
-
-/** Extensions (lower case, no dot) that parseFile understands. */
-export const SUPPORTED_EXTENSIONS: readonly string[] = Object.freeze(Object.keys(PARSERS));
 
 /** The lower-case extension without its dot ("" when there is none): the chunk's `file_type`. */
 export function fileTypeOf(path: string): string {
@@ -61,11 +61,10 @@ export async function parseBytes(path: string, bytes: Uint8Array, limits: FileLi
 
 function parserFor(path: string): Parser {
   const type = fileTypeOf(path);
-  const parser = PARSERS[type];
-  if (!parser) {
+  if (!isSupportedExtension(type)) {
     throw new ParseError('unsupported_type', type ? `unsupported file type ".${type}"` : 'file has no extension');
   }
-  return parser;
+  return PARSERS[type];
 }
 
 async function runParser(parser: Parser, bytes: Uint8Array, limits: FileLimits, type: string): Promise<ParsedDocument> {

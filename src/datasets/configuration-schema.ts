@@ -1,0 +1,70 @@
+import { type Static, Type } from 'typebox';
+import { EMBEDDER_PATTERN } from '../config.ts';
+import { HTTP_URL_FORMAT } from '../util/json-schema.ts';
+
+/**
+ * What a dataset's configuration may hold, per dtype (API-CONTRACT 4): types, ranges, patterns and
+ * defaults, served as they are to clients that build forms. A key given as null counts as not given, and
+ * unknown keys are kept as given. What no schema can say is checked in code (configuration.ts): the folder
+ * exists and lies inside the tenant's roots, chunkOverlap is below chunkSize, and each listed file type
+ * is one the parsers know; the embedder and collectionName defaults depend on the server and the name.
+ */
+
+export const DATASET_DTYPES = ['local_file'] as const;
+export type DatasetDtype = (typeof DATASET_DTYPES)[number];
+
+/** The file types a new dataset indexes unless told otherwise (the parsers know a few more, e.g. `markdown`). */
+export const DEFAULT_FILE_TYPES = 'pdf,txt,md,docx,html,htm';
+
+const Port = Type.Integer({
+  minimum: 1,
+  maximum: 65535,
+  description: 'Accepted and kept for compatibility: the store is embedded, no port is opened',
+});
+
+export const LocalFileConfigurationSchema = Type.Object(
+  {
+    ingestionPath: Type.String({
+      maxLength: 4096,
+      description: "Absolute path of a folder inside the tenant's ingestion roots; read recursively, hidden files skipped",
+    }),
+    collectionName: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_]+$', description: "Default: from the dataset's name" }),
+    ),
+    embedder: Type.Optional(
+      Type.String({
+        maxLength: 500,
+        pattern: EMBEDDER_PATTERN.source,
+        examples: ['use-lite', 'transformers:Xenova/all-MiniLM-L6-v2', 'openai:text-embedding-3-small'],
+        description: "Default: the server's SVC_EMBEDDER",
+      }),
+    ),
+    chunkSize: Type.Optional(Type.Integer({ minimum: 100, maximum: 100_000, default: 1000, description: 'Characters per chunk' })),
+    chunkOverlap: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 50_000, default: 100, description: 'Characters shared by neighbouring chunks; below chunkSize' }),
+    ),
+    fileTypes: Type.Optional(
+      Type.Union([Type.String({ maxLength: 1000 }), Type.Array(Type.String({ maxLength: 100 }), { maxItems: 100 })], {
+        default: DEFAULT_FILE_TYPES,
+        description: 'Comma-separated file types (or a list of them) to index',
+      }),
+    ),
+    cost_per_query: Type.Optional(Type.Number({ minimum: 0, maximum: 1_000_000, default: 0 })),
+    httpPort: Type.Optional(Port),
+    grpcPort: Type.Optional(Port),
+    base_url: Type.Optional(
+      Type.String({ maxLength: 2000, format: HTTP_URL_FORMAT, description: 'Server of an `openai:` embedder (OpenAI-compatible)' }),
+    ),
+    api_key: Type.Optional(Type.String({ maxLength: 2000, description: 'Key of an `openai:` embedder; stored encrypted, shown masked' })),
+  },
+  { description: 'A folder of documents, indexed on this machine' },
+);
+
+/** The configuration schema of each dataset dtype. */
+export const DATASET_CONFIGURATION_SCHEMAS = {
+  local_file: LocalFileConfigurationSchema,
+} as const satisfies Record<DatasetDtype, unknown>;
+
+/** A local_file configuration once its schema passed: the schema's defaults are filled in. */
+export type CheckedLocalFileConfiguration = Static<typeof LocalFileConfigurationSchema> &
+  Required<Pick<Static<typeof LocalFileConfigurationSchema>, 'chunkSize' | 'chunkOverlap' | 'fileTypes' | 'cost_per_query'>>;
