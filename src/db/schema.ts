@@ -87,6 +87,7 @@ export interface EndpointTable {
   id: string;
   tenant_id: string;
   name: string;
+  /** Lower case; unique in the tenant. */
   slug: string;
   description: string;
   summary: string;
@@ -94,6 +95,7 @@ export interface EndpointTable {
   model_id: string | null;
   response_type: 'raw' | 'summary' | 'both';
   published: number;
+  /** Comma-separated, trimmed, without empty tags. */
   tags: string;
   created_at: string;
   updated_at: string;
@@ -120,14 +122,17 @@ export interface MarketplaceTable {
   id: string;
   tenant_id: string;
   name: string;
+  /** Without a trailing slash. */
   url: string;
   username: string;
   email: string | null;
+  /** Sealed (SecretBox): the hub session opens it when it logs in. */
   password: string;
   is_default: number;
   is_active: number;
   accounting_url: string | null;
   accounting_email: string | null;
+  /** Sealed, opened for each accounting call. */
   accounting_password: string | null;
   /** hubAccountKey(url, username), unique across tenants; null only for a record deactivated as a duplicate. */
   account: string | null;

@@ -1,23 +1,7 @@
 import type { EndpointTable } from '../db/schema.ts';
 
-/** An endpoint as the repository returns it: `published` a real boolean. */
-export interface EndpointRecord {
-  id: string;
-  tenant_id: string;
-  name: string;
-  /** Lower case; unique in the tenant. */
-  slug: string;
-  description: string;
-  summary: string;
-  dataset_id: string | null;
-  model_id: string | null;
-  response_type: 'raw' | 'summary' | 'both';
-  published: boolean;
-  /** Comma-separated, trimmed, without empty tags. */
-  tags: string;
-  created_at: string;
-  updated_at: string;
-}
+/** An endpoint as the repository returns it: the row, with `published` a real boolean. */
+export type EndpointRecord = Omit<EndpointTable, 'published'> & { published: boolean };
 
 /** The columns an endpoint is read from: every one of them, named, so a new column is a choice and not a leak. */
 export const ENDPOINT_COLUMNS = [

@@ -5,27 +5,7 @@ import type { MarketplaceTable } from '../db/schema.ts';
  * (SecretBox) in the record: the hub session opens the hub password when it logs in, and the accounting
  * password is opened for each accounting call, so neither lies in memory in clear for longer.
  */
-export interface MarketplaceRecord {
-  id: string;
-  tenant_id: string;
-  name: string;
-  /** Without a trailing slash. */
-  url: string;
-  username: string;
-  email: string | null;
-  /** Sealed. */
-  password: string;
-  is_default: boolean;
-  is_active: boolean;
-  accounting_url: string | null;
-  accounting_email: string | null;
-  /** Sealed. */
-  accounting_password: string | null;
-  /** hubAccountKey(url, username), unique across tenants; null only for a record deactivated as a duplicate. */
-  account: string | null;
-  created_at: string;
-  updated_at: string;
-}
+export type MarketplaceRecord = Omit<MarketplaceTable, 'is_default' | 'is_active'> & { is_default: boolean; is_active: boolean };
 
 /** The columns a marketplace is read from: every one of them, named, so a new column is a choice and not a leak. */
 export const MARKETPLACE_COLUMNS = [
