@@ -2,10 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createTestApp, issueLocs, type TestApp, type TestUser, tempDir, validationIssues } from './helpers/app.ts';
+import { ISO_UTC, UNKNOWN_ID } from './helpers/constants.ts';
 import { createDataset, createEndpoint } from './helpers/fixtures.ts';
-
-const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
-const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
 
 describe('datasets', () => {
   let t: TestApp;

@@ -2,9 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { type FakeSyftHub, startFakeSyftHub } from './fakes/syfthub.ts';
 import { createTestApp, issueLocs, type TestApp, type TestUser, validationIssues } from './helpers/app.ts';
+import { ISO_UTC, UNKNOWN_ID } from './helpers/constants.ts';
 
-const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
-const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
 const VIEW_KEYS = [
   'accounting_email',
   'accounting_url',

@@ -3,10 +3,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { coreCount } from '../src/util/cores.ts';
 import { createTestApp, issueLocs, type TestApp, type TestUser, validationIssues } from './helpers/app.ts';
+import { ISO_UTC, UNKNOWN_ID } from './helpers/constants.ts';
 import { createEndpoint, createModel } from './helpers/fixtures.ts';
 
-const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
-const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
 const MASK = '********';
 
 describe('models', () => {

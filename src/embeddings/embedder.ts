@@ -69,13 +69,12 @@ export async function createEmbedder(spec: string, options: EmbedderOptions): Pr
  * embedder finds there. Ingestion and search both use it, so they always embed alike.
  */
 export function datasetEmbedder(
-  configuration: Readonly<Record<string, unknown>>,
+  configuration: { readonly embedder: string; readonly base_url?: string | null; readonly api_key?: string | null },
   settings: { readonly dataDir: string; readonly allowDownload: boolean },
 ): Promise<Embedder> {
-  const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
-  return createEmbedder(String(configuration.embedder), {
+  return createEmbedder(configuration.embedder, {
     ...settings,
-    openai: { base_url: text(configuration.base_url), api_key: text(configuration.api_key) },
+    openai: { base_url: configuration.base_url ?? undefined, api_key: configuration.api_key ?? undefined },
   });
 }
 

@@ -214,7 +214,7 @@ export class FileRepository {
   async list(datasetId: string, skip: number, limit: number): Promise<FileRow[]> {
     return this.db
       .selectFrom('dataset_files')
-      .selectAll()
+      .select(['dataset_id', 'path', 'content_hash', 'size', 'mtime_ms', 'status', 'chunks', 'error', 'generation', 'updated_at'])
       .where('dataset_id', '=', datasetId)
       .orderBy('path')
       .offset(skip)
