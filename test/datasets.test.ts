@@ -61,6 +61,7 @@ describe('datasets', () => {
         status: 'starting',
         error: null,
         ingestion: { files_total: 0, files_indexed: 0, files_pending: 0, files_failed: 0, chunks: 0 },
+        search: { ranking: expect.stringContaining('BM25'), calibration: expect.stringContaining('use-lite') },
         created_at: expect.stringMatching(ISO_UTC),
         updated_at: expect.stringMatching(ISO_UTC),
       });
@@ -324,7 +325,7 @@ describe('datasets', () => {
       expect(Array.isArray(body)).toBe(true);
       expect(body.map((d: { name: string }) => d.name)).toEqual(names);
       expect(Object.keys(body[0]).sort()).toEqual(
-        ['configuration', 'created_at', 'dtype', 'error', 'id', 'ingestion', 'name', 'status', 'summary', 'updated_at'].sort(),
+        ['configuration', 'created_at', 'dtype', 'error', 'id', 'ingestion', 'name', 'search', 'status', 'summary', 'updated_at'].sort(),
       );
     });
 

@@ -212,7 +212,7 @@ describe('local_file ingestion', () => {
     expect(page.json()).toEqual({ items: [], total: 0, skip: 0, limit: 5 });
   });
 
-  test('provisioners describe the local_file type, its embedder and the vector store', async () => {
+  test('provisioners describe the local_file type, its embedder, the vector store, the ranking and its calibration', async () => {
     const response = await t.request({ method: 'GET', url: '/api/v1/datasets/provisioners/', token: user.token });
     expect(response.statusCode).toBe(200);
     expect(response.json()).toEqual([
@@ -225,6 +225,8 @@ describe('local_file ingestion', () => {
           dimension: 512,
           vector_store: 'sqlite-vec',
           vector_store_version: 'v0.1.9',
+          ranking: expect.stringContaining('calibrated'),
+          calibration: expect.stringContaining('use-lite'),
         }),
       },
     ]);

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type OpenedDatabase, openDatabase } from '../src/db/database.ts';
 import { closeEmbedders, createEmbedder } from '../src/embeddings/embedder.ts';
+import { type Calibration, calibrationFor } from '../src/vectors/calibration.ts';
 import { vectorExtensionPath } from '../src/vectors/extension.ts';
 import { type ChunkInput, type SearchOptions, VectorIndexMissingError, VectorStore } from '../src/vectors/store.ts';
 
@@ -49,7 +50,23 @@ function chunk(content: string, embedding: Float32Array, metadata: Record<string
   return { content, embedding, metadata: { source: 'x.md', file_type: 'md', chunk_index: 0, ...metadata } };
 }
 
-const defaults: SearchOptions = { mode: 'hybrid', limit: 10, similarityThreshold: 0, includeMetadata: true };
+/**
+ * A calibration whose scores are easy to reason about: keyword scores grow with BM25, vector scores with
+ * the cosine (0.5 at a cosine of 0.5), hybrid adds both. The fitted ones are tested in calibration.test.ts.
+ */
+const PLAIN: Calibration = {
+  name: 'plain',
+  keyword: { weights: { bm25: 1 }, intercept: 0 },
+  vector: { weights: { cosine: 10 }, intercept: -5 },
+  hybrid: { weights: { bm25: 1, cosine: 10 }, intercept: -5 },
+};
+
+const defaults: SearchOptions = { mode: 'hybrid', limit: 10, similarityThreshold: 0, includeMetadata: true, calibration: PLAIN };
+
+function expectNonIncreasing(hits: readonly { similarity_score: number }[]): void {
+  for (let index = 1; index < hits.length; index++)
+    expect(hits[index]!.similarity_score).toBeLessThanOrEqual(hits[index - 1]!.similarity_score);
+}
 
 async function count(sql: string, ...params: (string | number)[]): Promise<number> {
   return opened.exclusive((sqlite) => (sqlite.query(sql).get(...params) as { n: number }).n);
@@ -81,7 +98,7 @@ async function topicDataset(): Promise<string> {
     }),
   ]);
   await store.replaceFileChunks(id, 'weather.md', [
-    chunk('Rain and snow are expected this winter.', unit(0, 0, 1), { source: 'weather.md' }),
+    chunk('Rain and snow are expected this winter.', unit(0, 0, 1), { source: 'weather.md', title: 'Farmer almanac' }),
   ]);
   return id;
 }
@@ -125,6 +142,31 @@ describe('dataset indexes', () => {
     await store.dropDatasetIndex(dropped);
     const hits = await store.search(kept, unit(1), 'cats', defaults);
     expect(hits.length).toBe(5);
+  });
+});
+
+describe('keyword layouts', () => {
+  test('a keyword table of an older layout is searched as it is, and rebuilt with titles and file names at the next start', async () => {
+    const id = await topicDataset();
+    const hex = id.replaceAll('-', '');
+    // As a dataset indexed before layout 2 looks: the chunk's text only.
+    await opened.exclusive((sqlite) => {
+      sqlite.run(`DROP TABLE fts_${hex}_vocab`);
+      sqlite.run(`DROP TABLE fts_${hex}`);
+      sqlite.run(
+        `CREATE VIRTUAL TABLE fts_${hex} USING fts5(content, content='', contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2')`,
+      );
+      sqlite.run(`CREATE VIRTUAL TABLE fts_${hex}_vocab USING fts5vocab(fts_${hex}, 'row')`);
+      sqlite.run(`INSERT INTO fts_${hex} (rowid, content) SELECT row_id, content FROM vector_chunks WHERE dataset_id = '${id}'`);
+      sqlite.run(`UPDATE vector_indexes SET keyword_layout = 1 WHERE dataset_id = '${id}'`);
+    });
+    const keyword = { ...defaults, mode: 'keyword' as const };
+    expect((await store.search(id, undefined, 'kitten', keyword)).map((hit) => hit.metadata.source)).toEqual(['pets.md']);
+    expect(await store.search(id, undefined, 'almanac', keyword)).toEqual([]);
+    await store.createDatasetIndex(id, DIMENSION); // what the dataset's start does
+    expect((await store.search(id, undefined, 'almanac', keyword)).map((hit) => hit.metadata.source)).toEqual(['weather.md']);
+    expect((await store.search(id, undefined, 'kitten', keyword)).map((hit) => hit.metadata.source)).toEqual(['pets.md']);
+    expect(await count(`SELECT count(*) AS n FROM fts_${hex} WHERE fts_${hex} MATCH 'cats'`)).toBe(2);
   });
 });
 
@@ -196,7 +238,7 @@ describe('search', () => {
     id = await topicDataset();
   });
 
-  test('vector mode orders by cosine similarity, 1 for the same direction and 0 (clamped) for opposite', async () => {
+  test('vector mode orders by cosine similarity; scores are the calibrated relevance, never increasing', async () => {
     const hits = await store.search(id, unit(1), '', { ...defaults, mode: 'vector' });
     expect(hits.map((hit) => hit.content.slice(0, 12))).toEqual([
       'Cats purr wh',
@@ -205,23 +247,41 @@ describe('search', () => {
       'The bank rai',
       'Rain and sno',
     ]);
-    expect(hits[0]!.similarity_score).toBeCloseTo(1, 5);
-    expect(hits[1]!.similarity_score).toBeCloseTo(0.9 / Math.hypot(0.9, 0.3), 5);
-    expect(hits[4]!.similarity_score).toBeCloseTo(0, 5);
-    const opposite = await store.search(id, unit(-1), '', { ...defaults, mode: 'vector', limit: 1 });
-    expect(opposite[0]!.similarity_score).toBe(0);
-    for (const hit of hits) {
+    // PLAIN's vector model: 1 / (1 + e^-(10 cos - 5)); the kitten chunk is the second of pets.md: discounted 0.6.
+    expect(hits[0]!.similarity_score).toBeCloseTo(1 / (1 + Math.exp(-5)), 5);
+    expect(hits[1]!.similarity_score).toBeCloseTo(0.6 / (1 + Math.exp(-(10 * (0.9 / Math.hypot(0.9, 0.3)) - 5))), 5);
+    expectNonIncreasing(hits);
+    const opposite = await store.search(id, unit(-1), '', { ...defaults, mode: 'vector' });
+    expect(opposite.at(-1)!.content.slice(0, 12)).toBe('Cats purr wh');
+    for (const hit of [...hits, ...opposite]) {
       expect(hit.similarity_score).toBeGreaterThanOrEqual(0);
       expect(hit.similarity_score).toBeLessThanOrEqual(1);
     }
   });
 
-  test('keyword mode orders by BM25 and still scores by cosine similarity', async () => {
-    const hits = await store.search(id, unit(0, 1), 'cats', { ...defaults, mode: 'keyword' });
+  test('keyword mode orders by BM25, scores by keyword evidence alone and needs no query vector', async () => {
+    const hits = await store.search(id, undefined, 'cats', { ...defaults, mode: 'keyword' });
     // "cats" twice in the pets chunk ranks it above the finance chunk that says it once.
     expect(hits.map((hit) => hit.metadata.source)).toEqual(['pets.md', 'finance.md']);
-    expect(hits[0]!.similarity_score).toBeCloseTo(0, 5);
-    expect(hits[1]!.similarity_score).toBeCloseTo(0.95 / Math.hypot(0.1, 0.95, 0.3), 5);
+    expectNonIncreasing(hits);
+    const withVector = await store.search(id, unit(0, 1), 'cats', { ...defaults, mode: 'keyword' });
+    expect(withVector.map((hit) => hit.similarity_score)).toEqual(hits.map((hit) => hit.similarity_score));
+    await expect(store.search(id, undefined, 'cats', { ...defaults, mode: 'hybrid' })).rejects.toThrow(/vector/);
+  });
+
+  test('keyword mode drops the words of the question form, unless there is nothing else', async () => {
+    const hits = await store.search(id, undefined, 'what are the cats doing?', { ...defaults, mode: 'keyword' });
+    expect(hits.map((hit) => hit.metadata.source)).toEqual(['pets.md', 'finance.md']);
+    // "the" alone is still searched: the weather chunk says "this", the pets one "the".
+    const only = await store.search(id, undefined, 'the', { ...defaults, mode: 'keyword' });
+    expect(only.map((hit) => hit.metadata.source)).toContain('pets.md');
+  });
+
+  test("keyword mode finds a document by its title and its file name, not only by the chunk's text", async () => {
+    const byName = await store.search(id, undefined, 'weather', { ...defaults, mode: 'keyword' });
+    expect(byName.map((hit) => hit.metadata.source)).toEqual(['weather.md']);
+    const byTitle = await store.search(id, undefined, 'almanac', { ...defaults, mode: 'keyword' });
+    expect(byTitle.map((hit) => hit.metadata.source)).toEqual(['weather.md']);
   });
 
   test('keyword mode stems words and ignores case and accents', async () => {
@@ -231,27 +291,41 @@ describe('search', () => {
     expect(accents.map((hit) => hit.metadata.source)).toEqual(['weather.md']);
   });
 
-  test('hybrid mode fuses both lists: a chunk strong in both comes first, keyword-only hits keep their real score', async () => {
-    // Vector ranks: cats, kitten, stock, bank, rain. Keyword ranks: kitten (kitten, yarn), bank.
+  test('hybrid mode weighs both signals: a chunk strong in both comes first, and every candidate gets both scores', async () => {
+    // Near the pets axis: cats, kitten, stock, bank, rain. Keywords: kitten (kitten, yarn), bank.
     const hits = await store.search(id, unit(1), 'kitten yarn bank', { ...defaults, mode: 'hybrid' });
-    expect(hits.map((hit) => hit.content.slice(0, 12))).toEqual([
+    expect(hits[0]!.content.slice(0, 12)).toBe('A kitten pla');
+    expect(hits.map((hit) => hit.content.slice(0, 12)).sort()).toEqual([
       'A kitten pla',
-      'The bank rai',
       'Cats purr wh',
-      'Stock market',
       'Rain and sno',
+      'Stock market',
+      'The bank rai',
     ]);
-    expect(hits[1]!.similarity_score).toBeCloseTo(0.1 / Math.hypot(0.1, 0.95, 0.3), 5);
+    expectNonIncreasing(hits);
+    // The bank chunk, found by its keyword, is scored on both its BM25 and its cosine: above the stock chunk,
+    // which is nearer to the query but matches no word.
+    const order = hits.map((hit) => hit.content.slice(0, 12));
+    expect(order.indexOf('The bank rai')).toBeLessThan(order.indexOf('Stock market'));
+  });
+
+  test('further chunks of a file already ranked are discounted, so other files are not crowded out', async () => {
+    const hits = await store.search(id, unit(1), '', { ...defaults, mode: 'vector' });
+    const cosine = 0.9 / Math.hypot(0.9, 0.3);
+    const undiscounted = 1 / (1 + Math.exp(-(10 * cosine - 5)));
+    expect(hits[1]!.similarity_score).toBeCloseTo(0.6 * undiscounted, 5);
   });
 
   test('the similarity threshold applies in every mode', async () => {
     for (const mode of ['vector', 'keyword', 'hybrid'] as const) {
-      const hits = await store.search(id, unit(1), 'cats kitten bank', { ...defaults, mode, similarityThreshold: 0.5 });
-      expect(hits.length).toBeGreaterThan(0);
-      for (const hit of hits) expect(hit.similarity_score).toBeGreaterThanOrEqual(0.5);
-      expect(hits.every((hit) => hit.metadata.source === 'pets.md')).toBe(true);
+      const all = await store.search(id, unit(1), 'cats kitten bank', { ...defaults, mode });
+      const kept = await store.search(id, unit(1), 'cats kitten bank', { ...defaults, mode, similarityThreshold: 0.5 });
+      expect(kept.length).toBeGreaterThan(0);
+      expect(kept.length).toBeLessThan(all.length);
+      for (const hit of kept) expect(hit.similarity_score).toBeGreaterThanOrEqual(0.5);
+      expect(kept).toEqual(all.filter((hit) => hit.similarity_score >= 0.5));
     }
-    const none = await store.search(id, unit(0, 0, 0, 0, 0, 0, 1), 'cats', { ...defaults, similarityThreshold: 0.1 });
+    const none = await store.search(id, unit(0, 0, 0, 0, 0, 0, 1), 'cats', { ...defaults, similarityThreshold: 0.999 });
     expect(none).toEqual([]);
   });
 
@@ -312,11 +386,12 @@ describe('search', () => {
     expect(near.map((hit) => hit.metadata.source).sort()).toEqual(['finance.md', 'pets.md']);
   });
 
-  test('a zero query vector fails nothing and scores every chunk 0', async () => {
+  test('a zero query vector fails nothing and gives every chunk the same vector evidence', async () => {
     for (const mode of ['vector', 'keyword', 'hybrid'] as const) {
       for (const vectorScan of ['exact', 'quantized'] as const) {
         const hits = await store.search(id, new Float32Array(DIMENSION), 'cats', { ...defaults, mode, vectorScan });
-        for (const hit of hits) expect(hit.similarity_score).toBe(0);
+        expectNonIncreasing(hits);
+        for (const hit of hits) expect(hit.similarity_score).toBeLessThanOrEqual(1);
       }
     }
   });
@@ -396,12 +471,12 @@ describe('vector scans', () => {
     vector[3] = 1;
     await store.replaceFileChunks(id, 'a.txt', [chunk('twelve', vector)]);
     const hits = await store.search(id, vector, 'twelve', { ...defaults, vectorScan: 'quantized' });
-    expect(hits.map((hit) => hit.similarity_score)).toEqual([1]);
+    expect(hits.map((hit) => hit.content)).toEqual(['twelve']);
   });
 });
 
 describe('with USE-lite embeddings', () => {
-  test('a paraphrase query finds its chunk first, above 0.5, in every mode it can', async () => {
+  test('a paraphrase query finds its chunk first in every mode it can, above 0.5 in hybrid mode', async () => {
     const embedder = await createEmbedder('use-lite', { dataDir, allowDownload: false });
     const id = crypto.randomUUID();
     await store.createDatasetIndex(id, embedder.dimension);
@@ -419,11 +494,14 @@ describe('with USE-lite embeddings', () => {
     );
     const question = 'How can I recover my account password?';
     const [query] = await embedder.embed([question]);
+    const calibration = calibrationFor('use-lite');
     for (const mode of ['vector', 'hybrid'] as const) {
-      const hits = await store.search(id, query!, question, { ...defaults, mode, limit: 4 });
+      const hits = await store.search(id, query!, question, { ...defaults, calibration, mode, limit: 4 });
       expect(hits[0]!.content).toBe(texts[0]!);
-      expect(hits[0]!.similarity_score).toBeGreaterThan(0.5);
       expect(hits[1]!.similarity_score).toBeLessThan(hits[0]!.similarity_score);
     }
+    // With its words matched too, the chunk is more likely relevant than not: it passes the clients' 0.5.
+    const [best] = await store.search(id, query!, question, { ...defaults, calibration, mode: 'hybrid', similarityThreshold: 0.5 });
+    expect(best!.content).toBe(texts[0]!);
   });
 });

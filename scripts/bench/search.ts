@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type OpenedDatabase, openDatabase } from '../../src/db/database.ts';
+import { calibrationFor } from '../../src/vectors/calibration.ts';
 import { vectorExtensionPath } from '../../src/vectors/extension.ts';
 import { type SearchOptions, VectorStore } from '../../src/vectors/store.ts';
 import { seededRandom } from '../fixtures/seeded-random.ts';
@@ -122,6 +123,7 @@ async function measure(opened: OpenedDatabase, store: VectorStore, datasetId: st
     limit: 10,
     similarityThreshold: 0,
     includeMetadata: true,
+    calibration: calibrationFor('use-lite'),
     ...extra,
   });
   const bare = (column: string, k: number) => async () => {

@@ -34,6 +34,8 @@ export const DatasetView = Type.Object({
   /** Why the dataset is in status `error` (null otherwise). */
   error: Type.Union([Type.String(), Type.Null()]),
   ingestion: IngestionCounters,
+  /** How its chunks are ranked and scored: scores change when either does (after an upgrade, say). */
+  search: Type.Object({ ranking: Type.String(), calibration: Type.String() }),
   created_at: Timestamp,
   updated_at: Timestamp,
 });

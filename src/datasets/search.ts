@@ -3,6 +3,9 @@ import type { Config } from '../config.ts';
 import { NotFoundError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
 import { datasetEmbedder } from '../embeddings/embedder.ts';
+import { queryVector } from '../embeddings/query-vectors.ts';
+import { calibrationFor } from '../vectors/calibration.ts';
+import { RANKING } from '../vectors/ranking.ts';
 import { VectorIndexMissingError, type VectorStore } from '../vectors/store.ts';
 import type { DatasetConfiguration } from './codec.ts';
 import type { DatasetRepository } from './repository.ts';
@@ -17,7 +20,10 @@ export interface SearchOptions {
   mode: 'hybrid' | 'vector' | 'keyword';
 }
 
-/** The search step of a query: embeds the text with the dataset's own embedder and asks the vector store. */
+/**
+ * The search step of a query: embeds the text with the dataset's own embedder (not in keyword mode,
+ * which never waits for a model) and asks the vector store, with the calibration of that embedder.
+ */
 export class DatasetSearchService {
   constructor(
     private readonly config: Config,
@@ -29,12 +35,18 @@ export class DatasetSearchService {
   async search(tenant: Tenant, datasetId: string, text: string, options: SearchOptions, signal?: AbortSignal): Promise<References> {
     const started = performance.now();
     const configuration = await this.configuration(tenant, datasetId);
-    const providerInfo = { search_engine: `sqlite-vec ${this.storeVersion} + FTS5`, mode: options.mode, embedder: configuration.embedder };
-    const embedder = await datasetEmbedder(configuration, { dataDir: this.config.dataDir, allowDownload: this.config.allowModelDownload });
-    const [vector] = await embedder.embed([text], signal);
+    const calibration = calibrationFor(configuration.embedder);
+    const providerInfo = {
+      search_engine: `sqlite-vec ${this.storeVersion} + FTS5`,
+      mode: options.mode,
+      embedder: configuration.embedder,
+      ranking: RANKING,
+      calibration: calibration.name,
+    };
+    const vector = options.mode === 'keyword' ? undefined : await this.queryVector(configuration, text, signal);
     let documents: References['documents'] = [];
     try {
-      documents = (await this.store.search(datasetId, vector as Float32Array, text, options)).map((hit) => ({ ...hit }));
+      documents = (await this.store.search(datasetId, vector, text, { ...options, calibration })).map((hit) => ({ ...hit }));
     } catch (error) {
       // A dataset that has not finished starting has no index yet: nothing to find, not a failure.
       if (!(error instanceof VectorIndexMissingError)) throw error;
@@ -44,6 +56,11 @@ export class DatasetSearchService {
       provider_info: { ...providerInfo, response_time_ms: Math.round((performance.now() - started) * 100) / 100 },
       cost: configuration.cost_per_query,
     };
+  }
+
+  private async queryVector(configuration: DatasetConfiguration, text: string, signal?: AbortSignal): Promise<Float32Array> {
+    const embedder = await datasetEmbedder(configuration, { dataDir: this.config.dataDir, allowDownload: this.config.allowModelDownload });
+    return queryVector(embedder, text, signal);
   }
 
   async pricing(tenant: Tenant, datasetId: string): Promise<{ costPerQuery: number; chunkSize: number }> {

@@ -7,6 +7,8 @@ import { USE_LITE_DIMENSION } from '../embeddings/use-lite.ts';
 import type { IngestionEngine } from '../ingestion/engine.ts';
 import type { FileRepository } from '../ingestion/files-repository.ts';
 import type { IngestionRoots } from '../tenants/ingestion-roots.ts';
+import { calibrationFor } from '../vectors/calibration.ts';
+import { RANKING } from '../vectors/ranking.ts';
 import { type DatasetConfiguration, type DatasetRecord, datasetConfigurationView } from './codec.ts';
 import { type DatasetRules, normalizeDatasetConfiguration } from './configuration.ts';
 import { type DatasetRepository, NO_FILES } from './repository.ts';
@@ -117,6 +119,8 @@ export class DatasetService {
           vector_store: 'sqlite-vec',
           vector_store_version: vectorStoreVersion,
           keyword_index: 'SQLite FTS5',
+          ranking: RANKING,
+          calibration: calibrationFor(this.rules.defaultEmbedder).name,
           datasets: rows.length,
           pending_jobs: pending,
         },
@@ -159,6 +163,7 @@ function toView(row: DatasetRecord, counts = NO_FILES): DatasetViewData {
     dtype: row.dtype,
     configuration: datasetConfigurationView(row.configuration),
     status: row.status,
+    search: { ranking: RANKING, calibration: calibrationFor(row.configuration.embedder).name },
     error: row.error,
     ingestion: counts,
     created_at: row.created_at,

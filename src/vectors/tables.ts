@@ -32,16 +32,39 @@ export function hasBitColumn(dimension: number): boolean {
   return dimension % 8 === 0;
 }
 
+/**
+ * The columns of a dataset's keyword table. Layout 1 indexed the chunk's text only; layout 2 adds the
+ * document's title and its file name (folders and words of the name), which say what a whole document
+ * is about and weigh more in BM25 (see keyword-search.ts). A layout 1 table is rebuilt at the dataset's
+ * next start, from the chunks' stored text and metadata (no file is read or embedded again).
+ */
+export const KEYWORD_LAYOUT = 2;
+
 export function createTablesSql(tables: DatasetTables, dimension: number): string[] {
   const bits = hasBitColumn(dimension) ? `, embedding_bits bit[${dimension}]` : '';
   return [
     `CREATE VIRTUAL TABLE IF NOT EXISTS ${tables.vectors} USING vec0(embedding float[${dimension}] distance_metric=cosine${bits})`,
+    ...createKeywordTablesSql(tables),
+  ];
+}
+
+export function createKeywordTablesSql(tables: DatasetTables): string[] {
+  return [
     // contentless_delete keeps DELETE working on a contentless table (SQLite 3.43+).
-    `CREATE VIRTUAL TABLE IF NOT EXISTS ${tables.keywords} USING fts5(content, content='', contentless_delete=1, tokenize='${TOKENIZER}')`,
+    `CREATE VIRTUAL TABLE IF NOT EXISTS ${tables.keywords} USING fts5(content, title, source, content='', contentless_delete=1, tokenize='${TOKENIZER}')`,
     `CREATE VIRTUAL TABLE IF NOT EXISTS ${tables.vocabulary} USING fts5vocab(${tables.keywords}, 'row')`,
   ];
 }
 
+export function dropKeywordTablesSql(tables: DatasetTables): string[] {
+  return [`DROP TABLE IF EXISTS ${tables.vocabulary}`, `DROP TABLE IF EXISTS ${tables.keywords}`];
+}
+
 export function dropTablesSql(tables: DatasetTables): string[] {
-  return [`DROP TABLE IF EXISTS ${tables.vocabulary}`, `DROP TABLE IF EXISTS ${tables.keywords}`, `DROP TABLE IF EXISTS ${tables.vectors}`];
+  return [...dropKeywordTablesSql(tables), `DROP TABLE IF EXISTS ${tables.vectors}`];
+}
+
+/** What the `source` column holds for a file: the words of its path, without the extension. */
+export function sourceWords(fileKey: string): string {
+  return fileKey.replace(/\.[A-Za-z0-9]+$/, '').replace(/[\\/_.-]+/g, ' ');
 }

@@ -21,13 +21,6 @@ const QUANTIZED_OVERSAMPLE = 16;
 /** sqlite-vec refuses a larger k. */
 export const MAX_KNN = 4096;
 
-/** Cosine similarity as the API reports it: 1 - distance, clamped to [0, 1]. */
-export function similarityOf(distance: number): number {
-  const similarity = 1 - distance;
-  if (!Number.isFinite(similarity)) return 0;
-  return Math.min(1, Math.max(0, similarity));
-}
-
 /** The `wanted` chunks nearest to `query` (a float32 blob), nearest first. */
 export function nearestChunks(
   sqlite: SqliteDatabase,

@@ -4,6 +4,7 @@ import * as vectors from './0002-vectors.ts';
 import * as queryUsage from './0003-query-usage.ts';
 import * as tunnelToken from './0004-tunnel-token.ts';
 import * as security from './0005-security.ts';
+import * as keywordLayout from './0006-keyword-layout.ts';
 
 /**
  * Every migration, in order. They are imported (not read from disk) so the compiled binary carries them.
@@ -15,4 +16,5 @@ export const migrations: Record<string, Migration> = {
   '0003-query-usage': queryUsage,
   '0004-tunnel-token': tunnelToken,
   '0005-security': security,
+  '0006-keyword-layout': keywordLayout,
 };

@@ -1,0 +1,91 @@
+/**
+ * Calibrated relevance (API-CONTRACT 5): a chunk's `similarity_score` is a logistic function of its
+ * keyword and vector evidence, an estimate of how likely it is relevant to the query, fitted per embedder
+ * on the project's labelled evaluation set (scripts/eval/fit.ts prints these constants; re-run it after
+ * a ranking change and paste its output here). 0.5 means "more likely relevant than not", which is the
+ * threshold today's SyftHub clients always send.
+ *
+ * The fit weights relevant chunks 10 to 1 (`FIT_POSITIVE_WEIGHT` in fit.ts): the known-item set labels one
+ * document per question, so the passages of other documents that also answer it count as irrelevant; the
+ * weight is chosen so that at 0.5 recall@5 keeps at least 95% of its value and most questions the corpus
+ * cannot answer get no documents. The figures are in the README ("Retrieval").
+ */
+
+/** The evidence a chunk brings to one query (ranking.ts computes it). */
+export interface Evidence {
+  /** FTS5 BM25 over text, title and file name (higher is better; 0 when no query word matches). */
+  readonly bm25: number;
+  /**
+   * The keyword evidence (the larger of BM25 and the weight of the query words the chunk holds) over the
+   * weight of a word only one chunk holds (ln(1 + N)): about how many rare query words it holds, whatever
+   * the size of the dataset. The word weights, ln(1 + N / chunks holding it), stand in where FTS5's IDF
+   * says nothing: it is 0 for a word in half of the chunks, so in a dataset of two files BM25 is 0.
+   */
+  readonly strength: number;
+  /** BM25 relative to the query's best candidate: 1 for the best. */
+  readonly relative: number;
+  /** The same keyword evidence over the weight of all the query's words: how much of the query it covers (capped at 3). */
+  readonly coverage: number;
+  /** Cosine similarity of the query and chunk vectors (-1 to 1). */
+  readonly cosine: number;
+  /** Cosine minus the best candidate's cosine: 0 for the nearest chunk. */
+  readonly cosineGap: number;
+}
+
+export type Feature = keyof Evidence;
+
+export interface LogisticModel {
+  readonly weights: Readonly<Partial<Record<Feature, number>>>;
+  readonly intercept: number;
+}
+
+/** One embedder's models: each search mode uses the evidence it has. */
+export interface Calibration {
+  /** Shown in the dataset view, so a user can tell why scores changed after an upgrade. */
+  readonly name: string;
+  /** BM25 evidence only: needs no embedding model. */
+  readonly keyword: LogisticModel;
+  readonly vector: LogisticModel;
+  readonly hybrid: LogisticModel;
+}
+
+export function probability(model: LogisticModel, evidence: Evidence): number {
+  let logit = model.intercept;
+  for (const [feature, weight] of Object.entries(model.weights) as [Feature, number][]) logit += weight * evidence[feature];
+  return 1 / (1 + Math.exp(-logit));
+}
+
+/**
+ * The keyword model does not depend on the embedder. Fitted 2026-11-24 on the evaluation set (400
+ * documents, 375 known-item and 153 unanswerable questions), positives weighted 10.
+ */
+const KEYWORD: LogisticModel = { weights: { strength: 3.117, relative: -0.417, coverage: 0.982 }, intercept: -4.248 };
+
+/** USE-lite (512-d, the default): a weak embedder, so cosine adds little to BM25. Fitted with KEYWORD (scripts/eval/fit.ts). */
+const USE_LITE: Calibration = {
+  name: 'use-lite fitted 2026-11-24',
+  keyword: KEYWORD,
+  vector: { weights: { cosine: 3.825, cosineGap: 8.566 }, intercept: -2.882 },
+  // How much nearer than the query's nearest chunk a chunk is says more than its cosine itself.
+  hybrid: { weights: { strength: 3.095, relative: -0.114, coverage: 1.04, cosine: -0.215, cosineGap: 4.042 }, intercept: -3.732 },
+};
+
+/**
+ * Other embedders (`transformers:`, `openai:`) cannot be fitted here (no such model is available
+ * offline). Sentence-embedding models such as MiniLM or nomic-embed give relevant passages a cosine
+ * around 0.5 to 0.7 and unrelated ones under 0.3, so cosine gets more weight than for USE-lite; run
+ * `scripts/eval/fit.ts --embedder <spec>` with the model at hand to fit it properly.
+ */
+const GENERIC: Calibration = {
+  name: 'generic sentence embedder (not fitted)',
+  keyword: KEYWORD,
+  // Vector mode: 0.5 at a cosine of 0.6. Hybrid: the keyword model plus the cosine, 0.5 at a cosine of about
+  // 0.9 without any keyword evidence, and of about 0.5 with a rare query word matched.
+  vector: { weights: { cosine: 12 }, intercept: -7.2 },
+  hybrid: { weights: { strength: 3.117, relative: -0.417, coverage: 0.982, cosine: 10 }, intercept: -9.2 },
+};
+
+/** The calibration of a dataset's embedder (`use-lite`, `transformers:<model>`, `openai:<model>`). */
+export function calibrationFor(embedder: string): Calibration {
+  return embedder === 'use-lite' ? USE_LITE : GENERIC;
+}
