@@ -41,6 +41,7 @@ describe('endpoints', () => {
       model_id: model.id,
       dataset_id: dataset.id,
       published_to: [],
+      generation_defaults: {},
       created_at: expect.stringMatching(/Z$/),
       updated_at: expect.stringMatching(/Z$/),
     });
@@ -122,7 +123,20 @@ describe('endpoints', () => {
     expect(response.statusCode).toBe(200);
     const listed = response.json().find((item: { slug: string }) => item.slug === 'listed');
     expect(Object.keys(listed).sort()).toEqual(
-      ['created_at', 'dataset', 'id', 'model', 'name', 'published', 'published_to', 'response_type', 'slug', 'summary', 'tags'].sort(),
+      [
+        'created_at',
+        'dataset',
+        'generation_defaults',
+        'id',
+        'model',
+        'name',
+        'published',
+        'published_to',
+        'response_type',
+        'slug',
+        'summary',
+        'tags',
+      ].sort(),
     );
     expect(listed.model).toEqual({
       id: model.id,

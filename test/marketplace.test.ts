@@ -358,7 +358,12 @@ describe('marketplace: publish, satellite tokens, queries', () => {
       expect((await query('friends', await hub.mintToken('carol@consumers.example', 'alice'))).statusCode).toBe(200);
       const denied = await query('friends', await hub.mintToken('dave@consumers.example', 'alice'));
       expect(denied.statusCode).toBe(403);
-      expect(denied.json()).toEqual({ msg: 'Permission Denied', err: expect.stringContaining('dave@consumers.example') });
+      expect(denied.json()).toMatchObject({
+        detail: expect.stringContaining('dave@consumers.example'),
+        msg: 'Permission Denied',
+        err: expect.stringContaining('dave@consumers.example'),
+        policy_metadata: { outcome: 'access_denied' },
+      });
       // A body cannot claim another e-mail.
       const claimed = await query('friends', await hub.mintToken('dave@consumers.example', 'alice'), {
         sender_email: 'carol@consumers.example',

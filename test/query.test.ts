@@ -127,6 +127,8 @@ describe('queries', () => {
       search_engine: expect.stringContaining('sqlite-vec'),
       response_time_ms: expect.any(Number),
     });
+    // Beside the specification's parts: the total cost, its currency, and what the policies did (none here).
+    expect(body).toMatchObject({ cost: 0.01, currency: 'USD', policy_metadata: { outcome: 'success', entries: [] } });
   });
 
   test('raw honours similarity_threshold, limit and include_metadata', async () => {
@@ -257,7 +259,28 @@ describe('queries', () => {
       });
       const denied = await query('allow-ep', { messages: 'x', sender_email: 'q.owner@example.com', user_email: 'someone@trusted.org' });
       expect(denied.statusCode).toBe(403);
-      expect(denied.json()).toEqual({ msg: 'Permission Denied', err: expect.stringContaining(owner.email) });
+      expect(denied.json()).toEqual({
+        detail: `Access denied for ${owner.email}`,
+        msg: 'Permission Denied',
+        err: `Access denied for ${owner.email}`,
+        policy_metadata: {
+          outcome: 'access_denied',
+          entries: [
+            {
+              policy_type: 'access',
+              kind: 'access',
+              status: 'rejected',
+              amount: null,
+              currency: null,
+              recipient: null,
+              transaction: null,
+              reason_code: 'ACCESS_DENIED',
+              reason: `Access denied for ${owner.email}`,
+              details: {},
+            },
+          ],
+        },
+      });
       // The owner's address matches neither the literal (its dot is not a wildcard) nor the regex.
       expect(owner.email).toBe('qowner@example.com');
     });
@@ -324,7 +347,15 @@ describe('queries', () => {
       expect((await query('rate-ep', { messages: 'x' })).statusCode).toBe(200);
       const limited = await query('rate-ep', { messages: 'x' });
       expect(limited.statusCode).toBe(429);
-      expect(limited.json()).toEqual({ msg: 'Rate Limited', err: 'Maximum 2 requests per minute' });
+      expect(limited.json()).toMatchObject({
+        detail: 'Maximum 2 requests per minute',
+        msg: 'Rate Limited',
+        err: 'Maximum 2 requests per minute',
+        policy_metadata: {
+          outcome: 'rate_limited',
+          entries: [{ policy_type: 'rate_limit', status: 'rejected', reason_code: 'RATE_LIMITED' }],
+        },
+      });
       expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
       expect(Number(limited.headers['retry-after'])).toBeLessThanOrEqual(60);
     });
@@ -378,7 +409,20 @@ describe('queries', () => {
       });
       expect(asMember.json()).toMatchObject({ msg: 'Permission Denied', err: expect.stringContaining(member.email) }); // access first
       const first = await query('ordered-ep', { messages: 'x' });
-      expect(first.json()).toEqual({ msg: 'Permission Denied', err: 'Transaction token required' }); // accounting after the rate limit passed
+      // Accounting after the rate limit passed: the answer lists the policies that ran, the refusing one last.
+      expect(first.json()).toMatchObject({
+        msg: 'Permission Denied',
+        err: 'Transaction token required',
+        detail: 'Transaction token required',
+      });
+      expect(first.json().policy_metadata.outcome).toBe('policy_violation');
+      expect(
+        first.json().policy_metadata.entries.map((entry: { policy_type: string; status: string }) => [entry.policy_type, entry.status]),
+      ).toEqual([
+        ['access', 'applied'],
+        ['rate_limit', 'applied'],
+        ['accounting', 'rejected'],
+      ]);
       const second = await query('ordered-ep', { messages: 'x' });
       expect(second.statusCode).toBe(429); // the rate limit comes before accounting
     });
@@ -400,7 +444,14 @@ describe('queries', () => {
 
       const missing = await query('paid-ep', { messages: 'pets' });
       expect(missing.statusCode).toBe(403);
-      expect(missing.json()).toEqual({ msg: 'Permission Denied', err: 'Transaction token required' });
+      expect(missing.json()).toMatchObject({
+        detail: 'Transaction token required',
+        msg: 'Permission Denied',
+        policy_metadata: {
+          outcome: 'policy_violation',
+          entries: [{ policy_type: 'accounting', kind: 'payment', reason_code: 'PAYMENT_REQUIRED' }],
+        },
+      });
       const bad = await query('paid-ep', { messages: 'pets', transaction_token: 'forged-token' });
       expect(bad.statusCode).toBe(403);
       expect(bad.json().err).toContain('Invalid transaction token');
@@ -421,6 +472,26 @@ describe('queries', () => {
       const confirm = calls.find((call) => call.path === '/transaction/confirm');
       expect(confirm?.body.transactionId).toEqual(expect.any(String));
       expect(confirm?.body.amount).toBeCloseTo(actual, 10);
+      // What today's SyftHub clients show: what was charged, on which rail, and the total.
+      expect(body.cost).toBeCloseTo(actual, 10);
+      expect(body.currency).toBe('USD');
+      expect(body.policy_metadata).toEqual({
+        outcome: 'success',
+        entries: [
+          {
+            policy_type: 'accounting',
+            kind: 'payment',
+            status: 'charged',
+            amount: expect.closeTo(actual, 10),
+            currency: 'USD',
+            recipient: null,
+            transaction: { rail: 'accounting', id: confirm?.body.transactionId, reference: null },
+            reason_code: null,
+            reason: null,
+            details: {},
+          },
+        ],
+      });
     });
 
     test('a failed query cancels its transaction', async () => {
@@ -460,6 +531,7 @@ describe('queries', () => {
         total_tokens: expect.any(Number),
       });
       expect(last.total_cost).toBeCloseTo(references.cost + last.cost, 10);
+      expect(last.policy_metadata).toEqual({ outcome: 'success', entries: [] });
       const text = chunks
         .slice(0, -1)
         .map((chunk) => chunk.choices[0].delta.content)

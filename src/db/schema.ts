@@ -97,6 +97,8 @@ export interface EndpointTable {
   published: number;
   /** Comma-separated, trimmed, without empty tags. */
   tags: string;
+  /** JSON of GenerationDefaults (endpoints/schemas.ts); `{}` when unset. */
+  generation_defaults: string;
   created_at: string;
   updated_at: string;
 }

@@ -3,6 +3,8 @@
  * status it becomes: `http/error-handler.ts` holds the one table from kind to status and body. Services,
  * engines and clients throw these; none of them knows a status code.
  */
+import type { PolicyEntry, PolicyMetadata, PolicyOutcome } from './policy-metadata.ts';
+
 export type ErrorKind =
   /** The request names something impossible (the body is fine, the state is not); 400. */
   | 'bad_request'
@@ -136,15 +138,22 @@ export class ValidationError extends DomainError {
 
 /**
  * A policy refused the query: the specification's `{msg, err}` body, a refusal (access, accounting) or a
- * rate limit (with the seconds until the window ends).
+ * rate limit (with the seconds until the window ends). `err` is what a person reads (the answer's
+ * `detail`); `entry` says what the refusing policy did, and the query pipeline sets `metadata`, the
+ * `policy_metadata` envelope with the entries of the policies that ran before it (API-CONTRACT 10.2).
  */
 export class PolicyError extends DomainError {
+  metadata: PolicyMetadata;
+
   constructor(
     kind: 'refused' | 'rate_limited',
     readonly msg: string,
     readonly err: string,
+    readonly entry: PolicyEntry,
+    outcome: PolicyOutcome,
     readonly retryAfterSeconds?: number,
   ) {
-    super(kind, msg);
+    super(kind, err);
+    this.metadata = { outcome, entries: [entry] };
   }
 }

@@ -1,7 +1,14 @@
+import type { Static } from 'typebox';
 import type { EndpointTable } from '../db/schema.ts';
+import type { GenerationDefaults as GenerationDefaultsSchema } from './schemas.ts';
 
-/** An endpoint as the repository returns it: the row, with `published` a real boolean. */
-export type EndpointRecord = Omit<EndpointTable, 'published'> & { published: boolean };
+export type GenerationDefaults = Static<typeof GenerationDefaultsSchema>;
+
+/** An endpoint as the repository returns it: the row, with `published` a real boolean and its generation defaults parsed. */
+export type EndpointRecord = Omit<EndpointTable, 'published' | 'generation_defaults'> & {
+  published: boolean;
+  generation_defaults: GenerationDefaults;
+};
 
 /** The columns an endpoint is read from: every one of them, named, so a new column is a choice and not a leak. */
 export const ENDPOINT_COLUMNS = [
@@ -16,17 +23,18 @@ export const ENDPOINT_COLUMNS = [
   'response_type',
   'published',
   'tags',
+  'generation_defaults',
   'created_at',
   'updated_at',
 ] as const satisfies readonly (keyof EndpointTable)[];
 
-/** Rows to records and back: SQLite keeps booleans as 0 and 1. */
+/** Rows to records and back: SQLite keeps booleans as 0 and 1, the generation defaults as JSON (checked when written). */
 export const endpointCodec = {
   toRecord(row: EndpointTable): EndpointRecord {
-    return { ...row, published: row.published === 1 };
+    return { ...row, published: row.published === 1, generation_defaults: JSON.parse(row.generation_defaults) as GenerationDefaults };
   },
 
   toRow(record: EndpointRecord): EndpointTable {
-    return { ...record, published: record.published ? 1 : 0 };
+    return { ...record, published: record.published ? 1 : 0, generation_defaults: JSON.stringify(record.generation_defaults) };
   },
 };

@@ -43,12 +43,16 @@ export class EndpointRepository {
   async update(
     tenantId: string,
     id: string,
-    changes: Partial<Pick<EndpointRecord, 'name' | 'summary' | 'description' | 'published' | 'updated_at'>>,
+    changes: Partial<Pick<EndpointRecord, 'name' | 'summary' | 'description' | 'published' | 'generation_defaults' | 'updated_at'>>,
   ): Promise<void> {
-    const { published, ...columns } = changes;
+    const { published, generation_defaults, ...columns } = changes;
     await this.db
       .updateTable('endpoints')
-      .set(published === undefined ? columns : { ...columns, published: published ? 1 : 0 })
+      .set({
+        ...columns,
+        ...(published === undefined ? {} : { published: published ? 1 : 0 }),
+        ...(generation_defaults === undefined ? {} : { generation_defaults: JSON.stringify(generation_defaults) }),
+      })
       .where('tenant_id', '=', tenantId)
       .where('id', '=', id)
       .execute();

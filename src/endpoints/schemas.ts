@@ -14,6 +14,21 @@ export const SlugParams = Type.Object({ slug: Type.String({ minLength: 1, maxLen
 
 const Tags = Type.String({ maxLength: 2000 });
 
+/**
+ * What a query that omits these fields gets from this endpoint (API-CONTRACT 4), else the specification's
+ * defaults. Same ranges as the query's own fields. The SyftHub SDK's model calls send no `stop_sequences`,
+ * and the specification's default (one newline) cuts every answer to its first line: an endpoint can set `[]`.
+ */
+export const GenerationDefaults = Type.Object(
+  {
+    system_prompt: Type.Optional(Type.String({ maxLength: 10_000 })),
+    temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
+    max_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 32_768 })),
+    stop_sequences: Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 16 })),
+  },
+  { additionalProperties: false },
+);
+
 export const CreateEndpointBody = Type.Object({
   name: Name,
   slug: Slug,
@@ -24,12 +39,15 @@ export const CreateEndpointBody = Type.Object({
   response_type: Type.Optional(ResponseType),
   published: Type.Optional(Type.Boolean()),
   tags: Type.Optional(Tags),
+  generation_defaults: Type.Optional(GenerationDefaults),
 });
 
 export const UpdateEndpointBody = Type.Object({
   name: Type.Optional(Name),
   summary: Type.Optional(ShortText),
   description: Type.Optional(LongText),
+  /** Replaces the endpoint's defaults as a whole (`{}` clears them). */
+  generation_defaults: Type.Optional(GenerationDefaults),
 });
 
 const PublishedTo = Type.Array(Uuid);
@@ -46,6 +64,7 @@ export const CreatedEndpointView = Type.Object({
   model_id: Type.Union([Uuid, Type.Null()]),
   dataset_id: Type.Union([Uuid, Type.Null()]),
   published_to: PublishedTo,
+  generation_defaults: GenerationDefaults,
   created_at: Timestamp,
   updated_at: Timestamp,
 });
@@ -59,6 +78,7 @@ export const EndpointListItem = Type.Object({
   published: Type.Boolean(),
   tags: Type.String(),
   published_to: PublishedTo,
+  generation_defaults: GenerationDefaults,
   created_at: Timestamp,
   model: Type.Union([EmbeddedModelView, Type.Null()]),
   dataset: Type.Union([EmbeddedDatasetView, Type.Null()]),
@@ -74,6 +94,7 @@ export const EndpointDetail = Type.Object({
   published: Type.Boolean(),
   tags: Type.String(),
   published_to: PublishedTo,
+  generation_defaults: GenerationDefaults,
   created_at: Timestamp,
   updated_at: Timestamp,
   model: Type.Union([EmbeddedModelView, Type.Null()]),

@@ -48,6 +48,7 @@ export class EndpointService {
       response_type: responseType,
       published: body.published ?? false,
       tags: normalizeTags(body.tags ?? ''),
+      generation_defaults: body.generation_defaults ?? {},
       created_at: timestamp,
       updated_at: timestamp,
     };
@@ -103,19 +104,24 @@ export class EndpointService {
     };
   }
 
-  /** Only name, summary and description can change (specification, Endpoint management rule 2). */
+  /**
+   * Only name, summary and description can change (specification, Endpoint management rule 2), and the
+   * generation defaults (API-CONTRACT 4), which the marketplace does not see.
+   */
   async update(tenant: Tenant, slug: string, body: Static<typeof UpdateEndpointBody>): Promise<Detail> {
     const row = await this.require(tenant, slug);
-    if (body.name === undefined && body.summary === undefined && body.description === undefined) {
-      throw ValidationError.body([], 'At least one of name, summary, description is required', 'missing');
+    const described = body.name !== undefined || body.summary !== undefined || body.description !== undefined;
+    if (!described && body.generation_defaults === undefined) {
+      throw ValidationError.body([], 'At least one of name, summary, description, generation_defaults is required', 'missing');
     }
     await this.endpoints.update(tenant.id, row.id, {
       name: body.name,
       summary: body.summary,
       description: body.description,
+      generation_defaults: body.generation_defaults,
       updated_at: now(),
     });
-    this.publications?.refresh(tenant, row.id);
+    if (described) this.publications?.refresh(tenant, row.id);
     return this.get(tenant, slug);
   }
 
@@ -167,6 +173,7 @@ function baseView(row: EndpointRecord) {
     response_type: row.response_type,
     published: row.published,
     tags: row.tags,
+    generation_defaults: row.generation_defaults,
     created_at: row.created_at,
   };
 }

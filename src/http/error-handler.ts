@@ -32,7 +32,8 @@ export const STATUS_OF_KIND: Readonly<Record<ErrorKind, number>> = {
 
 /**
  * A domain error as the specification's bodies: `{detail: [issues]}` for validation, a policy's
- * `{msg, err}`, else `{detail}`; 401 says how to authenticate, 429 when to come back.
+ * `{msg, err}` with the `detail` and `policy_metadata` today's SyftHub clients read (API-CONTRACT 10),
+ * else `{detail}`; 401 says how to authenticate, 429 when to come back.
  */
 function sendDomainError(reply: FastifyReply, error: DomainError): FastifyReply {
   reply.code(STATUS_OF_KIND[error.kind]);
@@ -40,7 +41,8 @@ function sendDomainError(reply: FastifyReply, error: DomainError): FastifyReply 
   const retryAfter = error instanceof TooManyRequestsError || error instanceof PolicyError ? error.retryAfterSeconds : undefined;
   if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter));
   if (error instanceof ValidationError) return reply.send({ detail: error.issues });
-  if (error instanceof PolicyError) return reply.send({ msg: error.msg, err: error.err });
+  if (error instanceof PolicyError)
+    return reply.send({ detail: error.err, msg: error.msg, err: error.err, policy_metadata: error.metadata });
   return reply.send({ detail: error.detail });
 }
 

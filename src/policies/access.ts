@@ -1,8 +1,11 @@
 import type { RE2JS } from 're2js';
 import { PolicyError } from '../domain/errors.ts';
+import { type PolicyEntry, policyEntry } from '../domain/policy-metadata.ts';
 import type { AccessConfiguration } from './codec.ts';
 import { compileEmailPattern, isPlainEmailPattern } from './configuration.ts';
 import type { PolicyContext, PolicyHook } from './hooks.ts';
+
+const ACCESS = { policy_type: 'access', kind: 'access' } as const;
 
 // Patterns are compiled once per distinct text: policies change rarely, queries come often.
 const compiled = new Map<string, RE2JS>();
@@ -32,9 +35,15 @@ export class AccessHook implements PolicyHook {
     const matched = this.configuration.patterns.some((pattern) => matchesPattern(context.senderEmail, pattern));
     const allowed = this.configuration.mode === 'allow' ? matched : !matched;
     if (!allowed) {
-      throw new PolicyError('refused', 'Permission Denied', `Access denied for ${context.senderEmail}`);
+      const reason = `Access denied for ${context.senderEmail}`;
+      const entry = policyEntry({ ...ACCESS, status: 'rejected', reason_code: 'ACCESS_DENIED', reason });
+      throw new PolicyError('refused', 'Permission Denied', reason, entry, 'access_denied');
     }
   }
 
   async post(): Promise<void> {}
+
+  entry(): PolicyEntry {
+    return policyEntry({ ...ACCESS, status: 'applied' });
+  }
 }

@@ -1,4 +1,5 @@
 import { PolicyError, ServiceUnavailableError } from '../domain/errors.ts';
+import { type PolicyEntry, policyEntry } from '../domain/policy-metadata.ts';
 import { AccountingRefusal, type AccountingService } from '../syfthub/accounting.ts';
 import type { AccountingConfiguration } from './codec.ts';
 import type { PolicyContext, PolicyHook, QueryOutcome } from './hooks.ts';
@@ -10,6 +11,8 @@ import type { PolicyContext, PolicyHook, QueryOutcome } from './hooks.ts';
  */
 export class AccountingHook implements PolicyHook {
   private transactionId: string | undefined;
+  /** What the policy did: nothing yet, or the transaction it settled (API-CONTRACT 10.2). */
+  private settled: PolicyEntry = policyEntry({ ...ACCOUNTING, status: 'skipped' });
 
   constructor(
     private readonly configuration: AccountingConfiguration,
@@ -19,7 +22,7 @@ export class AccountingHook implements PolicyHook {
   async pre(context: PolicyContext): Promise<void> {
     if (!this.configuration.enabled || !this.configuration.require_transaction_token) return;
     const token = context.transactionToken;
-    if (!token) throw new PolicyError('refused', 'Permission Denied', 'Transaction token required');
+    if (!token) throw refusal('Transaction token required');
     if (!this.service) {
       throw new ServiceUnavailableError('This endpoint requires payment but its owner has no accounting service configured');
     }
@@ -31,8 +34,7 @@ export class AccountingHook implements PolicyHook {
         appEpPath: context.endpoint.slug,
       });
     } catch (error) {
-      if (error instanceof AccountingRefusal)
-        throw new PolicyError('refused', 'Permission Denied', `Invalid transaction token: ${error.message}`);
+      if (error instanceof AccountingRefusal) throw refusal(`Invalid transaction token: ${error.message}`);
       throw error;
     }
   }
@@ -41,7 +43,26 @@ export class AccountingHook implements PolicyHook {
     const id = this.transactionId;
     if (!id || !this.service) return;
     this.transactionId = undefined;
-    if (outcome.succeeded) await this.service.confirmTransaction(id, outcome.datasetCost + outcome.modelCost);
-    else await this.service.cancelTransaction(id);
+    const transaction = { rail: 'accounting' as const, id, reference: null };
+    if (outcome.succeeded) {
+      const amount = outcome.datasetCost + outcome.modelCost;
+      await this.service.confirmTransaction(id, amount);
+      this.settled = policyEntry({ ...ACCOUNTING, status: amount > 0 ? 'charged' : 'free', amount, currency: 'USD', transaction });
+    } else {
+      await this.service.cancelTransaction(id);
+      this.settled = policyEntry({ ...ACCOUNTING, status: 'refunded', amount: 0, currency: 'USD', transaction });
+    }
   }
+
+  entry(): PolicyEntry {
+    return this.settled;
+  }
+}
+
+const ACCOUNTING = { policy_type: 'accounting', kind: 'payment' } as const;
+
+/** No token, or one the accounting service refused: the query is not paid for (403). */
+function refusal(reason: string): PolicyError {
+  const entry = policyEntry({ ...ACCOUNTING, status: 'rejected', reason_code: 'PAYMENT_REQUIRED', reason });
+  return new PolicyError('refused', 'Permission Denied', reason, entry, 'policy_violation');
 }

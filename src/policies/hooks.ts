@@ -1,3 +1,4 @@
+import type { PolicyEntry } from '../domain/policy-metadata.ts';
 import type { Tenant } from '../domain/principal.ts';
 import type { PolicyRecord } from './codec.ts';
 import type { PolicyType } from './configuration-schema.ts';
@@ -25,10 +26,12 @@ export interface QueryOutcome {
 /**
  * One policy at run time. `pre` runs before the search and may refuse the query by throwing a
  * PolicyError; whatever it reserved is settled by `post`, which always runs once `pre` succeeded.
+ * `entry` says what it did so far, for the answer's `policy_metadata` (API-CONTRACT 10.2).
  */
 export interface PolicyHook {
   pre(context: PolicyContext): Promise<void>;
   post(context: PolicyContext, outcome: QueryOutcome): Promise<void>;
+  entry(): PolicyEntry;
 }
 
 /** The specification's execution order, whatever order the policies were created in. */

@@ -1,7 +1,10 @@
 import type { FixedWindows, WindowQuota } from '../db/fixed-windows.ts';
 import { PolicyError } from '../domain/errors.ts';
+import { type PolicyEntry, policyEntry } from '../domain/policy-metadata.ts';
 import type { PolicyOfType } from './codec.ts';
 import type { PolicyContext, PolicyHook } from './hooks.ts';
+
+const RATE_LIMIT = { policy_type: 'rate_limit', kind: 'rate_limit' } as const;
 
 const PERIODS = { s: ['second', 1], m: ['minute', 60], h: ['hour', 3600], d: ['day', 86_400] } as const;
 
@@ -25,12 +28,9 @@ export async function enforceRateLimits(windows: FixedWindows, quotas: RateQuota
   const verdict = await windows.consume(quotas);
   if (verdict.allowed) return;
   const quota = verdict.quota as RateQuota;
-  throw new PolicyError(
-    'rate_limited',
-    'Rate Limited',
-    `Maximum ${quota.limit} requests per ${quota.periodName}`,
-    Math.max(1, Math.ceil(verdict.retryAfterSeconds)),
-  );
+  const reason = `Maximum ${quota.limit} requests per ${quota.periodName}`;
+  const entry = policyEntry({ ...RATE_LIMIT, status: 'rejected', reason_code: 'RATE_LIMITED', reason });
+  throw new PolicyError('rate_limited', 'Rate Limited', reason, entry, 'rate_limited', Math.max(1, Math.ceil(verdict.retryAfterSeconds)));
 }
 
 /** All rate_limit policies of one endpoint, as one pre-hook. */
@@ -48,4 +48,8 @@ export class RateLimitHook implements PolicyHook {
   }
 
   async post(): Promise<void> {}
+
+  entry(): PolicyEntry {
+    return policyEntry({ ...RATE_LIMIT, status: 'applied' });
+  }
 }

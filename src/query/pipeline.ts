@@ -2,7 +2,8 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Static } from 'typebox';
 import { now } from '../db/database.ts';
 import type { FixedWindows } from '../db/fixed-windows.ts';
-import { errorMessage, ForbiddenError, NotFoundError } from '../domain/errors.ts';
+import { errorMessage, ForbiddenError, NotFoundError, PolicyError } from '../domain/errors.ts';
+import type { PolicyEntry, PolicyMetadata } from '../domain/policy-metadata.ts';
 import type { Tenant } from '../domain/principal.ts';
 import type { EndpointRecord } from '../endpoints/codec.ts';
 import type { EndpointRepository } from '../endpoints/repository.ts';
@@ -16,6 +17,7 @@ import { inPolicyOrder, type PolicyContext, type PolicyHook, type QueryOutcome }
 import { RateLimitHook } from '../policies/rate-limit.ts';
 import type { PolicyRepository } from '../policies/repository.ts';
 import type { AccountingService } from '../syfthub/accounting.ts';
+import { type Generation, generationFor, withSystemPrompt } from './generation.ts';
 import { PROMPT_TOKEN_MARGIN, searchText, toMessages, withReferences } from './messages.ts';
 import type { DatasetSearch, ModelRunner, PricedStreamEvent, References, Summary } from './ports.ts';
 import type { QueryBody } from './schemas.ts';
@@ -28,6 +30,8 @@ export type QueryRequest = Static<typeof QueryBody>;
 interface QueryContext extends PolicyContext {
   readonly endpoint: EndpointRecord;
   readonly body: Static<typeof QueryBody>;
+  /** The body's generation fields with the endpoint's and the specification's defaults filled in. */
+  readonly generation: Generation;
 }
 
 export interface QueryCaller {
@@ -81,31 +85,39 @@ export class QueryPipeline {
     }
 
     const messages = toMessages(body.messages);
+    const generation = generationFor(body, endpoint.generation_defaults);
     const context: QueryContext = {
       tenant: caller.tenant,
       endpoint,
       senderEmail: caller.senderEmail,
       transactionToken: body.transaction_token,
       body,
-      maxCost: await this.maxCost(caller.tenant, endpoint, messages, body),
+      generation,
+      maxCost: await this.maxCost(caller.tenant, endpoint, messages, body.limit, generation),
     };
     const query = new RunningQuery(this.deps, context, messages);
     await query.runPreHooks(hooks);
     return query;
   }
 
-  private async maxCost(tenant: Tenant, endpoint: EndpointRecord, messages: ChatMessage[], body: QueryRequest): Promise<number> {
+  private async maxCost(
+    tenant: Tenant,
+    endpoint: EndpointRecord,
+    messages: ChatMessage[],
+    limit: number,
+    generation: Generation,
+  ): Promise<number> {
     let cost = 0;
     let referenceCharacters = 0;
     if (searches(endpoint) && endpoint.dataset_id) {
       const pricing = await this.deps.search.pricing(tenant, endpoint.dataset_id);
       cost += pricing.costPerQuery;
-      referenceCharacters = body.limit * (pricing.chunkSize + 64);
+      referenceCharacters = limit * (pricing.chunkSize + 64);
     }
     if (generates(endpoint) && endpoint.model_id) {
-      const characters = messages.reduce((sum, message) => sum + message.content.length, 0) + referenceCharacters;
-      const promptTokens = estimateTokens(characters) + PROMPT_TOKEN_MARGIN;
-      cost += await this.deps.models.maxCost(tenant, endpoint.model_id, promptTokens, body.max_tokens);
+      const promptCharacters = messages.reduce((sum, message) => sum + message.content.length, 0) + (generation.system_prompt?.length ?? 0);
+      const promptTokens = estimateTokens(promptCharacters + referenceCharacters) + PROMPT_TOKEN_MARGIN;
+      cost += await this.deps.models.maxCost(tenant, endpoint.model_id, promptTokens, generation.max_tokens);
     }
     return cost;
   }
@@ -124,7 +136,16 @@ export type AnswerEvent =
   | { type: 'references'; references: References }
   | { type: 'start'; id: string; model: string }
   | { type: 'delta'; text: string }
-  | { type: 'done'; summary: Summary | null; totalCost: number };
+  | { type: 'done'; summary: Summary | null; totalCost: number; policyMetadata: PolicyMetadata };
+
+/** A whole answer: the specification's parts, and what today's SyftHub clients read beside them (API-CONTRACT 10). */
+export interface QueryAnswer {
+  summary: Summary | null;
+  references?: References;
+  policy_metadata: PolicyMetadata;
+  cost: number;
+  currency: 'USD';
+}
 
 /** One query past its pre-hooks. Whatever happens next, `finish` runs the post-hooks exactly once. */
 export class RunningQuery {
@@ -146,6 +167,8 @@ export class RunningQuery {
       try {
         await hook.pre(this.context);
       } catch (error) {
+        // The refusal's answer shows what the policies that ran before it did, the refusing one last.
+        if (error instanceof PolicyError) error.metadata.entries = [...this.entries(), error.entry];
         await this.finish({ succeeded: false, datasetCost: 0, modelCost: 0, tokens: 0 }, error, false);
         throw error;
       }
@@ -153,8 +176,17 @@ export class RunningQuery {
     }
   }
 
-  /** (c) to (f) in one go: the whole answer. */
-  async answer(signal?: AbortSignal): Promise<{ summary: Summary | null; references?: References }> {
+  /** The answer's `policy_metadata` once the query is over (API-CONTRACT 10.2). */
+  policyMetadata(): PolicyMetadata {
+    return { outcome: 'success', entries: this.entries() };
+  }
+
+  private entries(): PolicyEntry[] {
+    return this.hooksPassed.map((hook) => hook.entry());
+  }
+
+  /** (c) to (f) in one go: the whole answer, with what today's SyftHub clients read beside it. */
+  async answer(signal?: AbortSignal): Promise<QueryAnswer> {
     let references: References | undefined;
     let summary: Summary | null = null;
     try {
@@ -163,7 +195,7 @@ export class RunningQuery {
         summary = await this.deps.models.chat(
           this.context.tenant,
           this.endpoint.model_id,
-          withReferences(this.messages, references),
+          this.promptWith(references),
           this.chatOptions(),
           signal,
         );
@@ -173,7 +205,13 @@ export class RunningQuery {
       throw error;
     }
     await this.finish(succeededOutcome(references, summary));
-    return { summary, ...(references ? { references: this.forResponse(references) } : {}) };
+    return {
+      summary,
+      ...(references ? { references: this.forResponse(references) } : {}),
+      policy_metadata: this.policyMetadata(),
+      cost: (references?.cost ?? 0) + (summary?.cost ?? 0),
+      currency: 'USD',
+    };
   }
 
   /** (c) to (f) as events: references once, then the generation as it happens, then the totals. */
@@ -184,14 +222,14 @@ export class RunningQuery {
       references = await this.search(signal);
       if (references) yield { type: 'references', references: this.forResponse(references) };
       if (generates(this.endpoint) && this.endpoint.model_id) {
-        summary = yield* this.generateStream(this.endpoint.model_id, withReferences(this.messages, references), signal);
+        summary = yield* this.generateStream(this.endpoint.model_id, this.promptWith(references), signal);
       }
     } catch (error) {
       await this.finish(failedOutcome(references), error);
       throw error;
     }
     await this.finish(succeededOutcome(references, summary));
-    yield { type: 'done', summary, totalCost: (references?.cost ?? 0) + (summary?.cost ?? 0) };
+    yield { type: 'done', summary, totalCost: (references?.cost ?? 0) + (summary?.cost ?? 0), policyMetadata: this.policyMetadata() };
   }
 
   private async *generateStream(modelId: string, messages: ChatMessage[], signal?: AbortSignal): AsyncGenerator<AnswerEvent, Summary> {
@@ -249,13 +287,19 @@ export class RunningQuery {
     return { ...references, documents: references.documents.map((document) => ({ ...document, metadata: {} })) };
   }
 
+  /** The endpoint's system prompt, then the references as one system message, then the caller's messages. */
+  private promptWith(references: References | undefined): ChatMessage[] {
+    return withSystemPrompt(withReferences(this.messages, references), this.context.generation.system_prompt);
+  }
+
   private chatOptions(): ChatOptions {
     const body = this.context.body;
+    const { max_tokens, temperature, stop_sequences } = this.context.generation;
     const extra = body.extras.summarize_options ?? {};
     return {
-      max_tokens: body.max_tokens,
-      temperature: body.temperature,
-      stop_sequences: body.stop_sequences,
+      max_tokens,
+      temperature,
+      stop_sequences,
       presence_penalty: body.presence_penalty,
       frequency_penalty: body.frequency_penalty,
       ...(extra.top_p !== undefined ? { top_p: extra.top_p } : {}),

@@ -1,4 +1,4 @@
-import { Type } from 'typebox';
+import { type TSchema, Type } from 'typebox';
 import { ReferencesView } from '../datasets/schemas.ts';
 import { SummaryView } from '../models/schemas.ts';
 
@@ -13,9 +13,11 @@ export const QueryBody = Type.Object({
   similarity_threshold: Type.Number({ minimum: 0, maximum: 1, default: 0.5 }),
   limit: Type.Integer({ minimum: 1, maximum: 100, default: 5 }),
   include_metadata: Type.Boolean({ default: true }),
-  max_tokens: Type.Integer({ minimum: 1, maximum: 32_768, default: 100 }),
-  temperature: Type.Number({ minimum: 0, maximum: 2, default: 0.7 }),
-  stop_sequences: Type.Array(Type.String({ maxLength: 200 }), { maxItems: 16, default: ['\n'] }),
+  // No schema defaults for these three: a query that omits one gets its endpoint's `generation_defaults`,
+  // else the specification's default (query/generation.ts).
+  max_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 32_768 })),
+  temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
+  stop_sequences: Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 16 })),
   stream: Type.Boolean({ default: false }),
   presence_penalty: Type.Number({ minimum: -2, maximum: 2, default: 0 }),
   frequency_penalty: Type.Number({ minimum: -2, maximum: 2, default: 0 }),
@@ -35,9 +37,36 @@ export const QueryBody = Type.Object({
   transaction_token: Type.Union([Type.String({ maxLength: 10_000 }), Type.Null()], { default: null }),
 });
 
+const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+/** One policy's part in an answer (API-CONTRACT 10.2). */
+export const PolicyEntryView = Type.Object({
+  policy_type: Type.String(),
+  kind: Type.Enum(['payment', 'access', 'rate_limit', 'transform']),
+  status: Type.Enum(['charged', 'refunded', 'free', 'rejected', 'applied', 'skipped']),
+  amount: Nullable(Type.Number()),
+  currency: Nullable(Type.Literal('USD')),
+  recipient: Nullable(
+    Type.Object({ username: Nullable(Type.String()), email: Nullable(Type.String()), wallet_address: Nullable(Type.String()) }),
+  ),
+  transaction: Nullable(Type.Object({ rail: Type.Enum(['mpp', 'accounting']), id: Type.String(), reference: Type.Null() })),
+  reason_code: Nullable(Type.Enum(['NO_PRICING_TIER', 'INSUFFICIENT_BALANCE', 'PAYMENT_REQUIRED', 'ACCESS_DENIED', 'RATE_LIMITED'])),
+  reason: Nullable(Type.String()),
+  details: Type.Record(Type.String(), Type.Unknown()),
+});
+
+export const PolicyMetadataView = Type.Object({
+  outcome: Type.Enum(['success', 'payment_required', 'policy_violation', 'access_denied', 'rate_limited']),
+  entries: Type.Array(PolicyEntryView),
+});
+
 export const QueryResponse = Type.Object({
   summary: Type.Union([SummaryView, Type.Null()]),
   references: Type.Optional(ReferencesView),
+  /** What today's SyftHub clients read (API-CONTRACT 10.2): the policies' part, the total cost and its currency. */
+  policy_metadata: PolicyMetadataView,
+  cost: Type.Number(),
+  currency: Type.Literal('USD'),
 });
 
 export const UsageRecordView = Type.Object({

@@ -48,6 +48,7 @@ export class SseWriter {
           cost: summary?.cost ?? 0,
           total_cost: event.totalCost,
           provider_info: summary?.provider_info ?? {},
+          policy_metadata: event.policyMetadata,
         });
         break;
       }

@@ -5,6 +5,7 @@ import * as queryUsage from './0003-query-usage.ts';
 import * as tunnelToken from './0004-tunnel-token.ts';
 import * as security from './0005-security.ts';
 import * as keywordLayout from './0006-keyword-layout.ts';
+import * as generationDefaults from './0007-generation-defaults.ts';
 
 /**
  * Every migration, in order. They are imported (not read from disk) so the compiled binary carries them.
@@ -17,4 +18,5 @@ export const migrations: Record<string, Migration> = {
   '0004-tunnel-token': tunnelToken,
   '0005-security': security,
   '0006-keyword-layout': keywordLayout,
+  '0007-generation-defaults': generationDefaults,
 };

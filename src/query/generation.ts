@@ -1,0 +1,33 @@
+import type { GenerationDefaults } from '../endpoints/codec.ts';
+import type { ChatMessage } from '../llm/provider.ts';
+
+/** The specification's defaults of the query fields that generate (Query request). */
+export const SPEC_GENERATION = { max_tokens: 100, temperature: 0.7, stop_sequences: ['\n'] } as const;
+
+export interface Generation {
+  max_tokens: number;
+  temperature: number;
+  stop_sequences: string[];
+  system_prompt: string | undefined;
+}
+
+/**
+ * How a query generates: each field the caller sent, else the endpoint's default (API-CONTRACT 4,
+ * `generation_defaults`), else the specification's.
+ */
+export function generationFor(
+  body: { max_tokens?: number; temperature?: number; stop_sequences?: string[] },
+  defaults: GenerationDefaults,
+): Generation {
+  return {
+    max_tokens: body.max_tokens ?? defaults.max_tokens ?? SPEC_GENERATION.max_tokens,
+    temperature: body.temperature ?? defaults.temperature ?? SPEC_GENERATION.temperature,
+    stop_sequences: body.stop_sequences ?? defaults.stop_sequences ?? [...SPEC_GENERATION.stop_sequences],
+    system_prompt: defaults.system_prompt === '' ? undefined : defaults.system_prompt,
+  };
+}
+
+/** The endpoint's system prompt first, when it has one (before the references' system message). */
+export function withSystemPrompt(messages: ChatMessage[], systemPrompt: string | undefined): ChatMessage[] {
+  return systemPrompt ? [{ role: 'system', content: systemPrompt }, ...messages] : messages;
+}
