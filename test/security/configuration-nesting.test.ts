@@ -42,7 +42,7 @@ describe('a configuration nested 16,000 levels deep is a 422, not a 500', () => 
 
   beforeAll(async () => {
     t = await createTestApp();
-    owner = await t.user(); // in development mode the first user's tenant owns the ingestion roots
+    owner = await t.user();
     const model = await createModel(t, owner, 'nesting-model');
     endpoint = await createEndpoint(t, owner, { slug: 'nesting-endpoint', model_id: model.id, response_type: 'summary' });
   });

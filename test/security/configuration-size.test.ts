@@ -15,7 +15,7 @@ describe('a configuration larger than 64 KiB is a 422, and nothing is stored', (
 
   beforeAll(async () => {
     t = await createTestApp();
-    owner = await t.user(); // in development mode the first user's tenant owns the ingestion roots
+    owner = await t.user();
     const model = await createModel(t, owner, 'size-model');
     endpoint = await createEndpoint(t, owner, { slug: 'size-endpoint', model_id: model.id, response_type: 'summary' });
   });

@@ -36,7 +36,7 @@ describe('an api_key inside an array of headers is masked in responses and encry
 
   beforeAll(async () => {
     t = await createTestApp();
-    owner = await t.user(); // in development mode the first user's tenant owns the ingestion roots
+    owner = await t.user();
   });
   afterAll(() => t.close());
 

@@ -14,7 +14,7 @@ describe("a password in a URL's user-info is masked and encrypted", () => {
 
   beforeAll(async () => {
     t = await createTestApp();
-    owner = await t.user(); // in development mode the first user's tenant owns the ingestion roots
+    owner = await t.user();
   });
   afterAll(() => t.close());
 
