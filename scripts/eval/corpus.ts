@@ -5,8 +5,8 @@
  * after a fingerprint of its contents and written only when missing.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, dirname, extname, join } from 'node:path';
 import { seededRandom } from '../fixtures/seeded-random.ts';
 import { type KnownItemQuery, knownItemQueries, shuffle, type UnanswerableQuestion, unanswerableQuestions } from './queries.ts';
 import { FORMATS, type Format, renderDocument } from './render.ts';
@@ -28,6 +28,12 @@ const SEED = 20_260_101;
 const RENDERING_VERSION = 1;
 
 export const DEFAULT_CACHE = join(import.meta.dir, '.cache');
+/**
+ * The small set as kept in git, documents included: built once from a machine's documentation, it stays
+ * the same when packages come and go (installing chromium adds READMEs and package descriptions, which
+ * would reshuffle a set derived afresh), so the test's floors mean the same on every machine.
+ */
+export const OWNED_SMALL_SET = join(import.meta.dir, 'small-set');
 
 export interface CorpusFile {
   path: string;
@@ -97,6 +103,30 @@ export async function buildEvalSet(size: EvalSize, cacheRoot = DEFAULT_CACHE): P
     `${JSON.stringify(labelledSet({ size, fingerprint, corpusFingerprint, files, queries, unanswerable }), null, 2)}\n`,
   );
   return { size, dir, fingerprint, corpusFingerprint, files, queries, unanswerable };
+}
+
+/** The small set kept in git (OWNED_SMALL_SET): its rendered documents and its labelled queries. */
+export function ownedSmallSet(root = OWNED_SMALL_SET): EvalSet {
+  const labelled = readLabelledSet(join(root, 'labelled-set.json'));
+  if (!labelled) throw new Error(`${root}/labelled-set.json is missing`);
+  const files: CorpusFile[] = labelled.documents.map(({ path, origin, words }) => ({
+    path,
+    id: basename(path, extname(path)),
+    kind: path.split('/')[0] as SourceKind,
+    format: extname(path).slice(1) as Format,
+    origin,
+    title: '',
+    words,
+  }));
+  const { size, fingerprint, corpusFingerprint, queries, unanswerable } = labelled;
+  return { size, dir: join(root, 'corpus'), fingerprint, corpusFingerprint, files, queries, unanswerable };
+}
+
+/** Replaces the owned small set with `set` (built from this machine): floors must then be measured again. */
+export function writeOwnedSmallSet(set: EvalSet, root = OWNED_SMALL_SET): void {
+  rmSync(root, { recursive: true, force: true });
+  cpSync(set.dir, join(root, 'corpus'), { recursive: true });
+  writeFileSync(join(root, 'labelled-set.json'), `${JSON.stringify(labelledSet(set), null, 2)}\n`);
 }
 
 /** What is worth keeping in git: the queries with their documents' origins, not the documents. */

@@ -4,10 +4,14 @@
  * questions get back. Run it before and after every ranking change; the README keeps the table.
  *
  * Usage: bun scripts/eval/run.ts [--small] [--fresh] [--embedder use-lite] [--modes hybrid,keyword,vector]
- *                                [--write-labelled-set]
- *   --small               the ~60-query set of test/retrieval-eval.test.ts
+ *                                [--use-lite onnx|onnx-int8|tfjs] [--write-labelled-set] [--write-small-set]
+ *   --small               the ~60-query set of test/retrieval-eval.test.ts, as kept in git (scripts/eval/small-set)
  *   --fresh               index again even when an index of this corpus and embedder is cached
+ *   --use-lite            the engine of the use-lite embedder (default: knode's, onnx falling back to tfjs);
+ *                         an index made with another engine is kept apart
  *   --write-labelled-set  store the full set's queries as scripts/eval/labelled-set.json (kept in git)
+ *   --write-small-set     build the small set afresh from this machine's documentation and keep it in git
+ *                         (then measure the test's floors again)
  *
  * The corpus, the index (one per corpus fingerprint and embedder, reused between runs: indexing 400
  * documents with USE-lite takes minutes) and results-*.json go to scripts/eval/.cache/ (not in git).
@@ -15,7 +19,8 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { buildEvalSet, DEFAULT_CACHE, labelledSet, readLabelledSet, removeStale } from './corpus.ts';
+import { setUseLiteDefaults } from '../../src/embeddings/use-lite.ts';
+import { buildEvalSet, DEFAULT_CACHE, labelledSet, ownedSmallSet, readLabelledSet, removeStale, writeOwnedSmallSet } from './corpus.ts';
 import { evaluate, formatTable, MODES, type Mode } from './harness.ts';
 
 const COMMITTED_SET = join(import.meta.dir, 'labelled-set.json');
@@ -26,7 +31,9 @@ const { values } = parseArgs({
     fresh: { type: 'boolean', default: false },
     embedder: { type: 'string', default: 'use-lite' },
     modes: { type: 'string', default: MODES.join(',') },
+    'use-lite': { type: 'string' },
     'write-labelled-set': { type: 'boolean', default: false },
+    'write-small-set': { type: 'boolean', default: false },
   },
 });
 const size = values.small ? 'small' : 'full';
@@ -35,7 +42,8 @@ const modes = values.modes.split(',') as Mode[];
 if (modes.some((mode) => !MODES.includes(mode))) throw new Error(`--modes takes ${MODES.join(', ')}`);
 
 mkdirSync(DEFAULT_CACHE, { recursive: true });
-const set = await buildEvalSet(size, DEFAULT_CACHE);
+if (values['write-small-set']) writeOwnedSmallSet(await buildEvalSet('small', DEFAULT_CACHE));
+const set = size === 'small' ? ownedSmallSet() : await buildEvalSet(size, DEFAULT_CACHE);
 if (size === 'full') {
   const committed = readLabelledSet(COMMITTED_SET);
   if (values['write-labelled-set']) {
@@ -60,7 +68,12 @@ console.log(
     `${set.unanswerable.length} unanswerable (${technical} technical)`,
 );
 
-const embedderSlug = embedder.replace(/[^a-zA-Z0-9]+/g, '-');
+const engine = values['use-lite'];
+if (engine !== undefined) {
+  if (!['onnx', 'onnx-int8', 'tfjs'].includes(engine)) throw new Error('--use-lite takes onnx, onnx-int8 or tfjs');
+  setUseLiteDefaults({ engine: engine === 'tfjs' ? 'tfjs' : 'onnx', quantized: engine === 'onnx-int8' });
+}
+const embedderSlug = `${embedder}${engine ? `-${engine}` : ''}`.replace(/[^a-zA-Z0-9]+/g, '-');
 const dataDir = join(DEFAULT_CACHE, `index-${size}-${set.corpusFingerprint}-${embedderSlug}`);
 if (values.fresh) rmSync(dataDir, { recursive: true, force: true });
 removeStale(DEFAULT_CACHE, `index-${size}-`, dataDir);
