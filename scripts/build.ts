@@ -4,16 +4,22 @@
  * the Bun that runs this script is the runtime copied into the binary.
  *
  * Embedded in the binary: all code (the migrations are code), the parse and USE-lite worker entry
- * points, pdf.js' worker, sqlite-vec's vec0.so and ONNX Runtime (src/runtime/native-files.ts; ONNX
- * Runtime zstd-compressed, scripts/build/compressed-files.ts), the USE-lite model and tfjs' .wasm files
- * (src/embeddings/use-lite-files.ts), onnxruntime-node's addon, and the files of the /docs page
- * (src/runtime/swagger-ui.ts). scripts/build/bundle-patches.ts makes the packages that look for their
- * own files at run time use the embedded ones.
+ * points (tfjs and ONNX Runtime), pdf.js' worker, sqlite-vec's vec0.so and ONNX Runtime
+ * (src/runtime/native-files.ts; ONNX Runtime zstd-compressed, scripts/build/compressed-files.ts), the
+ * USE-lite model and tfjs' .wasm files (src/embeddings/use-lite-files.ts), onnxruntime-node's addon, and
+ * the files of the /docs page (src/runtime/swagger-ui.ts), and the console (web/, built here by
+ * src/console/build.ts and served by src/console/assets.ts). scripts/build/bundle-patches.ts makes the
+ * packages that look for their own files at run time use the embedded ones.
+ *
+ * The USE-lite model is embedded once, as its TF.js files: the ONNX engine converts them on first use
+ * (src/embeddings/use-lite-model.ts, about 0.1 s, then cached), since a converted copy would add 28 MB
+ * of weights that barely compress and take the binary past 200 MB.
  *
  * Usage: bun scripts/build.ts [--out <folder>]   (default dist/)
  */
 import { cpSync, mkdirSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { buildConsole, writeConsoleFolder } from '../src/console/build.ts';
 import { bundlePatches } from './build/bundle-patches.ts';
 import { compressedFiles } from './build/compressed-files.ts';
 import { buildVendor } from './build/vendor.ts';
@@ -24,7 +30,12 @@ const PROJECT_ROOT = resolve(import.meta.dir, '..');
  * Worker threads are separate entry points: Bun bundles a worker only when it is listed. Their place
  * in the binary (relative to src/) is what src/runtime/compiled.ts#workerUrl resolves.
  */
-const ENTRY_POINTS = ['src/main.ts', 'src/ingestion/parse-worker.ts', 'src/embeddings/use-lite-worker.ts'];
+const ENTRY_POINTS = [
+  'src/main.ts',
+  'src/ingestion/parse-worker.ts',
+  'src/embeddings/use-lite-worker.ts',
+  'src/embeddings/use-lite-onnx-worker.ts',
+];
 
 function outDirectory(): string {
   const at = process.argv.indexOf('--out');
@@ -64,6 +75,9 @@ async function buildBinary(outfile: string, workDirectory: string): Promise<void
   // Embedded as the folder swagger-ui/ (compile.assets keeps a folder's last name), for src/runtime/swagger-ui.ts.
   const swaggerUi = join(workDirectory, 'swagger-ui');
   cpSync(join(PROJECT_ROOT, 'node_modules/@fastify/swagger-ui/static'), swaggerUi, { recursive: true });
+  // The console (web/), built now and embedded as the folder console/, for src/console/assets.ts.
+  const consoleFolder = join(workDirectory, 'console');
+  writeConsoleFolder(await buildConsole(), consoleFolder);
   const result = await Bun.build({
     entrypoints: ENTRY_POINTS.map((entry) => join(PROJECT_ROOT, entry)),
     root: join(PROJECT_ROOT, 'src'),
@@ -79,10 +93,11 @@ async function buildBinary(outfile: string, workDirectory: string): Promise<void
       // Without this the binary reads no package.json at run time, so node-llama-cpp, imported from
       // vendor/, could not resolve its dependencies' entry points ("main", "exports").
       autoloadPackageJson: true,
-      assets: [swaggerUi],
+      assets: [swaggerUi, consoleFolder],
     },
-    // Loaded at run time from vendor/ beside the binary (src/runtime/vendor.ts).
-    external: ['node-llama-cpp'],
+    // node-llama-cpp is loaded at run time from vendor/ beside the binary (src/runtime/vendor.ts). mppx
+    // imports the MCP SDK (an optional peer it names) only when it serves MCP, which knode never asks of it.
+    external: ['node-llama-cpp', '@modelcontextprotocol/sdk', '@modelcontextprotocol/sdk/*'],
     // Start-up: with bytecode the first healthy answer comes in about 0.45 s instead of 0.75 s (the
     // parsing moves to the build), for about 18 MB. Bytecode needs the ESM format for main.ts' top-level
     // await. No source map: its 6 MB would bring the binary close to the 200 MB limit.

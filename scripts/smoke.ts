@@ -3,9 +3,10 @@
  *
  * Builds dist/knode and dist/vendor/, copies them to an empty temporary folder and starts the copy
  * with its data, HOME and documents in temporary folders, on a free port, with the project checkout
- * hidden from it when the machine allows (scripts/binary/launch.ts). Then, through the HTTP API:
- * register and log in; ingest a PDF, a DOCX, an HTML, a Markdown and a text file (pdf.js, mammoth,
- * USE-lite embeddings and sqlite-vec, all from inside the binary); search each through a raw endpoint;
+ * hidden from it when the machine allows (scripts/binary/launch.ts). Then: the console's page and
+ * files at / (embedded); through the HTTP API: register and log in; ingest a PDF, a DOCX, an HTML, a Markdown and a text file (pdf.js, mammoth,
+ * USE-lite embeddings on ONNX Runtime, its model converted on first use, and sqlite-vec, all from
+ * inside the binary); search each through a raw endpoint;
  * ingest and search with a (tiny, generated) ONNX sentence model through transformers.js; load the
  * ngrok agent's addon (opening a tunnel, which then fails for want of a marketplace); generate with the tiny test GGUF through a llama_cpp model (node-llama-cpp from vendor/), both with
  * the model test route and through an endpoint that answers with search results and a summary; stop.
@@ -117,6 +118,24 @@ async function exercise(knode: RunningKnode, scratch: string): Promise<void> {
   const documents = join(scratch, 'documents');
   const gguf = join(scratch, 'models', 'tiny.gguf');
 
+  await step('the console at / (its files embedded in the binary)', async () => {
+    const page = await fetch(`${knode.url}/`);
+    const html = await page.text();
+    check(page.status === 200 && html.includes('<div id="app"></div>'), `GET / answered ${page.status}: ${html.slice(0, 200)}`);
+    const files = [...html.matchAll(/(?:src|href)="(\/console\/[^"]+)"/g)].map((match) => match[1] as string);
+    check(
+      files.some((file) => file.endsWith('.js')) && files.some((file) => file.endsWith('.css')),
+      `index.html names ${files.join(', ')}`,
+    );
+    for (const file of files) {
+      const response = await fetch(`${knode.url}${file}`);
+      const body = await response.arrayBuffer();
+      check(response.status === 200 && body.byteLength > 0, `GET ${file} answered ${response.status} (${body.byteLength} bytes)`);
+    }
+    const setup = await fetch(`${knode.url}/api/v1/auth/setup`);
+    check(setup.status === 200, `GET /api/v1/auth/setup answered ${setup.status}`);
+  });
+
   await step('register and log in', async () => {
     const account = { email: 'smoke@example.com', password: 'a long smoke password' };
     await api.call('POST', '/auth/register', { ...account, tenant_name: 'smoke' }, 201);
@@ -133,6 +152,10 @@ async function exercise(knode: RunningKnode, scratch: string): Promise<void> {
       201,
     );
     await waitForIndexing(api, created.id, Object.keys(DOCUMENTS).length);
+    // USE-lite ran on ONNX Runtime (its model converted into the cache), not on the tfjs fallback.
+    check(!/falls back to tfjs/.test(knode.log()), `USE-lite fell back to tfjs in the binary:\n${knode.log()}`);
+    const converted = [...new Bun.Glob('*/use-lite.onnx').scanSync({ cwd: join(scratch, 'home', '.cache', 'knode', 'models') })];
+    check(converted.length === 1, `expected the converted USE-lite model in the cache, found ${JSON.stringify(converted)}`);
     return created;
   });
 

@@ -35,14 +35,25 @@ async function loadModel(): Promise<Model> {
   return initModel(modelSource);
 }
 
+let emptyVector: Float32Array | undefined;
+
 async function embed(texts: string[]): Promise<Float32Array[]> {
   model ??= loadModel();
   const loaded = await model.catch((error: unknown) => {
     model = undefined; // let the next request try again
     throw error;
   });
-  const rows = (await loaded.embed(texts)) as number[][];
-  return rows.map((row) => Float32Array.from(row));
+  // The graph's rows end at the last text that has a token: empty texts at the end of a batch get no
+  // row. They get the vector an empty text gets between others (as the onnx engine does).
+  let end = texts.length;
+  while (end > 0 && texts[end - 1] === '') end--;
+  const rows = end > 0 ? ((await loaded.embed(texts.slice(0, end))) as number[][]) : [];
+  const vectors = rows.map((row) => Float32Array.from(row));
+  if (end < texts.length) {
+    emptyVector ??= Float32Array.from(((await loaded.embed(['', 'a'])) as number[][])[0] as number[]);
+    while (vectors.length < texts.length) vectors.push(emptyVector.slice());
+  }
+  return vectors;
 }
 
 // Requests are answered one at a time, in order: the main thread sends one batch and waits for it,

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { errorMessage } from '../domain/errors.ts';
@@ -53,10 +53,21 @@ export function extractEmbeddedFolder(embeddedFolder: string, name: string): str
   });
 }
 
+/**
+ * A file knode derives once and keeps (e.g. the USE-lite model converted to ONNX):
+ * `<cache>/knode/<kind>/<key>/<name>`, in the same cache folders as the native files (with `kind` in
+ * place of `native`), written by `write` to a temporary path and moved into place whole unless it is
+ * already there. `key` must change whenever the content would (a hash of what it is made from).
+ */
+export function cachedFile(kind: string, key: string, name: string, write: (temporary: string) => void): string {
+  if (!/^[a-z0-9-]+$/.test(kind) || !/^[a-zA-Z0-9._-]+$/.test(key)) throw new Error(`invalid cache kind or key: ${kind}/${key}`);
+  return inCache(key, name, write, kind);
+}
+
 /** `<root>/<hash>/<name>` in the first cache root that can be written, made by `write` unless it exists. */
-function inCache(hash: string, name: string, write: (temporary: string) => void): string {
+function inCache(hash: string, name: string, write: (temporary: string) => void, kind = 'native'): string {
   const failures: string[] = [];
-  for (const root of cacheRoots()) {
+  for (const root of cacheRoots(kind)) {
     const target = join(root, hash, name);
     try {
       mkdirSync(root, { recursive: true, mode: 0o700 });
@@ -80,21 +91,29 @@ function moveIntoPlace(target: string, write: (temporary: string) => void): void
     renameSync(temporary, target);
   } catch (error) {
     // Another knode process may have moved its identical copy into place first.
-    if (!existsSync(target)) throw error;
+    if (existsSync(target)) return;
+    // Leave no empty folder behind for content that could not be made (a model that failed to convert).
+    rmSync(temporary, { recursive: true, force: true });
+    try {
+      rmdirSync(dirname(target));
+    } catch {
+      // not empty: another process is writing there
+    }
+    throw error;
   } finally {
     rmSync(temporary, { recursive: true, force: true });
   }
 }
 
-function cacheRoots(): string[] {
+function cacheRoots(kind: string): string[] {
   const roots: string[] = [];
   const xdg = process.env.XDG_CACHE_HOME;
-  if (xdg) roots.push(join(xdg, 'knode', 'native'));
+  if (xdg) roots.push(join(xdg, 'knode', kind));
   // $HOME first, as XDG says; Bun's homedir() does not follow a HOME changed after start (tests do).
   const home = process.env.HOME || homedir();
-  if (home && home !== '/') roots.push(join(home, '.cache', 'knode', 'native'));
+  if (home && home !== '/') roots.push(join(home, '.cache', 'knode', kind));
   // Per user and directly in the temporary folder (whose sticky bit stops others renaming it), so that
   // another account cannot plant a library for this one to load (inCache checks the owner).
-  roots.push(join(tmpdir(), `knode-native-${process.getuid?.() ?? 'user'}`));
+  roots.push(join(tmpdir(), `knode-${kind}-${process.getuid?.() ?? 'user'}`));
   return roots;
 }
