@@ -3,15 +3,30 @@ import { type DbOrTransaction, now } from '../db/database.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import { DATASET_COLUMNS, DatasetCodec, type DatasetRecord, type DatasetStatus } from './codec.ts';
 
+/**
+ * A file is `searchable` (its chunks are in the keyword index) before it is `indexed` (their vectors
+ * too): `files_searchable` counts both, `files_pending` counts every file with work left, embedding
+ * included; `chunks` are the searchable chunks and `chunks_embedded` those of them with their vector.
+ */
 export interface IngestionCounts {
   files_total: number;
+  files_searchable: number;
   files_indexed: number;
   files_pending: number;
   files_failed: number;
   chunks: number;
+  chunks_embedded: number;
 }
 
-export const NO_FILES: IngestionCounts = { files_total: 0, files_indexed: 0, files_pending: 0, files_failed: 0, chunks: 0 };
+export const NO_FILES: IngestionCounts = {
+  files_total: 0,
+  files_searchable: 0,
+  files_indexed: 0,
+  files_pending: 0,
+  files_failed: 0,
+  chunks: 0,
+  chunks_embedded: 0,
+};
 
 /** Dataset records: configurations go in sealed and come out opened, through the codec. */
 export class DatasetRepository {
@@ -84,10 +99,12 @@ export class DatasetRepository {
       .select([
         'dataset_id',
         sql<number>`sum(status != 'removed')`.as('files_total'),
+        sql<number>`sum(status IN ('searchable', 'indexed'))`.as('files_searchable'),
         sql<number>`sum(status = 'indexed')`.as('files_indexed'),
-        sql<number>`sum(status IN ('queued', 'indexing'))`.as('files_pending'),
+        sql<number>`sum(status IN ('queued', 'indexing', 'searchable'))`.as('files_pending'),
         sql<number>`sum(status = 'failed')`.as('files_failed'),
-        sql<number>`sum(CASE WHEN status = 'indexed' THEN chunks ELSE 0 END)`.as('chunks'),
+        sql<number>`sum(CASE WHEN status IN ('searchable', 'indexed') THEN chunks ELSE 0 END)`.as('chunks'),
+        sql<number>`sum(CASE WHEN status IN ('searchable', 'indexed') THEN chunks_embedded ELSE 0 END)`.as('chunks_embedded'),
       ])
       .where('dataset_id', 'in', datasetIds)
       .groupBy('dataset_id')
@@ -95,10 +112,12 @@ export class DatasetRepository {
     for (const row of rows) {
       counts.set(row.dataset_id, {
         files_total: Number(row.files_total),
+        files_searchable: Number(row.files_searchable),
         files_indexed: Number(row.files_indexed),
         files_pending: Number(row.files_pending),
         files_failed: Number(row.files_failed),
         chunks: Number(row.chunks),
+        chunks_embedded: Number(row.chunks_embedded),
       });
     }
     return counts;

@@ -16,12 +16,15 @@ export const UpdateDatasetBody = Type.Object({
   summary: Type.Optional(ShortText),
 });
 
+/** A file is keyword-searchable before it is indexed (vectors too): see datasets/repository.ts, IngestionCounts. */
 export const IngestionCounters = Type.Object({
   files_total: Type.Integer(),
+  files_searchable: Type.Integer(),
   files_indexed: Type.Integer(),
   files_pending: Type.Integer(),
   files_failed: Type.Integer(),
   chunks: Type.Integer(),
+  chunks_embedded: Type.Integer(),
 });
 
 export const DatasetView = Type.Object({
@@ -51,8 +54,11 @@ export const EmbeddedDatasetView = Type.Object({
 
 export const DatasetFileView = Type.Object({
   path: Type.String(),
-  status: Type.Enum(['queued', 'indexing', 'indexed', 'failed', 'removed']),
+  /** `searchable`: its chunks are found by keywords, their vectors are being made; `indexed`: vectors too. */
+  status: Type.Enum(['queued', 'indexing', 'searchable', 'indexed', 'failed', 'removed']),
   chunks: Type.Integer(),
+  /** Chunks that have their vector (the first ones: they are embedded in order). */
+  chunks_embedded: Type.Integer(),
   error: Type.Union([Type.String(), Type.Null()]),
   updated_at: Timestamp,
 });

@@ -133,7 +133,14 @@ export class DatasetService {
     await this.require(tenant, id);
     const [rows, total] = await Promise.all([this.files.list(id, skip, limit), this.files.count(id)]);
     return {
-      items: rows.map((row) => ({ path: row.path, status: row.status, chunks: row.chunks, error: row.error, updated_at: row.updated_at })),
+      items: rows.map((row) => ({
+        path: row.path,
+        status: row.status,
+        chunks: row.chunks,
+        chunks_embedded: row.chunks_embedded,
+        error: row.error,
+        updated_at: row.updated_at,
+      })),
       total,
     };
   }

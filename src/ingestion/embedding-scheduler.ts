@@ -8,8 +8,11 @@ export interface SliceLimits {
 }
 
 export interface EmbeddingSchedulerOptions {
-  /** Slices embedded at once (2 keeps both USE-lite threads busy across the gap between slices). */
-  readonly concurrency: number;
+  /**
+   * Slices embedded at once (2 keeps both USE-lite threads busy across the gap between slices); a function
+   * is asked before each slice starts (0 holds them back: call `recheck` when it may have changed).
+   */
+  readonly concurrency: number | (() => number);
   readonly slice: SliceLimits;
   /** Called when a dataset's waiting text shrinks (the parse gate may let its next file through). */
   readonly onProgress?: () => void;
@@ -88,8 +91,14 @@ export class EmbeddingScheduler {
     });
   }
 
+  /** Starts waiting slices if the concurrency now allows more. */
+  recheck(): void {
+    this.pump();
+  }
+
   private pump(): void {
-    while (this.running < this.options.concurrency) {
+    const { concurrency } = this.options;
+    while (this.running < (typeof concurrency === 'number' ? concurrency : concurrency())) {
       const slice = this.lines.serve((line, key) => this.cut(line, key));
       if (!slice) return;
       this.running++;

@@ -8,7 +8,8 @@ import { errorMessage } from '../domain/errors.ts';
 import { datasetEmbedder, type Embedder } from '../embeddings/embedder.ts';
 import { isInsideAny } from '../util/paths.ts';
 import { SerialQueue } from '../util/serial-queue.ts';
-import type { ChunkInput, VectorStore } from '../vectors/store.ts';
+import type { ChunkSource, VectorStore } from '../vectors/store.ts';
+import { EmbeddingLane, type LaneFile, type WindowLimits } from './embedding-lane.ts';
 import { EmbeddingScheduler, type SliceLimits } from './embedding-scheduler.ts';
 import type { ClaimedFile, FileRepository } from './files-repository.ts';
 import { type FileFacts, scanFolder } from './folder.ts';
@@ -18,19 +19,25 @@ import type { IngestionDatasets } from './ports.ts';
 import { TurnGate } from './turn-gate.ts';
 import { watchFolder } from './watcher.ts';
 
-/** Files of one dataset in progress at once: enough to keep the parse thread and the embedder fed. */
+/** Files of one dataset claimed at once (rows only: a file's text is in memory only while it holds a parse turn). */
 const DATASET_FILES_IN_FLIGHT = 32;
 /** Files a dataset claims in one turn. */
 const CLAIM_FILES = 16;
-/**
- * A dataset whose parsed text already waiting for the embedder exceeds this parses nothing more until it
- * drains: memory stays bounded (a few files of SVC_MAX_TEXT_MB at most) however large its files are.
- */
-const DATASET_BACKLOG_CHARACTERS = 256_000;
 /** About a second of USE-lite work on two threads; an OpenAI-compatible server gets one request. */
 const SLICE: SliceLimits = { texts: 64, characters: 16_000 };
 /** Two slices at once keep both embedding threads busy across the gap between slices. */
 const EMBED_CONCURRENCY = 2;
+/**
+ * The chunks a dataset's embedding lane reads back from the store at once (a few slices' worth), and
+ * how many such windows it has in flight: what memory holds of the second phase, per dataset.
+ */
+const EMBED_WINDOW: WindowLimits = { texts: 256, characters: 64_000 };
+const EMBED_WINDOWS_IN_FLIGHT = 2;
+/**
+ * Embedding waits while files wait for the keyword index, unless none has become searchable for this
+ * long: a file that takes minutes to parse (a 500-page PDF) does not hold every dataset's vectors back.
+ */
+const KEYWORD_FIRST_MS = 2_000;
 /** How often a busy dataset logs its progress. */
 const PROGRESS_LOG_MS = 10_000;
 /** How long closing waits for datasets still starting (loading their embedder). */
@@ -61,16 +68,18 @@ interface Runtime {
   readonly chunkSize: number;
   readonly chunkOverlap: number;
   readonly embedder: Embedder;
-  /** Every change to the dataset's index goes through here, one at a time (see `commit`). */
+  /** Every change to the dataset's index goes through here, one at a time, each checked against the file's generation first. */
   readonly serial: SerialQueue;
-  /** Files claimed and not finished: what a stop, a deletion or a change cancels. */
+  /** Files claimed and not yet searchable: what a stop, a deletion or a change cancels. */
   readonly jobs: Set<FileJob>;
+  /** Searchable files waiting for their vectors (the second phase). */
+  readonly lane: EmbeddingLane;
   readonly progress: { files: number; chunks: number; since: number };
   watcher?: FSWatcher;
   stopped: boolean;
 }
 
-/** One claimed file on its way through parsing, embedding and commit. */
+/** One claimed file on its way through parsing and the keyword index. */
 interface FileJob {
   readonly runtime: Runtime;
   readonly file: ClaimedFile;
@@ -89,15 +98,14 @@ class Cancelled extends Error {
   }
 }
 
-/** The embedder failed (the file's content is not at fault, but the file cannot be indexed now). */
-class EmbeddingFailed extends Error {
-  override readonly name = 'EmbeddingFailed';
-}
-
 /**
  * Keeps each running `local_file` dataset's index equal to its folder: watches the folder, records every
- * file in `dataset_files` (the durable queue), and indexes queued files: parsed and chunked on the parse
- * thread, embedded in slices, then written in one transaction per file.
+ * file in `dataset_files` (the durable queue), and indexes queued files in two phases:
+ * 1. parsed and chunked on the parse thread, its chunks written to the store (keyword index) in short
+ *    transactions, hidden until they replace the file's old chunks at once: the file is `searchable`;
+ * 2. its chunks embedded in slices and their vectors written as they come (embedding-lane.ts): `indexed`.
+ * A file's text is in memory only during phase 1, which holds one of the few parse turns; phase 2 reads
+ * the chunks back from the store a window at a time.
  *
  * Datasets take turns at every stage, so one huge file never starves another dataset: files are
  * claimed in rounds across datasets, the parse thread takes one file of each dataset in turn, and
@@ -106,8 +114,8 @@ class EmbeddingFailed extends Error {
  * closing the engine cancels it within moments (the parse thread is replaced, waiting slices dropped).
  *
  * Races are settled by generations: every change seen on disk bumps the file's generation, and work
- * started on an older generation is dropped at commit, where the check and the write run in the
- * dataset's serial queue. Whatever happens, the last change seen is the last one indexed.
+ * started on an older generation is dropped where its result is written (the check and the write run in
+ * the dataset's serial queue). Whatever happens, the last change seen is the last one indexed.
  */
 export class IngestionEngine {
   private readonly runtimes = new Map<string, Runtime>();
@@ -116,17 +124,20 @@ export class IngestionEngine {
   private readonly parseTurns: TurnGate;
   private pumping: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
+  /** When a file last started or finished its keyword phase (see KEYWORD_FIRST_MS). */
+  private keywordProgress = 0;
+  private keywordTimer: ReturnType<typeof setTimeout> | undefined;
   private wake = false;
   private closed = false;
 
   constructor(private readonly deps: IngestionEngineDeps) {
-    this.embedding = new EmbeddingScheduler({ concurrency: EMBED_CONCURRENCY, slice: SLICE, onProgress: () => this.parseTurns.recheck() });
-    // One file parsing per thread and one more ready to go: the pool's own queue stays short, so the
-    // order of turns is decided here, fairly, and not by whoever queued first.
-    this.parseTurns = new TurnGate(
-      deps.pool.size + 1,
-      (datasetId) => this.embedding.waitingCharacters(datasetId) < DATASET_BACKLOG_CHARACTERS,
-    );
+    // Files waiting for the keyword index come first: they become searchable in seconds, while the
+    // embedder would take both cores for minutes (see embeddingConcurrency).
+    this.embedding = new EmbeddingScheduler({ concurrency: () => this.embeddingConcurrency(), slice: SLICE });
+    // One file parsing per thread and one more ready to go (or being written): the pool's own queue
+    // stays short, so the order of turns is decided here, fairly, and not by whoever queued first. A turn
+    // lasts until the file is searchable, which bounds how many parsed files memory holds.
+    this.parseTurns = new TurnGate(deps.pool.size + 1);
   }
 
   /** At start-up: every dataset that was ingesting resumes, and its folder is reconciled with the index. */
@@ -165,6 +176,7 @@ export class IngestionEngine {
       if (this.closed) return; // it resumes at the next start-up (its status is still `starting`)
       await store.createDatasetIndex(datasetId, embedder.dimension);
       await files.requeueInterrupted(datasetId);
+      const serial = new SerialQueue();
       runtime = {
         datasetId,
         tenantId: row.tenant_id,
@@ -175,8 +187,9 @@ export class IngestionEngine {
         chunkSize: configuration.chunkSize,
         chunkOverlap: configuration.chunkOverlap,
         embedder,
-        serial: new SerialQueue(),
+        serial,
         jobs: new Set(),
+        lane: this.embeddingLane(datasetId, embedder, serial),
         progress: { files: 0, chunks: 0, since: performance.now() },
         stopped: false,
       };
@@ -190,6 +203,7 @@ export class IngestionEngine {
       this.runtimes.set(datasetId, runtime);
       await this.reconcile(runtime);
       if (runtime.stopped || this.closed) return; // stopped (or the engine closed) while the folder was scanned
+      await this.resumeEmbedding(runtime);
       await datasets.setStatus(datasetId, 'running');
       log.info({ dataset: datasetId, folder: runtime.root, embedder: embedder.id }, 'dataset ingestion started');
       this.kick();
@@ -264,6 +278,7 @@ export class IngestionEngine {
       runtime.roots = folder.roots;
     }
     await this.deps.files.requeueAll(datasetId);
+    runtime?.lane.forget(() => true);
     this.kick();
   }
 
@@ -278,6 +293,8 @@ export class IngestionEngine {
       await Promise.race([Promise.allSettled([...this.starting.values()]), delay(STARTING_WAIT_MS)]);
       await stopAll();
       await this.pumping;
+      clearTimeout(this.keywordTimer);
+      await this.deps.store.close();
     })();
     return this.closing;
   }
@@ -295,7 +312,7 @@ export class IngestionEngine {
     const jobs = [...runtime.jobs];
     for (const job of jobs) job.controller.abort(new Cancelled(cause));
     await runtime.watcher?.close();
-    await Promise.allSettled(jobs.map((job) => job.done));
+    await Promise.allSettled([...jobs.map((job) => job.done), runtime.lane.stop()]);
     await runtime.serial.run(async () => undefined); // let a commit in progress finish
   }
 
@@ -312,6 +329,7 @@ export class IngestionEngine {
       const generation = await this.deps.files.generationOf(runtime.datasetId, file.path);
       if (generation !== undefined) {
         this.cancelJobs(runtime, 'changed', (job) => job.file.path === file.path && job.file.generation < generation);
+        runtime.lane.forget((waiting) => waiting.path === file.path && waiting.generation < generation);
       }
       this.kick();
     } catch (error) {
@@ -323,15 +341,18 @@ export class IngestionEngine {
     if (runtime.stopped) return;
     // Cancelled first: a file being embedded stops now, not after its removal is written.
     const prefix = `${path}/`;
-    this.cancelJobs(runtime, 'removed', (job) => job.file.path === path || (folder && job.file.path.startsWith(prefix)));
+    const under = (file: string) => file === path || (folder && file.startsWith(prefix));
+    this.cancelJobs(runtime, 'removed', (job) => under(job.file.path));
+    runtime.lane.forget((waiting) => under(waiting.path));
     const { files } = this.deps;
     const paths = folder ? await files.livePathsUnder(runtime.datasetId, path) : [path];
     for (const removed of paths) await this.removeFile(runtime, removed);
   }
 
+  /** Its chunks are hidden at once; their deletion follows in the background, in short transactions. */
   private removeFile(runtime: Runtime, path: string): Promise<void> {
     return runtime.serial.run(async () => {
-      await this.deps.store.deleteFileChunks(runtime.datasetId, path);
+      await this.deps.store.retireFile(runtime.datasetId, path);
       await this.deps.files.removed(runtime.datasetId, path);
     });
   }
@@ -352,6 +373,23 @@ export class IngestionEngine {
       // A file created after the scan read its folder is on disk, just not in `found`.
       if (!present.has(path) && !existsSync(join(runtime.root, path))) await this.removeFile(runtime, path);
     }
+  }
+
+  /**
+   * No slice is embedded while a file of a running dataset waits for (or is in) its keyword phase, as
+   * long as that phase is moving: files become searchable first, and their vectors follow.
+   */
+  private embeddingConcurrency(): number {
+    let keywordWork = false;
+    for (const runtime of this.runtimes.values()) keywordWork ||= runtime.jobs.size > 0;
+    const stalled = performance.now() - this.keywordProgress >= KEYWORD_FIRST_MS;
+    if (!keywordWork || stalled || this.closed) return EMBED_CONCURRENCY;
+    // Looked at again when the keyword phase may count as stalled, if no file finishes before then.
+    this.keywordTimer ??= setTimeout(() => {
+      this.keywordTimer = undefined;
+      this.embedding.recheck();
+    }, KEYWORD_FIRST_MS).unref();
+    return 0;
   }
 
   /** Makes sure the queue is being worked; cheap to call often (every finished file calls it). */
@@ -408,7 +446,10 @@ export class IngestionEngine {
 
   private startJob(runtime: Runtime, file: ClaimedFile): void {
     // Progress is measured from the moment work resumes, not from the last file hours ago.
-    if (runtime.jobs.size === 0 && runtime.progress.files === 0) runtime.progress.since = performance.now();
+    const { progress } = runtime;
+    if (runtime.jobs.size === 0 && runtime.lane.size === 0 && progress.files === 0 && progress.chunks === 0)
+      progress.since = performance.now();
+    this.keywordProgress = performance.now();
     const job: FileJob = { runtime, file, controller: new AbortController() };
     runtime.jobs.add(job);
     job.done = this.runJob(job)
@@ -417,48 +458,117 @@ export class IngestionEngine {
       )
       .finally(() => {
         runtime.jobs.delete(job);
+        this.keywordProgress = performance.now();
         this.logProgress(runtime);
         this.kick();
+        this.embedding.recheck();
       });
   }
 
-  /** Parse (taking turns on the parse thread), embed (in slices taking turns), commit; or record why not. */
+  /**
+   * Phase 1: parse (taking turns on the parse thread) and write the chunks to the keyword index; the
+   * file is then searchable and waits in its dataset's embedding lane. Or record why not.
+   */
   private async runJob(job: FileJob): Promise<void> {
     const { runtime, file } = job;
     const signal = job.controller.signal;
     try {
       const release = await this.parseTurns.acquire(runtime.datasetId, signal);
-      let prepared: PreparedFile;
       try {
-        prepared = await this.deps.pool.prepare(join(runtime.root, file.path), this.prepareOptions(runtime, file), signal);
-      } catch (error) {
+        const prepared = await this.deps.pool.prepare(join(runtime.root, file.path), this.prepareOptions(runtime, file), signal);
+        if (prepared.unchanged) {
+          const status = await runtime.serial.run(() => this.deps.files.unchanged(file));
+          if (status === 'searchable') runtime.lane.add(file);
+          return;
+        }
+        await this.writeKeywords(job, prepared);
+      } finally {
         release();
-        throw error;
-      }
-      if (prepared.unchanged) {
-        release();
-        await runtime.serial.run(() => this.deps.files.unchanged(file));
-        return;
-      }
-      // Queued before the permit goes back, so the gate already counts this file's text as waiting.
-      const embedding = this.embedding.embed(
-        runtime.datasetId,
-        runtime.embedder,
-        prepared.chunks.map((chunk) => chunk.text),
-        signal,
-      );
-      release();
-      const vectors = await embedding.catch((error: unknown) => {
-        throw signal.aborted ? signal.reason : new EmbeddingFailed(`embedding failed: ${errorMessage(error)}`);
-      });
-      const written = await this.commit(job, chunkInputs(file, prepared, vectors), prepared.hash);
-      if (written) {
-        runtime.progress.files++;
-        runtime.progress.chunks += vectors.length;
       }
     } catch (error) {
       await this.settleFailure(job, error);
     }
+  }
+
+  /**
+   * Writes the file's chunks hidden (in short transactions, cancellable between them), then, unless the
+   * file changed or its work was cancelled meanwhile, makes them its chunks in place of the old ones.
+   */
+  private async writeKeywords(job: FileJob, prepared: PreparedFile): Promise<void> {
+    const { runtime, file } = job;
+    const { store, files } = this.deps;
+    const signal = job.controller.signal;
+    const source = chunkSource(file, prepared);
+    const staged = await store.stage(runtime.datasetId, file.path, source, signal);
+    let published = false;
+    try {
+      const searchable = await runtime.serial.run(async () => {
+        signal.throwIfAborted();
+        if ((await files.generationOf(file.datasetId, file.path)) !== file.generation) return false;
+        published = await store.publish(staged);
+        return published && (await files.searchable(file, prepared.hash, source.count));
+      });
+      if (!searchable) return;
+      runtime.progress.files++;
+      if (source.count > 0) runtime.lane.add(file);
+    } finally {
+      if (!published) await store.discard(staged);
+    }
+  }
+
+  /** Phase 2 of a dataset: its searchable files' chunks are embedded and their vectors written, in order. */
+  private embeddingLane(datasetId: string, embedder: Embedder, serial: SerialQueue): EmbeddingLane {
+    const { store, files, log } = this.deps;
+    const lane: EmbeddingLane = new EmbeddingLane({
+      window: EMBED_WINDOW,
+      windowsInFlight: EMBED_WINDOWS_IN_FLIGHT,
+      read: (waiting, limits) =>
+        store.unembeddedOf(
+          datasetId,
+          waiting.map(({ file, from }) => ({ fileKey: file.path, from })),
+          limits,
+        ),
+      embed: (texts, signal) => this.embedding.embed(datasetId, embedder, texts, signal),
+      // One window: its files' vectors in one transaction, their progress in one statement.
+      write: (parts) =>
+        serial.run(async () => {
+          const wanted = new Set(await files.stillSearchable(datasetId, [...new Set(parts.map((part) => part.file))]));
+          const live = parts.filter((part) => wanted.has(part.file));
+          const written = await store.addVectorsOf(
+            datasetId,
+            live.map(({ file, from, vectors }) => ({ fileKey: file.path, from, vectors })),
+          );
+          const progress = live.flatMap((part, index) => {
+            const embedded = written[index]?.embedded;
+            return embedded === undefined ? [] : [{ file: part.file, embedded, vectors: part.vectors.length }];
+          });
+          await files.embedded(datasetId, progress);
+          const runtime = this.runtimes.get(datasetId);
+          if (runtime) {
+            runtime.progress.chunks += progress.reduce((sum, part) => sum + part.vectors, 0);
+            this.logProgress(runtime);
+          }
+        }),
+      // The embedder failing is not the files' fault, but they cannot be indexed now (as before two phases).
+      failed: async (failing, error) => {
+        for (const file of failing) await this.fail(serial, { datasetId, ...file }, `embedding failed: ${errorMessage(error)}`);
+      },
+      unexpected: (error) => log.error({ dataset: datasetId, err: error }, 'embedding a file failed unexpectedly'),
+      drained: () => {
+        const runtime = this.runtimes.get(datasetId);
+        if (runtime) this.logProgress(runtime);
+      },
+    });
+    return lane;
+  }
+
+  /** At a dataset's start, its searchable files resume embedding in the order their chunks were written. */
+  private async resumeEmbedding(runtime: Runtime): Promise<void> {
+    const waiting = await this.deps.files.searchableFiles(runtime.datasetId);
+    const order = new Map((await this.deps.store.filesToEmbed(runtime.datasetId)).map((path, index) => [path, index]));
+    // A file missing from the store's list has every vector already (knode stopped just before it was marked indexed).
+    const rank = (file: LaneFile) => order.get(file.path) ?? -1;
+    for (const file of waiting.sort((a, b) => rank(a) - rank(b))) runtime.lane.add(file);
   }
 
   private prepareOptions(runtime: Runtime, file: ClaimedFile): PrepareOptions {
@@ -486,34 +596,27 @@ export class IngestionEngine {
       await this.deps.files.release(file);
       return;
     }
-    await this.fail(runtime, file, errorMessage(error));
-  }
-
-  /** Writes a file's chunks, unless the file changed, or its work was cancelled, while they were made. */
-  private commit(job: FileJob, chunks: ChunkInput[], hash: string): Promise<boolean> {
-    const { runtime, file } = job;
-    return runtime.serial.run(async () => {
-      if (job.controller.signal.aborted) throw job.controller.signal.reason;
-      if ((await this.deps.files.generationOf(file.datasetId, file.path)) !== file.generation) return false;
-      await this.deps.store.replaceFileChunks(file.datasetId, file.path, chunks);
-      return this.deps.files.indexed(file, hash, chunks.length);
-    });
+    await this.fail(runtime.serial, file, errorMessage(error));
   }
 
   /** A file that cannot be indexed has no chunks: whatever an older version left is removed. */
-  private fail(runtime: Runtime, file: ClaimedFile, reason: string): Promise<void> {
-    return runtime.serial.run(async () => {
+  private fail(serial: SerialQueue, file: { datasetId: string; path: string; generation: number }, reason: string): Promise<void> {
+    return serial.run(async () => {
       if ((await this.deps.files.generationOf(file.datasetId, file.path)) !== file.generation) return;
-      await this.deps.store.deleteFileChunks(file.datasetId, file.path);
+      await this.deps.store.retireFile(file.datasetId, file.path);
       await this.deps.files.failed(file, reason);
     });
   }
 
-  /** Files and chunks per second, every few seconds while busy and once when the dataset's queue drains. */
+  /**
+   * Files made searchable and chunks embedded per second, every few seconds while busy and once when the
+   * dataset has nothing left to do; with the longest write transaction so far (the API waits that long at most).
+   */
   private logProgress(runtime: Runtime): void {
     const { progress } = runtime;
     const elapsed = performance.now() - progress.since;
-    if (progress.files === 0 || (runtime.jobs.size > 0 && elapsed < PROGRESS_LOG_MS)) return;
+    if (progress.files === 0 && progress.chunks === 0) return;
+    if ((runtime.jobs.size > 0 || runtime.lane.size > 0) && elapsed < PROGRESS_LOG_MS) return;
     const seconds = elapsed / 1000;
     this.deps.log.info(
       {
@@ -522,6 +625,7 @@ export class IngestionEngine {
         chunks: progress.chunks,
         seconds: Number(seconds.toFixed(2)),
         chunks_per_second: Math.round(progress.chunks / seconds),
+        longest_write_ms: Math.round(this.deps.store.longestWriteMs),
       },
       'ingested files',
     );
@@ -531,20 +635,26 @@ export class IngestionEngine {
   }
 }
 
-/** The store's rows for a file: each chunk with its vector and the metadata search shows. */
-function chunkInputs(file: ClaimedFile, prepared: PreparedFile, vectors: Float32Array[]): ChunkInput[] {
+/** The store's rows for a file, made as they are written: each chunk with the metadata search shows. */
+function chunkSource(file: ClaimedFile, prepared: PreparedFile): ChunkSource {
   const fileType = extname(file.path).slice(1).toLowerCase();
-  return prepared.chunks.map((chunk, index) => ({
-    content: chunk.text,
-    metadata: {
-      source: file.path,
-      file_type: fileType,
-      chunk_index: chunk.chunk_index,
-      ...(chunk.page !== undefined ? { page: chunk.page } : {}),
-      ...(prepared.title ? { title: prepared.title } : {}),
+  const { chunks, title } = prepared;
+  return {
+    count: chunks.length,
+    chunk: (index) => {
+      const chunk = chunks[index] as PreparedFile['chunks'][number];
+      return {
+        content: chunk.text,
+        metadata: {
+          source: file.path,
+          file_type: fileType,
+          chunk_index: chunk.chunk_index,
+          ...(chunk.page !== undefined ? { page: chunk.page } : {}),
+          ...(title ? { title } : {}),
+        },
+      };
     },
-    embedding: vectors[index] as Float32Array,
-  }));
+  };
 }
 
 /** A timer that does not keep the process alive. */

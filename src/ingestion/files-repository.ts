@@ -1,10 +1,10 @@
-import { sql } from 'kysely';
+import { type SqlBool, sql } from 'kysely';
 import type { Db } from '../db/database.ts';
 import { now } from '../db/database.ts';
 import type { DatasetFileTable } from '../db/schema.ts';
 import type { FileFacts } from './folder.ts';
 
-export type FileRow = Omit<DatasetFileTable, 'generation'> & { generation: number };
+export type FileRow = Omit<DatasetFileTable, 'generation' | 'chunks_embedded'> & { generation: number; chunks_embedded: number };
 
 /** A queued file claimed for indexing, with what is needed to tell later whether it changed meanwhile. */
 export interface ClaimedFile {
@@ -14,9 +14,16 @@ export interface ClaimedFile {
   contentHash: string | null;
 }
 
+/** A file whose chunks are keyword-searchable and wait for their vectors (status `searchable`). */
+export interface SearchableFile {
+  readonly path: string;
+  readonly generation: number;
+}
+
 /**
  * The per-file state of every dataset, which is also the durable job queue: a `queued` row is work to
- * do, and survives a crash or restart. Every change seen on disk bumps the row's generation.
+ * do (parsing, then the keyword index), a `searchable` row waits for its vectors; both survive a crash
+ * or restart. Every change seen on disk bumps the row's generation.
  */
 export class FileRepository {
   constructor(private readonly db: Db) {}
@@ -156,11 +163,21 @@ export class FileRepository {
     return row?.generation;
   }
 
-  /** The file's chunks are searchable now, unless it changed while they were made (then it stays queued). */
-  async indexed(file: ClaimedFile, contentHash: string, chunks: number): Promise<boolean> {
+  /**
+   * The file's chunks are keyword-searchable now (`indexed` at once when it has none), unless it changed
+   * while they were made (then it stays queued).
+   */
+  async searchable(file: ClaimedFile, contentHash: string, chunks: number): Promise<boolean> {
     const result = await this.db
       .updateTable('dataset_files')
-      .set({ status: 'indexed', content_hash: contentHash, chunks, error: null, updated_at: now() })
+      .set({
+        status: chunks > 0 ? 'searchable' : 'indexed',
+        content_hash: contentHash,
+        chunks,
+        chunks_embedded: 0,
+        error: null,
+        updated_at: now(),
+      })
       .where('dataset_id', '=', file.datasetId)
       .where('path', '=', file.path)
       .where('generation', '=', file.generation)
@@ -168,32 +185,100 @@ export class FileRepository {
     return Number(result.numUpdatedRows) > 0;
   }
 
-  /** Its content is what was indexed already (only its time changed): the chunks stand as they are. */
-  async unchanged(file: ClaimedFile): Promise<void> {
+  /**
+   * How many of each file's chunks have their vector (`indexed` once all do), in one statement, except
+   * for files that moved on (changed, removed, failed) since they became searchable.
+   */
+  async embedded(datasetId: string, progress: readonly { file: SearchableFile; embedded: number }[]): Promise<void> {
+    if (progress.length === 0) return;
+    const embedded = sql<number>`CASE path ${sql.join(
+      progress.map(({ file, embedded }) => sql`WHEN ${file.path} THEN ${embedded}`),
+      sql` `,
+    )} ELSE chunks_embedded END`;
+    const files = sql.join(progress.map(({ file }) => sql`(${file.path}, ${file.generation})`));
     await this.db
       .updateTable('dataset_files')
-      .set({ status: 'indexed', error: null, updated_at: now() })
+      .set({
+        chunks_embedded: embedded,
+        status: sql`CASE WHEN ${embedded} >= chunks THEN 'indexed' ELSE 'searchable' END`,
+        updated_at: now(),
+      })
+      .where('dataset_id', '=', datasetId)
+      .where('status', '=', 'searchable')
+      .where(sql<SqlBool>`(path, generation) IN (VALUES ${files})`)
+      .execute();
+  }
+
+  /** Files waiting for their vectors (at a dataset's start, to resume embedding them). */
+  async searchableFiles(datasetId: string): Promise<SearchableFile[]> {
+    return this.db
+      .selectFrom('dataset_files')
+      .select(['path', 'generation'])
+      .where('dataset_id', '=', datasetId)
+      .where('status', '=', 'searchable')
+      .orderBy('updated_at')
+      .orderBy('path')
+      .execute();
+  }
+
+  /** Those of `files` still searchable in the same generation (their vectors are still wanted). */
+  async stillSearchable<F extends SearchableFile>(datasetId: string, files: readonly F[]): Promise<F[]> {
+    if (files.length === 0) return [];
+    const rows = await this.db
+      .selectFrom('dataset_files')
+      .select(['path', 'generation'])
+      .where('dataset_id', '=', datasetId)
+      .where('status', '=', 'searchable')
+      .where(
+        'path',
+        'in',
+        files.map((file) => file.path),
+      )
+      .execute();
+    const current = new Map(rows.map((row) => [row.path, row.generation]));
+    return files.filter((file) => current.get(file.path) === file.generation);
+  }
+
+  /**
+   * Its content is what was indexed already (only its time changed): the chunks stand as they are, and
+   * the file is `searchable` again when some still wait for their vectors. Returns that status, or
+   * undefined when the file changed meanwhile.
+   */
+  async unchanged(file: ClaimedFile): Promise<'searchable' | 'indexed' | undefined> {
+    const row = await this.db
+      .updateTable('dataset_files')
+      .set({ status: sql`CASE WHEN chunks_embedded < chunks THEN 'searchable' ELSE 'indexed' END`, error: null, updated_at: now() })
       .where('dataset_id', '=', file.datasetId)
       .where('path', '=', file.path)
       .where('generation', '=', file.generation)
-      .execute();
+      .returning('status')
+      .executeTakeFirst();
+    return row?.status === 'searchable' || row?.status === 'indexed' ? row.status : undefined;
   }
 
   /** The file is gone from the folder: its row stays as `removed` so the files route can say so. */
   async removed(datasetId: string, path: string): Promise<void> {
     await this.db
       .updateTable('dataset_files')
-      .set({ status: 'removed', chunks: 0, error: null, content_hash: null, generation: sql`generation + 1`, updated_at: now() })
+      .set({
+        status: 'removed',
+        chunks: 0,
+        chunks_embedded: 0,
+        error: null,
+        content_hash: null,
+        generation: sql`generation + 1`,
+        updated_at: now(),
+      })
       .where('dataset_id', '=', datasetId)
       .where('path', '=', path)
       .execute();
   }
 
   /** Records a failure, unless the file changed meanwhile (then its new generation is queued already). */
-  async failed(file: ClaimedFile, error: string): Promise<void> {
+  async failed(file: Pick<ClaimedFile, 'datasetId' | 'path' | 'generation'>, error: string): Promise<void> {
     await this.db
       .updateTable('dataset_files')
-      .set({ status: 'failed', error, chunks: 0, content_hash: null, updated_at: now() })
+      .set({ status: 'failed', error, chunks: 0, chunks_embedded: 0, content_hash: null, updated_at: now() })
       .where('dataset_id', '=', file.datasetId)
       .where('path', '=', file.path)
       .where('generation', '=', file.generation)
@@ -214,7 +299,19 @@ export class FileRepository {
   async list(datasetId: string, skip: number, limit: number): Promise<FileRow[]> {
     return this.db
       .selectFrom('dataset_files')
-      .select(['dataset_id', 'path', 'content_hash', 'size', 'mtime_ms', 'status', 'chunks', 'error', 'generation', 'updated_at'])
+      .select([
+        'dataset_id',
+        'path',
+        'content_hash',
+        'size',
+        'mtime_ms',
+        'status',
+        'chunks',
+        'chunks_embedded',
+        'error',
+        'generation',
+        'updated_at',
+      ])
       .where('dataset_id', '=', datasetId)
       .orderBy('path')
       .offset(skip)

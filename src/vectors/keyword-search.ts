@@ -1,6 +1,6 @@
 import type { Database as SqliteDatabase } from 'bun:sqlite';
 import { keywordTerms, matchExpression } from './keyword-query.ts';
-import { type DatasetTables, TOKENIZER } from './tables.ts';
+import { type DatasetTables, outsideRanges, type RowRange, TOKENIZER } from './tables.ts';
 
 /** Below this many chunks every query word is searched: reading all their postings is cheap. */
 const PRUNE_MIN_CHUNKS = 10_000;
@@ -71,17 +71,24 @@ export function matchedWeights(
   return matched;
 }
 
-/** The best `wanted` chunks by BM25, as rowid → score (higher is better). */
+/**
+ * The best `wanted` chunks by BM25, as rowid → score (higher is better). Rows in `hidden` (chunks being
+ * written or deleted, vectors/chunk-sets.ts) are skipped before the best are chosen.
+ */
 export function keywordCandidates(
   sqlite: SqliteDatabase,
   tables: DatasetTables,
   query: KeywordQuery,
   wanted: number,
   layout: number,
+  hidden: readonly RowRange[] = [],
 ): Map<number, number> {
+  const outside = outsideRanges('rowid', hidden);
   const rows = sqlite
-    .query(`SELECT rowid, ${bm25(tables, layout)} AS score FROM ${tables.keywords} WHERE ${tables.keywords} MATCH ? ORDER BY score LIMIT ?`)
-    .all(query.expression, wanted) as { rowid: number; score: number }[];
+    .query(
+      `SELECT rowid, ${bm25(tables, layout)} AS score FROM ${tables.keywords} WHERE ${tables.keywords} MATCH ?${outside.sql} ORDER BY score LIMIT ?`,
+    )
+    .all(query.expression, ...outside.params, wanted) as { rowid: number; score: number }[];
   return new Map(rows.map((row) => [row.rowid, -row.score]));
 }
 

@@ -1,6 +1,27 @@
 import type { Database as SqliteDatabase } from 'bun:sqlite';
 import { now, type OpenedDatabase } from '../db/database.ts';
 import type { Calibration } from './calibration.ts';
+import {
+  addVectors,
+  blob,
+  type ChunkRow,
+  type ChunkSet,
+  checkVector,
+  collectGarbage,
+  discardSet,
+  discardStaged,
+  filesToEmbed,
+  type HiddenRange,
+  hiddenRanges,
+  type IndexShape,
+  keywordInsert,
+  publishSet,
+  readRows,
+  reserveSet,
+  retireFile,
+  visibleSet,
+  writeRows,
+} from './chunk-sets.ts';
 import { type KeywordQuery, keywordCandidates, keywordQuery, keywordScoresOf, matchedWeights } from './keyword-search.ts';
 import { type Candidate, type QueryFacts, type Ranked, rank, type SearchMode } from './ranking.ts';
 import {
@@ -10,11 +31,12 @@ import {
   datasetTables,
   dropKeywordTablesSql,
   dropTablesSql,
-  hasBitColumn,
+  inRanges,
   KEYWORD_LAYOUT,
+  outsideRanges,
   sourceWords,
 } from './tables.ts';
-import { distanceTo, MAX_KNN, nearestChunks, type VectorScan } from './vector-search.ts';
+import { distanceTo, MAX_KNN, type Neighbour, nearestChunks, type VectorScan } from './vector-search.ts';
 
 export type { SearchMode } from './ranking.ts';
 export type { VectorScan } from './vector-search.ts';
@@ -45,12 +67,53 @@ export interface CandidateSet {
   readonly facts: QueryFacts;
 }
 
-export interface ChunkInput {
+/** A chunk as it is given to the store; its vector may come later (addVectors). */
+export interface ChunkText {
   /** Kept as the chunk's `document_id`; a UUID is made when absent. */
   readonly id?: string;
   readonly content: string;
   readonly metadata: Record<string, unknown>;
+  readonly embedding?: Float32Array;
+}
+
+/** A file's chunks with their vectors, written at once (replaceFileChunks). */
+export interface ChunkInput extends ChunkText {
   readonly embedding: Float32Array;
+}
+
+/**
+ * A file's chunks, made as they are written (`chunk(i)` is asked once per chunk, in order), so a large
+ * file's chunks need not all be in memory as rows at once.
+ */
+export interface ChunkSource {
+  readonly count: number;
+  chunk(index: number): ChunkText;
+}
+
+/** A file's chunks being written as a hidden set (stage), until they are published or discarded. */
+export interface StagedFile {
+  readonly datasetId: string;
+  readonly fileKey: string;
+  readonly source: ChunkSource;
+  /** Chunks written so far, and how many of them came with their vector. */
+  written: number;
+  embedded: number;
+  /** Reserved with the first write; a file small enough for one transaction is written as it is published. */
+  set?: ChunkSet;
+}
+
+/** How far a file's vectors are: its first `embedded` chunks of `count` have one. */
+export interface EmbeddingProgress {
+  readonly embedded: number;
+  readonly count: number;
+}
+
+/** A file's next chunks without a vector, from row `from` on (embedding-lane.ts, LaneChunks). */
+export interface UnembeddedChunks {
+  readonly from: number;
+  readonly rows: readonly { readonly rowid: number; readonly content: string }[];
+  /** Nothing after these is left to embed. */
+  readonly last: boolean;
 }
 
 export interface IndexInfo {
@@ -71,57 +134,93 @@ export class VectorIndexMissingError extends Error {
  */
 const CANDIDATES_PER_RESULT = 4;
 const MAX_DIMENSION = 8192;
+/**
+ * The most chunks (and characters) one write transaction takes. Measured here with 1,000-character chunks:
+ * 10 to 40 ms per 256 chunks (FTS5 and its merges most of it). Each transaction blocks the thread that
+ * answers requests, and queries wait for it, so it is kept far below the 200 ms the API may stall at most.
+ */
+const WRITE_ROWS = 256;
+const WRITE_CHARACTERS = 256_000;
+/** Chunks deleted per transaction when garbage (a replaced or deleted file's chunks) is collected: about 20 ms. */
+const COLLECT_ROWS = 512;
+/** Chunk rows deleted per transaction when a dataset's index is dropped (plain rows: cheaper). */
+const DROP_ROWS = 5_000;
 
-function blob(vector: Float32Array): Uint8Array {
-  return new Uint8Array(vector.buffer, vector.byteOffset, vector.byteLength);
+/** Lets the event loop answer requests between two write transactions. */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /**
  * Chunks of every dataset, searchable by vector (sqlite-vec `vec0`, cosine) and keyword (FTS5, BM25).
  * Per dataset: one vec0 table, one contentless FTS5 table, rows in the shared `vector_chunks` table;
- * the three share a rowid. All work runs on the one connection through `exclusive`, synchronously,
- * so each write is one SQLite transaction and a search reads one consistent state.
+ * the three share a rowid. All work runs on the one connection through `exclusive`, synchronously, so
+ * a search reads one consistent state.
+ *
+ * Writes are short transactions: a file's chunks are written in batches as a hidden set and then swapped
+ * in at once (chunk-sets.ts), its vectors can come later (a chunk without one is found by its keywords),
+ * and replaced or deleted chunks are hidden at once and deleted in batches by `collectGarbage`.
  */
 export class VectorStore {
+  private longestWrite = 0;
+  private runningCollection: Promise<void> | undefined;
+  private queuedCollection: Promise<void> | undefined;
+  private closed = false;
+
   constructor(private readonly opened: OpenedDatabase) {}
 
-  /** Creates the dataset's tables; again with the same dimension does nothing, with another it fails. */
+  /** The longest write transaction so far, in milliseconds (the ingestion logs it with its progress). */
+  get longestWriteMs(): number {
+    return this.longestWrite;
+  }
+
+  /**
+   * Creates the dataset's tables; again with the same dimension does nothing, with another it fails.
+   * Called when a dataset starts: chunks a stop or a crash left half written are discarded.
+   */
   async createDatasetIndex(datasetId: string, dimension: number): Promise<void> {
     const tables = datasetTables(datasetId);
     if (!Number.isInteger(dimension) || dimension < 1 || dimension > MAX_DIMENSION) {
       throw new Error(`vector dimension must be an integer from 1 to ${MAX_DIMENSION}, got ${dimension}`);
     }
-    return this.opened.exclusive((sqlite) =>
-      sqlite
-        .transaction(() => {
-          const existing = readIndex(sqlite, tables);
-          if (existing && existing.dimension !== dimension) {
-            throw new Error(`dataset ${datasetId} already has a ${existing.dimension}-dimension index, not ${dimension}`);
-          }
-          if (existing && existing.keywordLayout < KEYWORD_LAYOUT) rebuildKeywords(sqlite, tables);
-          for (const statement of createTablesSql(tables, dimension)) sqlite.run(statement);
-          if (!existing) {
-            sqlite
-              .query('INSERT INTO vector_indexes (dataset_id, dimension, chunk_count, keyword_layout, created_at) VALUES (?, ?, 0, ?, ?)')
-              .run(tables.datasetId, dimension, KEYWORD_LAYOUT, now());
-          }
-        })
-        .immediate(),
-    );
+    await this.write((sqlite) => {
+      const existing = readIndex(sqlite, tables);
+      if (existing && existing.dimension !== dimension) {
+        throw new Error(`dataset ${datasetId} already has a ${existing.dimension}-dimension index, not ${dimension}`);
+      }
+      if (existing && existing.keywordLayout < KEYWORD_LAYOUT) rebuildKeywords(sqlite, tables);
+      for (const statement of createTablesSql(tables, dimension)) sqlite.run(statement);
+      if (!existing) {
+        sqlite
+          .query('INSERT INTO vector_indexes (dataset_id, dimension, chunk_count, keyword_layout, created_at) VALUES (?, ?, 0, ?, ?)')
+          .run(tables.datasetId, dimension, KEYWORD_LAYOUT, now());
+      }
+      discardStaged(sqlite, tables);
+    });
+    // What a stop interrupted (or a crash left staged) is deleted now.
+    void this.collectGarbage().catch(() => undefined);
   }
 
-  /** Drops the dataset's tables and chunks; a dataset without an index is left as it is. */
+  /**
+   * Drops the dataset's tables and chunks; a dataset without an index is left as it is. Its chunk rows go
+   * first, in batches, so no transaction grows with the size of the dataset.
+   */
   async dropDatasetIndex(datasetId: string): Promise<void> {
     const tables = datasetTables(datasetId);
-    return this.opened.exclusive((sqlite) =>
-      sqlite
-        .transaction(() => {
-          for (const statement of dropTablesSql(tables)) sqlite.run(statement);
-          sqlite.query('DELETE FROM vector_chunks WHERE dataset_id = ?').run(tables.datasetId);
-          sqlite.query('DELETE FROM vector_indexes WHERE dataset_id = ?').run(tables.datasetId);
-        })
-        .immediate(),
-    );
+    const batch = () =>
+      this.write(
+        (sqlite) =>
+          sqlite
+            .query('DELETE FROM vector_chunks WHERE row_id IN (SELECT row_id FROM vector_chunks WHERE dataset_id = ? LIMIT ?)')
+            .run(tables.datasetId, DROP_ROWS).changes,
+      );
+    while ((await batch()) === DROP_ROWS) await nextTurn();
+    await this.write((sqlite) => {
+      for (const statement of dropTablesSql(tables)) sqlite.run(statement);
+      sqlite.query('DELETE FROM vector_chunks WHERE dataset_id = ?').run(tables.datasetId);
+      sqlite.query('DELETE FROM vector_sets WHERE dataset_id = ?').run(tables.datasetId);
+      sqlite.query('DELETE FROM vector_indexes WHERE dataset_id = ?').run(tables.datasetId);
+    });
   }
 
   async indexInfo(datasetId: string): Promise<IndexInfo | undefined> {
@@ -131,57 +230,200 @@ export class VectorStore {
   }
 
   /**
-   * Replaces every chunk of one file (`fileKey`, e.g. its relative path) with `chunks`, in one
-   * transaction: a search sees the old chunks or the new ones, never a mix or neither. Returns the ids.
+   * Replaces every chunk of one file (`fileKey`, e.g. its relative path) with `chunks`: staged, then
+   * published at once, so a search sees the old chunks or the new ones, never a mix or neither. Returns the ids.
    */
   async replaceFileChunks(datasetId: string, fileKey: string, chunks: readonly ChunkInput[]): Promise<string[]> {
     const tables = datasetTables(datasetId);
-    return this.opened.exclusive((sqlite) =>
-      sqlite
-        .transaction(() => {
-          const index = requireIndex(sqlite, tables);
-          const rows = chunks.map((chunk) => validateChunk(chunk, index.dimension));
-          const removed = deleteFile(sqlite, tables, fileKey);
-          const insertChunk = sqlite.query(
-            'INSERT INTO vector_chunks (id, dataset_id, file_key, content, metadata) VALUES (?, ?, ?, ?, ?) RETURNING row_id',
-          );
-          const insertVector = sqlite.query(
-            hasBitColumn(index.dimension)
-              ? `INSERT INTO ${tables.vectors} (rowid, embedding, embedding_bits) VALUES (?, ?, vec_quantize_binary(?))`
-              : `INSERT INTO ${tables.vectors} (rowid, embedding) VALUES (?, ?)`,
-          );
-          const insertText = keywordInsert(sqlite, tables, index.keywordLayout);
-          for (const row of rows) {
-            const inserted = insertChunk.get(row.id, tables.datasetId, fileKey, row.content, row.metadata) as {
-              row_id: number;
-            };
-            const vector = blob(row.embedding);
-            if (hasBitColumn(index.dimension)) insertVector.run(inserted.row_id, vector, vector);
-            else insertVector.run(inserted.row_id, vector);
-            insertText(inserted.row_id, row.content, row.title, fileKey);
-          }
-          adjustCount(sqlite, tables, rows.length - removed);
-          return rows.map((row) => row.id);
-        })
-        .immediate(),
-    );
+    const index = await this.opened.exclusive((sqlite) => requireIndex(sqlite, tables));
+    const rows = chunks.map((chunk) => ({ ...chunk, id: chunk.id ?? crypto.randomUUID() }));
+    for (const row of rows) checkChunk(row, index.dimension);
+    let staged: StagedFile | undefined;
+    try {
+      staged = await this.stage(datasetId, fileKey, { count: rows.length, chunk: (i) => rows[i] as ChunkText });
+      if (!(await this.publish(staged))) throw new Error(`the chunks of ${fileKey} were deleted while they were written`);
+    } finally {
+      if (staged) await this.discard(staged);
+      await this.collectGarbage();
+    }
+    return rows.map((row) => row.id);
   }
 
-  /** Removes every chunk of one file, in one transaction. Returns how many there were. */
-  async deleteFileChunks(datasetId: string, fileKey: string): Promise<number> {
+  /**
+   * Writes a file's chunks as a hidden set, in short transactions (WRITE_ROWS), between which the API
+   * answers; a file that fits in one transaction is written by `publish` instead. Nothing is visible until
+   * `publish`; on failure or abort what was written is discarded.
+   */
+  async stage(datasetId: string, fileKey: string, source: ChunkSource, signal?: AbortSignal): Promise<StagedFile> {
     const tables = datasetTables(datasetId);
-    return this.opened.exclusive((sqlite) =>
-      sqlite
-        .transaction(() => {
-          requireIndex(sqlite, tables);
-          const removed = deleteFile(sqlite, tables, fileKey);
-          adjustCount(sqlite, tables, -removed);
-          return removed;
-        })
-        .immediate(),
-    );
+    const staged: StagedFile = { datasetId: tables.datasetId, fileKey, source, written: 0, embedded: 0 };
+    if (fitsOneWrite(source)) return staged;
+    try {
+      while (staged.written < source.count) {
+        signal?.throwIfAborted();
+        await this.write((sqlite) => {
+          const index = requireIndex(sqlite, tables);
+          staged.set ??= reserveSet(sqlite, tables, fileKey, source.count);
+          writeBatch(sqlite, tables, index, staged);
+        });
+        await nextTurn();
+      }
+    } catch (error) {
+      await this.discard(staged);
+      throw error;
+    }
+    return staged;
   }
 
+  /**
+   * Makes the staged chunks the file's chunks and hides its old ones, in one short transaction (a file
+   * with no chunks just loses its old ones). False when the set was discarded or the file deleted meanwhile.
+   */
+  async publish(staged: StagedFile): Promise<boolean> {
+    const tables = datasetTables(staged.datasetId);
+    const published = await this.write((sqlite) => {
+      const index = requireIndex(sqlite, tables);
+      if (staged.source.count === 0) {
+        retireFile(sqlite, tables, staged.fileKey);
+        return true;
+      }
+      if (!staged.set) {
+        staged.set = reserveSet(sqlite, tables, staged.fileKey, staged.source.count);
+        writeBatch(sqlite, tables, index, staged);
+      }
+      if (staged.written !== staged.source.count) throw new Error(`the chunks of ${staged.fileKey} are not all written`);
+      return publishSet(sqlite, tables, staged.set.id);
+    });
+    if (published) void this.collectGarbage().catch(() => undefined);
+    return published;
+  }
+
+  /** Drops chunks staged and not published (safe after a publish: the set is no longer staged). */
+  async discard(staged: StagedFile): Promise<void> {
+    const set = staged.set;
+    if (!set) return;
+    await this.write((sqlite) => discardSet(sqlite, set.id));
+    void this.collectGarbage().catch(() => undefined);
+  }
+
+  /** Hides every chunk of one file at once; they are deleted in the background. Returns how many there were. */
+  async retireFile(datasetId: string, fileKey: string): Promise<number> {
+    const tables = datasetTables(datasetId);
+    const hidden = await this.write((sqlite) => {
+      requireIndex(sqlite, tables);
+      return retireFile(sqlite, tables, fileKey);
+    });
+    void this.collectGarbage().catch(() => undefined);
+    return hidden;
+  }
+
+  /** Removes every chunk of one file: hidden at once, deleted before this returns. Returns how many there were. */
+  async deleteFileChunks(datasetId: string, fileKey: string): Promise<number> {
+    const hidden = await this.retireFile(datasetId, fileKey);
+    await this.collectGarbage();
+    return hidden;
+  }
+
+  /**
+   * Deletes hidden chunks (garbage sets) in batches of COLLECT_ROWS, one short transaction each. One
+   * collection runs at a time; calls made meanwhile share the next one, which sees their garbage too.
+   */
+  collectGarbage(): Promise<void> {
+    if (this.queuedCollection) return this.queuedCollection;
+    const collection: Promise<void> = (this.runningCollection ?? Promise.resolve())
+      .catch(() => undefined)
+      .then(async () => {
+        this.queuedCollection = undefined;
+        this.runningCollection = collection;
+        while (!this.closed && (await this.write((sqlite) => collectGarbage(sqlite, COLLECT_ROWS)))) await nextTurn();
+      })
+      .finally(() => {
+        if (this.runningCollection === collection) this.runningCollection = undefined;
+      });
+    this.queuedCollection = collection;
+    return collection;
+  }
+
+  /** Stops collecting garbage (what is left is collected at the next start) and waits for the batch under way. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.allSettled([this.runningCollection, this.queuedCollection]);
+  }
+
+  /** Files whose visible chunks still wait for vectors, in the order they became searchable. */
+  async filesToEmbed(datasetId: string): Promise<string[]> {
+    const tables = datasetTables(datasetId);
+    return this.opened.exclusive((sqlite) => filesToEmbed(sqlite, tables));
+  }
+
+  /** `unembeddedOf` for one file. */
+  async unembedded(
+    datasetId: string,
+    fileKey: string,
+    from: number | undefined,
+    limits: { texts: number; characters: number },
+  ): Promise<UnembeddedChunks | undefined> {
+    return (await this.unembeddedOf(datasetId, [{ fileKey, from }], limits))[0];
+  }
+
+  /**
+   * The next chunks without a vector of each file, from row `from` on (undefined: from its first one without
+   * a vector), in order until `limits` are reached (later files are left out of the answer); undefined for a
+   * file that has no visible chunks any more.
+   */
+  async unembeddedOf(
+    datasetId: string,
+    files: readonly { fileKey: string; from: number | undefined }[],
+    limits: { texts: number; characters: number },
+  ): Promise<(UnembeddedChunks | undefined)[]> {
+    const tables = datasetTables(datasetId);
+    return this.opened.exclusive((sqlite) => {
+      const answers: (UnembeddedChunks | undefined)[] = [];
+      let { texts, characters } = limits;
+      for (const { fileKey, from } of files) {
+        if (texts <= 0 || characters <= 0) break;
+        const set = visibleSet(sqlite, tables, fileKey);
+        if (!set) {
+          answers.push(undefined);
+          continue;
+        }
+        const start = Math.max(from ?? 0, set.firstRow + set.embedded);
+        const rows = start > set.lastRow ? [] : readRows(sqlite, start, set.lastRow, { texts, characters });
+        answers.push({ from: start, rows, last: (rows.at(-1)?.rowid ?? start - 1) >= set.lastRow });
+        texts -= rows.length;
+        for (const row of rows) characters -= row.content.length;
+      }
+      return answers;
+    });
+  }
+
+  /**
+   * Adds the vectors of a file's visible chunks from row `firstRow` on (the first without one), in one
+   * transaction. Undefined when those chunks are no longer the file's visible ones.
+   */
+  async addVectors(
+    datasetId: string,
+    fileKey: string,
+    firstRow: number,
+    vectors: readonly Float32Array[],
+  ): Promise<EmbeddingProgress | undefined> {
+    return (await this.addVectorsOf(datasetId, [{ fileKey, from: firstRow, vectors }]))[0];
+  }
+
+  /** `addVectors` for several files in one transaction (a window of the embedding lane). */
+  async addVectorsOf(
+    datasetId: string,
+    parts: readonly { fileKey: string; from: number; vectors: readonly Float32Array[] }[],
+  ): Promise<(EmbeddingProgress | undefined)[]> {
+    const tables = datasetTables(datasetId);
+    return this.write((sqlite) => {
+      const index = requireIndex(sqlite, tables);
+      return parts.map(({ fileKey, from, vectors }) => {
+        const set = addVectors(sqlite, tables, index.dimension, fileKey, from, vectors);
+        return set && { embedded: set.embedded, count: set.count };
+      });
+    });
+  }
   /**
    * The dataset's best chunks for a query (API-CONTRACT 5): candidates from BM25 and/or the vector index,
    * scored with the mode's calibrated model (ranking.ts), chunks below `similarityThreshold` dropped,
@@ -216,6 +458,40 @@ export class VectorStore {
     const tables = datasetTables(datasetId);
     return this.opened.exclusive((sqlite) => candidatesNow(sqlite, tables, queryEmbedding, queryText, mode, { wanted, limit }));
   }
+
+  /** One write transaction, timed. */
+  private write<T>(work: (sqlite: SqliteDatabase) => T): Promise<T> {
+    return this.opened.exclusive((sqlite) => {
+      const started = performance.now();
+      try {
+        return sqlite.transaction(() => work(sqlite)).immediate();
+      } finally {
+        this.longestWrite = Math.max(this.longestWrite, performance.now() - started);
+      }
+    });
+  }
+}
+
+function fitsOneWrite(source: ChunkSource): boolean {
+  if (source.count > WRITE_ROWS) return false;
+  let characters = 0;
+  for (let index = 0; index < source.count; index++) characters += source.chunk(index).content.length;
+  return characters <= WRITE_CHARACTERS;
+}
+
+/** Writes the staged file's next chunks (at most WRITE_ROWS and WRITE_CHARACTERS) into its set. */
+function writeBatch(sqlite: SqliteDatabase, tables: DatasetTables, index: IndexShape, staged: StagedFile): void {
+  const set = staged.set as ChunkSet;
+  const rows: ChunkRow[] = [];
+  let characters = 0;
+  for (let next = staged.written; next < staged.source.count && rows.length < WRITE_ROWS && characters < WRITE_CHARACTERS; next++) {
+    const row = chunkRow(staged.source.chunk(next), index.dimension);
+    rows.push(row);
+    characters += row.content.length;
+  }
+  writeRows(sqlite, tables, index, { ...set, embedded: staged.embedded }, staged.written, rows);
+  staged.written += rows.length;
+  staged.embedded += rows.filter((row) => row.embedding).length;
 }
 
 /**
@@ -238,13 +514,17 @@ function candidatesNow(
     throw new Error(`query vector has ${queryEmbedding.length} dimensions, dataset index has ${index.dimension}`);
   }
   if (index.chunkCount === 0) return { candidates: [], facts: { queryWeight: 0, chunkCount: 0 } };
+  // Staged and garbage sets are not the files' chunks: every list leaves their rows out.
+  const hidden = hiddenRanges(sqlite, tables);
   const keyword: KeywordQuery | undefined = mode === 'vector' ? undefined : keywordQuery(sqlite, tables, index.chunkCount, queryText);
-  const bm25 = keyword ? keywordCandidates(sqlite, tables, keyword, wanted, index.keywordLayout) : new Map<number, number>();
+  const bm25 = keyword ? keywordCandidates(sqlite, tables, keyword, wanted, index.keywordLayout, hidden) : new Map<number, number>();
   const query = queryEmbedding ? blob(queryEmbedding) : undefined;
   const cosines = new Map<number, number>();
   if (vectorSide && query) {
     // The quantized scan oversamples by the results wanted (`limit`), not by the candidates.
-    for (const hit of nearestChunks(sqlite, tables, index, query, wanted, limit, vectorScan)) cosines.set(hit.rowid, 1 - hit.distance);
+    for (const hit of visibleNeighbours(sqlite, tables, index, hidden, query, wanted, limit, vectorScan)) {
+      cosines.set(hit.rowid, 1 - hit.distance);
+    }
   }
   if (mode === 'hybrid' && query) {
     for (const rowid of bm25.keys()) {
@@ -269,6 +549,45 @@ function candidatesNow(
   return { candidates, facts: { queryWeight, chunkCount: index.chunkCount } };
 }
 
+/**
+ * The nearest visible chunks. The vector index holds hidden sets' vectors too, so it is asked for as many
+ * more as there are hidden vectors and those are left out; when that would pass sqlite-vec's k limit, the
+ * visible vectors are scanned exactly instead (rare: a large file being replaced).
+ */
+function visibleNeighbours(
+  sqlite: SqliteDatabase,
+  tables: DatasetTables,
+  index: IndexRow,
+  hidden: readonly HiddenRange[],
+  query: Uint8Array,
+  wanted: number,
+  limit: number,
+  vectorScan?: VectorScan,
+): Neighbour[] {
+  const hiddenVectors = hidden.reduce((sum, range) => sum + range.vectors, 0);
+  if (hiddenVectors === 0) return nearestChunks(sqlite, tables, index, query, wanted, limit, vectorScan);
+  if (wanted + hiddenVectors > MAX_KNN) return visibleByExactScan(sqlite, tables, hidden, query, wanted);
+  const all = { dimension: index.dimension, chunkCount: index.chunkCount + hiddenVectors };
+  return nearestChunks(sqlite, tables, all, query, wanted + hiddenVectors, limit, vectorScan)
+    .filter((hit) => !inRanges(hit.rowid, hidden))
+    .slice(0, wanted);
+}
+
+function visibleByExactScan(
+  sqlite: SqliteDatabase,
+  tables: DatasetTables,
+  hidden: readonly HiddenRange[],
+  query: Uint8Array,
+  wanted: number,
+): Neighbour[] {
+  const outside = outsideRanges('rowid', hidden);
+  return sqlite
+    .query(
+      `SELECT rowid, vec_distance_cosine(embedding, ?) AS distance FROM ${tables.vectors} WHERE 1${outside.sql} ORDER BY distance LIMIT ?`,
+    )
+    .all(query, ...outside.params, wanted) as Neighbour[];
+}
+
 function fileKeysOf(sqlite: SqliteDatabase, rowids: readonly number[]): Map<number, string> {
   if (rowids.length === 0) return new Map();
   const rows = sqlite
@@ -291,20 +610,6 @@ function readIndex(sqlite: SqliteDatabase, tables: DatasetTables): IndexRow | un
   return row ?? undefined;
 }
 
-/** A keyword row of a chunk, in the table's layout: the text, and in layout 2 its document's title and file name. */
-function keywordInsert(
-  sqlite: SqliteDatabase,
-  tables: DatasetTables,
-  layout: number,
-): (rowid: number, content: string, title: string, fileKey: string) => void {
-  if (layout < 2) {
-    const insert = sqlite.query(`INSERT INTO ${tables.keywords} (rowid, content) VALUES (?, ?)`);
-    return (rowid, content) => void insert.run(rowid, content);
-  }
-  const insert = sqlite.query(`INSERT INTO ${tables.keywords} (rowid, content, title, source) VALUES (?, ?, ?, ?)`);
-  return (rowid, content, title, fileKey) => void insert.run(rowid, content, title, sourceWords(fileKey));
-}
-
 /**
  * Rebuilds a dataset's keyword table in the current layout from the chunks' stored text and metadata
  * (inside the caller's transaction): no file is read or embedded again.
@@ -321,7 +626,7 @@ function rebuildKeywords(sqlite: SqliteDatabase, tables: DatasetTables): void {
     content: string;
     metadata: string;
   }>;
-  for (const row of rows) insert(row.row_id, row.content, titleOf(row.metadata), row.file_key);
+  for (const row of rows) insert(row.row_id, row.content, titleOf(row.metadata), sourceWords(row.file_key));
   sqlite.query('UPDATE vector_indexes SET keyword_layout = ? WHERE dataset_id = ?').run(KEYWORD_LAYOUT, tables.datasetId);
 }
 
@@ -336,48 +641,20 @@ function requireIndex(sqlite: SqliteDatabase, tables: DatasetTables): IndexRow {
   return index;
 }
 
-function adjustCount(sqlite: SqliteDatabase, tables: DatasetTables, delta: number): void {
-  if (delta === 0) return;
-  sqlite.query('UPDATE vector_indexes SET chunk_count = chunk_count + ? WHERE dataset_id = ?').run(delta, tables.datasetId);
-}
-
-function deleteFile(sqlite: SqliteDatabase, tables: DatasetTables, fileKey: string): number {
-  const rows = sqlite.query('SELECT row_id FROM vector_chunks WHERE dataset_id = ? AND file_key = ?').all(tables.datasetId, fileKey) as {
-    row_id: number;
-  }[];
-  if (rows.length === 0) return 0;
-  const deleteVector = sqlite.query(`DELETE FROM ${tables.vectors} WHERE rowid = ?`);
-  const deleteText = sqlite.query(`DELETE FROM ${tables.keywords} WHERE rowid = ?`);
-  for (const { row_id } of rows) {
-    deleteVector.run(row_id);
-    deleteText.run(row_id);
-  }
-  sqlite.query('DELETE FROM vector_chunks WHERE dataset_id = ? AND file_key = ?').run(tables.datasetId, fileKey);
-  return rows.length;
-}
-
-interface ValidChunk {
-  readonly id: string;
-  readonly content: string;
-  readonly metadata: string;
-  /** The document's title (metadata.title), indexed for keywords beside the text. */
-  readonly title: string;
-  readonly embedding: Float32Array;
-}
-
-function validateChunk(chunk: ChunkInput, dimension: number): ValidChunk {
-  if (!(chunk.embedding instanceof Float32Array) || chunk.embedding.length !== dimension) {
-    const got = chunk.embedding instanceof Float32Array ? `${chunk.embedding.length} dimensions` : 'no Float32Array';
-    throw new Error(`chunk embedding must have ${dimension} dimensions, got ${got}`);
-  }
-  if (!chunk.embedding.every(Number.isFinite)) throw new Error('chunk embedding holds a value that is not a finite number');
+function checkChunk(chunk: ChunkText, dimension: number): void {
+  if (chunk.embedding !== undefined) checkVector(chunk.embedding, dimension);
   if (typeof chunk.content !== 'string') throw new Error('chunk content must be a string');
+}
+
+/** A chunk as the store writes it: checked, its id made, its metadata serialised. */
+function chunkRow(chunk: ChunkText, dimension: number): ChunkRow {
+  checkChunk(chunk, dimension);
   return {
     id: chunk.id ?? crypto.randomUUID(),
     content: chunk.content,
     metadata: JSON.stringify(chunk.metadata ?? {}),
     title: typeof chunk.metadata?.title === 'string' ? chunk.metadata.title : '',
-    embedding: chunk.embedding,
+    ...(chunk.embedding ? { embedding: chunk.embedding } : {}),
   };
 }
 

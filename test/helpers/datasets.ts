@@ -11,11 +11,14 @@ import { waitFor } from './wait.ts';
 
 /** The default `fileTypes` of a dataset. */
 const FILE_TYPES = new Set(['pdf', 'txt', 'md', 'docx', 'html', 'htm']);
+/** Statuses of a file with work left: parsing and the keyword index, or its vectors (`searchable`). */
+const PENDING = ['queued', 'indexing', 'searchable'];
 
 export interface FileState {
   path: string;
   status: string;
   chunks: number;
+  chunks_embedded: number;
   error: string | null;
   updated_at: string;
 }
@@ -23,7 +26,15 @@ export interface FileState {
 export interface DatasetView {
   status: string;
   error?: string | null;
-  ingestion: { files_total: number; files_indexed: number; files_pending: number; files_failed: number; chunks: number };
+  ingestion: {
+    files_total: number;
+    files_searchable: number;
+    files_indexed: number;
+    files_pending: number;
+    files_failed: number;
+    chunks: number;
+    chunks_embedded: number;
+  };
 }
 
 export interface SearchHit {
@@ -95,13 +106,13 @@ export class Dataset {
     return (await this.files()).find((file) => file.path === path);
   }
 
-  /** Waits until `path` has left the queue (indexed, failed or removed) and returns its state. */
+  /** Waits until `path` has left the queue, vectors included (indexed, failed or removed), and returns its state. */
   async settledFile(path: string, timeoutMs = 30_000): Promise<FileState> {
     return waitFor(
       `${path} to be indexed or failed`,
       async () => {
         const file = await this.file(path);
-        return file && !['queued', 'indexing'].includes(file.status) ? file : undefined;
+        return file && !PENDING.includes(file.status) ? file : undefined;
       },
       timeoutMs,
     );
@@ -114,7 +125,7 @@ export class Dataset {
   async settled(): Promise<FileState[]> {
     return waitFor(`dataset ${this.id} to equal its folder`, async () => {
       const files = await this.files();
-      if (files.some((file) => file.status === 'queued' || file.status === 'indexing')) return undefined;
+      if (files.some((file) => PENDING.includes(file.status))) return undefined;
       const onDisk = (await scanFolder(this.folder, FILE_TYPES)).map((file) => file.path).sort();
       const live = files.filter((file) => file.status !== 'removed');
       if (JSON.stringify(live.map((file) => file.path).sort()) !== JSON.stringify(onDisk)) return undefined;
