@@ -34,7 +34,12 @@ describe('generation defaults of an endpoint', () => {
 
   test('are kept on create, shown in every view, replaced by PATCH and cleared with {}', async () => {
     const defaults = { system_prompt: 'Answer like a librarian.', temperature: 0.2, max_tokens: 300, stop_sequences: [] };
-    const created = await createEndpoint(t, owner, { slug: 'librarian', model_id: modelId, response_type: 'summary', generation_defaults: defaults });
+    const created = await createEndpoint(t, owner, {
+      slug: 'librarian',
+      model_id: modelId,
+      response_type: 'summary',
+      generation_defaults: defaults,
+    });
     expect((created as unknown as { generation_defaults: unknown }).generation_defaults).toEqual(defaults);
     const detail = await t.request({ method: 'GET', url: '/api/v1/endpoints/librarian', token: owner.token });
     expect(detail.json().generation_defaults).toEqual(defaults);
@@ -49,19 +54,27 @@ describe('generation defaults of an endpoint', () => {
     });
     expect(patched.statusCode).toBe(200);
     expect(patched.json().generation_defaults).toEqual({ temperature: 1.5 });
-    const cleared = await t.request({ method: 'PATCH', url: '/api/v1/endpoints/librarian', token: owner.token, payload: { generation_defaults: {} } });
+    const cleared = await t.request({
+      method: 'PATCH',
+      url: '/api/v1/endpoints/librarian',
+      token: owner.token,
+      payload: { generation_defaults: {} },
+    });
     expect(cleared.json().generation_defaults).toEqual({});
   });
 
   test('are checked like the query fields (422), and another tenant cannot change them (404)', async () => {
     await createEndpoint(t, owner, { slug: 'checked', model_id: modelId, response_type: 'summary' });
-    const patch = (payload: object, token = owner.token) => t.request({ method: 'PATCH', url: '/api/v1/endpoints/checked', token, payload });
+    const patch = (payload: object, token = owner.token) =>
+      t.request({ method: 'PATCH', url: '/api/v1/endpoints/checked', token, payload });
     expect(issueLocs(await patch({ generation_defaults: { temperature: 3 } }))).toEqual(['body.generation_defaults.temperature']);
     expect(issueLocs(await patch({ generation_defaults: { max_tokens: 0 } }))).toEqual(['body.generation_defaults.max_tokens']);
     expect(issueLocs(await patch({ generation_defaults: { stop_sequences: 'x' } }))).toEqual(['body.generation_defaults.stop_sequences']);
     expect(issueLocs(await patch({ generation_defaults: { top_k: 3 } }))).toEqual(['body.generation_defaults.top_k']);
     expect((await patch({ generation_defaults: { temperature: 1 } }, stranger.token)).statusCode).toBe(404);
-    expect((await t.request({ method: 'PATCH', url: '/api/v1/endpoints/checked', payload: { generation_defaults: {} } })).statusCode).toBe(401);
+    expect((await t.request({ method: 'PATCH', url: '/api/v1/endpoints/checked', payload: { generation_defaults: {} } })).statusCode).toBe(
+      401,
+    );
   });
 
   test('a query that omits a field gets the endpoint default; a field it sends wins', async () => {

@@ -241,6 +241,8 @@ describe('queries', () => {
       total_cost: expect.closeTo(0.01 + answer.summary.cost, 10),
       tokens: answer.summary.usage.total_tokens,
       status: 'success',
+      error: null,
+      payment: null,
       created_at: expect.any(String),
     });
     const page = await t.request({ method: 'GET', url: '/api/v1/endpoints/usage-ep/usage?limit=1', token: owner.token });

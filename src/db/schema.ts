@@ -19,6 +19,8 @@ export interface Database {
   tenant_settings: TenantSettingsTable;
   rate_windows: RateWindowTable;
   query_usage: QueryUsageTable;
+  payment_wallets: PaymentWalletTable;
+  payment_consumed: PaymentConsumedTable;
 }
 
 export interface TenantTable {
@@ -57,7 +59,8 @@ export interface DatasetTable {
   updated_at: string;
 }
 
-export type FileStatus = 'queued' | 'indexing' | 'indexed' | 'failed' | 'removed';
+/** `searchable`: the file's chunks are keyword-searchable, their vectors are still being made; `indexed`: vectors too. */
+export type FileStatus = 'queued' | 'indexing' | 'searchable' | 'indexed' | 'failed' | 'removed';
 
 export interface DatasetFileTable {
   dataset_id: string;
@@ -68,6 +71,8 @@ export interface DatasetFileTable {
   mtime_ms: number;
   status: FileStatus;
   chunks: number;
+  /** How many of the first `chunks` have their vector (all of them once `indexed`). */
+  chunks_embedded: Generated<number>;
   error: string | null;
   generation: Generated<number>;
   updated_at: string;
@@ -114,7 +119,7 @@ export interface PolicyTable {
   tenant_id: string;
   endpoint_id: string;
   name: string;
-  policy_type: 'access' | 'rate_limit' | 'accounting';
+  policy_type: 'access' | 'rate_limit' | 'accounting' | 'mpp';
   configuration: string;
   created_at: string;
   updated_at: string;
@@ -166,7 +171,34 @@ export interface QueryUsageTable {
   model_cost: number;
   total_cost: number;
   tokens: number;
-  status: 'success' | 'error';
+  /** `refused`: a payment policy refused the query's credential (or the endpoint cannot be paid). */
+  status: 'success' | 'error' | 'refused';
   error: string | null;
+  /** What the query was charged, when a payment policy charged it: the rail, the amount (USD) and the transaction. */
+  payment_rail: 'mpp' | 'accounting' | null;
+  payment_amount: number | null;
+  payment_transaction: string | null;
   created_at: string;
+}
+
+/** A tenant's payment wallet (API-CONTRACT 10.3): where MPP payments go. One per tenant. */
+export interface PaymentWalletTable {
+  tenant_id: string;
+  /** `0x` + 40 hex digits, as given. */
+  wallet_address: string;
+  testnet: number;
+  /** null: the network's public RPC. */
+  rpc_url: string | null;
+  /** Sealed (SecretBox): the HMAC key of the tenant's challenges, generated, never shown. */
+  challenge_secret: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A challenge id or transaction hash already paid with (or an mppx replay mark), until `expires_at` (ms). */
+export interface PaymentConsumedTable {
+  key: string;
+  /** JSON. */
+  value: string;
+  expires_at: number | null;
 }

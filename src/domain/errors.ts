@@ -10,6 +10,8 @@ export type ErrorKind =
   | 'bad_request'
   /** No credentials, or credentials that are not valid; 401. */
   | 'unauthenticated'
+  /** The query must be paid for first (an MPP challenge), or its payment credential was not acceptable; 402. */
+  | 'payment_required'
   /** Valid credentials without the permission, or a policy that refuses the query; 403. */
   | 'refused'
   | 'not_found'
@@ -137,23 +139,31 @@ export class ValidationError extends DomainError {
 }
 
 /**
- * A policy refused the query: the specification's `{msg, err}` body, a refusal (access, accounting) or a
- * rate limit (with the seconds until the window ends). `err` is what a person reads (the answer's
- * `detail`); `entry` says what the refusing policy did, and the query pipeline sets `metadata`, the
- * `policy_metadata` envelope with the entries of the policies that ran before it (API-CONTRACT 10.2).
+ * A policy refused the query: the specification's `{msg, err}` body, a refusal (access, accounting), a rate
+ * limit (with the seconds until the window ends) or a payment to make first (402, with the MPP challenge for
+ * `WWW-Authenticate`). `err` is what a person reads, and the answer's `detail` unless one is given; `entry`
+ * says what the refusing policy did, and the query pipeline sets `metadata`, the `policy_metadata` envelope
+ * with the entries of the policies that ran before it (API-CONTRACT 10.2). `recorded` refusals are written
+ * to the endpoint's usage (a payment credential turned down), the others are not (a plain 402 challenge).
  */
 export class PolicyError extends DomainError {
   metadata: PolicyMetadata;
+  /** The `WWW-Authenticate` value of a 402 (an MPP challenge). */
+  readonly challenge: string | undefined;
+  readonly recorded: boolean;
 
   constructor(
-    kind: 'refused' | 'rate_limited',
+    kind: 'refused' | 'rate_limited' | 'payment_required',
     readonly msg: string,
     readonly err: string,
     readonly entry: PolicyEntry,
     outcome: PolicyOutcome,
     readonly retryAfterSeconds?: number,
+    options: { detail?: string; challenge?: string; recorded?: boolean } = {},
   ) {
-    super(kind, err);
+    super(kind, options.detail ?? err);
     this.metadata = { outcome, entries: [entry] };
+    this.challenge = options.challenge;
+    this.recorded = options.recorded ?? false;
   }
 }

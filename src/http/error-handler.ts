@@ -18,6 +18,7 @@ const BODY_PARSE_ERRORS = new Set([
 export const STATUS_OF_KIND: Readonly<Record<ErrorKind, number>> = {
   bad_request: 400,
   unauthenticated: 401,
+  payment_required: 402,
   refused: 403,
   not_found: 404,
   conflict: 409,
@@ -33,7 +34,7 @@ export const STATUS_OF_KIND: Readonly<Record<ErrorKind, number>> = {
 /**
  * A domain error as the specification's bodies: `{detail: [issues]}` for validation, a policy's
  * `{msg, err}` with the `detail` and `policy_metadata` today's SyftHub clients read (API-CONTRACT 10),
- * else `{detail}`; 401 says how to authenticate, 429 when to come back.
+ * else `{detail}`; 401 says how to authenticate, 402 how to pay (the MPP challenge), 429 when to come back.
  */
 function sendDomainError(reply: FastifyReply, error: DomainError): FastifyReply {
   reply.code(STATUS_OF_KIND[error.kind]);
@@ -41,8 +42,11 @@ function sendDomainError(reply: FastifyReply, error: DomainError): FastifyReply 
   const retryAfter = error instanceof TooManyRequestsError || error instanceof PolicyError ? error.retryAfterSeconds : undefined;
   if (retryAfter !== undefined) reply.header('retry-after', String(retryAfter));
   if (error instanceof ValidationError) return reply.send({ detail: error.issues });
-  if (error instanceof PolicyError)
-    return reply.send({ detail: error.err, msg: error.msg, err: error.err, policy_metadata: error.metadata });
+  if (error instanceof PolicyError) {
+    // A challenge is for one client and expires: no cache may keep it.
+    if (error.challenge !== undefined) reply.header('www-authenticate', error.challenge).header('cache-control', 'no-store');
+    return reply.send({ detail: error.detail, msg: error.msg, err: error.err, policy_metadata: error.metadata });
+  }
   return reply.send({ detail: error.detail });
 }
 

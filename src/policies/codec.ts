@@ -21,11 +21,21 @@ export type AccountingConfiguration = {
   readonly require_transaction_token: boolean;
 };
 
+export type MppConfiguration = {
+  /** USD per unit, at most 6 decimals. */
+  readonly price: number;
+  readonly unit_type: 'request' | 'document';
+  /** Who pays this price: patterns as an access policy's. */
+  readonly applied_to: readonly string[];
+  readonly currency: 'USD';
+};
+
 /** A policy's type with the configuration of that type. */
 export type PolicySettings =
   | { readonly policy_type: 'access'; readonly configuration: AccessConfiguration }
   | { readonly policy_type: 'rate_limit'; readonly configuration: RateLimitConfiguration }
-  | { readonly policy_type: 'accounting'; readonly configuration: AccountingConfiguration };
+  | { readonly policy_type: 'accounting'; readonly configuration: AccountingConfiguration }
+  | { readonly policy_type: 'mpp'; readonly configuration: MppConfiguration };
 
 export type PolicyConfiguration = PolicySettings['configuration'];
 

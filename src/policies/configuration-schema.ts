@@ -1,13 +1,13 @@
 import { Type } from 'typebox';
 
 /**
- * What a policy's configuration may hold, per type (API-CONTRACT 4), with its defaults, served as they are
- * to clients that build forms. A key given as null counts as not given; keys the type does not know are
- * dropped. What no schema can say is checked in code (configuration.ts): every access pattern that is not
- * a plain e-mail compiles as a regular expression.
+ * What a policy's configuration may hold, per type (API-CONTRACT 4 and 10.3), with its defaults, served as
+ * they are to clients that build forms. A key given as null counts as not given; keys the type does not know
+ * are dropped. What no schema can say is checked in code (configuration.ts): every access or `applied_to`
+ * pattern that is not a plain e-mail compiles as a regular expression, and a price has at most 6 decimals.
  */
 
-export const POLICY_TYPES = ['access', 'rate_limit', 'accounting'] as const;
+export const POLICY_TYPES = ['access', 'rate_limit', 'accounting', 'mpp'] as const;
 export type PolicyType = (typeof POLICY_TYPES)[number];
 
 /** `<count>/<period>`: at most 999,999,999 queries per second, minute, hour or day. */
@@ -42,9 +42,44 @@ export const AccountingConfigurationSchema = Type.Object(
   { description: "What queries cost, settled with the owner's accounting service" },
 );
 
+/** The most an `mpp` price may be: far above any query, low enough that 6 decimals stay exact in a double. */
+export const MPP_MAX_PRICE = 1_000_000;
+
+const PATTERNS_RULE =
+  'A plain e-mail is compared literally; anything else is a case-insensitive regular expression that must match the whole e-mail';
+
+export const MppConfigurationSchema = Type.Object(
+  {
+    price: Type.Number({
+      minimum: 0,
+      maximum: MPP_MAX_PRICE,
+      examples: [0.01],
+      description: 'USD per unit (at most 6 decimals); 0 makes the query free',
+    }),
+    unit_type: Type.Optional(
+      Type.Enum(['request', 'document'], {
+        default: 'request',
+        description: 'request: one price per query; document: the price times the documents the search found',
+      }),
+    ),
+    applied_to: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 500 }), {
+        minItems: 1,
+        maxItems: 1000,
+        default: ['.*'],
+        description: `Who pays this price (anyone by default); a caller no pattern matches may not query. ${PATTERNS_RULE}`,
+        examples: [['.*'], ['.*@example\\.org']],
+      }),
+    ),
+    currency: Type.Optional(Type.Literal('USD', { default: 'USD' })),
+  },
+  { description: "A price paid per query with MPP (Tempo stablecoins) to the tenant's payment wallet" },
+);
+
 /** The configuration schema of each policy type. */
 export const POLICY_CONFIGURATION_SCHEMAS = {
   access: AccessConfigurationSchema,
   rate_limit: RateLimitConfigurationSchema,
   accounting: AccountingConfigurationSchema,
+  mpp: MppConfigurationSchema,
 } as const satisfies Record<PolicyType, unknown>;

@@ -4,6 +4,9 @@ import type { Configuration } from '../security/secret-config.ts';
 import type { PolicySettings } from './codec.ts';
 import { POLICY_CONFIGURATION_SCHEMAS, type PolicyType } from './configuration-schema.ts';
 
+/** Decimals of an `mpp` price: pathUSD has 6 (API-CONTRACT 10.3). */
+const PRICE_DECIMALS = 6;
+
 export { POLICY_TYPES, type PolicyType } from './configuration-schema.ts';
 
 /** A pattern made only of e-mail characters is an exact address, compared literally (API-CONTRACT 4). */
@@ -23,27 +26,37 @@ export function compileEmailPattern(pattern: string): RE2JS {
 
 /**
  * Checks a policy configuration against its type's schema (configuration-schema.ts), then that its access
- * patterns compile, and returns it normalised: defaults filled in, only the keys of its type (422 with
- * every problem otherwise).
+ * (or `applied_to`) patterns compile and that a price has at most 6 decimals, and returns it normalised:
+ * defaults filled in, only the keys of its type (422 with every problem otherwise).
  */
 export function normalizePolicySettings(type: PolicyType, input: Configuration): PolicySettings {
   const schema = POLICY_CONFIGURATION_SCHEMAS[type];
   // Unknown keys are dropped below, but the bounds hold for every configuration the API takes.
   const { value, issues } = checkConfiguration(input, schema);
-  if (type === 'access' && Array.isArray(value.patterns)) checkPatterns(issues, value.patterns);
+  if (type === 'access' && Array.isArray(value.patterns)) checkPatterns(issues, value.patterns, 'patterns');
+  if (type === 'mpp' && Array.isArray(value.applied_to)) checkPatterns(issues, value.applied_to, 'applied_to');
+  if (type === 'mpp' && typeof value.price === 'number' && !issues.has('price') && !hasAtMostDecimals(value.price, PRICE_DECIMALS)) {
+    issues.add('price', `A price has at most ${PRICE_DECIMALS} decimals (the currency's smallest unit is 0.000001 USD)`, 'decimal_places');
+  }
   issues.throwIfAny();
   const known = Object.keys(schema.properties).filter((key) => value[key] !== undefined);
   return { policy_type: type, configuration: Object.fromEntries(known.map((key) => [key, value[key]])) } as PolicySettings;
 }
 
 /** Every pattern the schema let through that is not a plain e-mail must compile. */
-function checkPatterns(issues: Issues, patterns: readonly unknown[]): void {
+function checkPatterns(issues: Issues, patterns: readonly unknown[], key: string): void {
   patterns.forEach((pattern, index) => {
-    if (typeof pattern !== 'string' || issues.has(['patterns', index]) || isPlainEmailPattern(pattern)) return;
+    if (typeof pattern !== 'string' || issues.has([key, index]) || isPlainEmailPattern(pattern)) return;
     try {
       compileEmailPattern(pattern);
     } catch (error) {
-      issues.add(['patterns', index], `Invalid regular expression: ${(error as Error).message}`, 'regex_invalid');
+      issues.add([key, index], `Invalid regular expression: ${(error as Error).message}`, 'regex_invalid');
     }
   });
+}
+
+/** Whether a number is a whole count of 10^-decimals (within what a double can tell at the schema's maximum). */
+function hasAtMostDecimals(value: number, decimals: number): boolean {
+  const scaled = value * 10 ** decimals;
+  return Math.abs(scaled - Math.round(scaled)) < 1e-3;
 }

@@ -13,6 +13,8 @@ export interface PolicyContext {
   readonly transactionToken: string | null | undefined;
   /** The most this query can cost: dataset price plus the model's price for the prompt and max_tokens. */
   readonly maxCost: number;
+  /** The `X-Payment` header the caller sent: an MPP credential (API-CONTRACT 10.3). */
+  readonly paymentCredential: string | undefined;
 }
 
 /** How the query ended, for the post-hooks. */
@@ -27,15 +29,25 @@ export interface QueryOutcome {
  * One policy at run time. `pre` runs before the search and may refuse the query by throwing a
  * PolicyError; whatever it reserved is settled by `post`, which always runs once `pre` succeeded.
  * `entry` says what it did so far, for the answer's `policy_metadata` (API-CONTRACT 10.2).
+ * A payment policy has two more steps: `afterSearch`, for a price that depends on what was found (it may
+ * refuse too), and `settle`, which collects the payment once the answer is ready and before the post-hooks
+ * (a failure there fails the query: nothing is charged for an answer that was not delivered, and nothing
+ * delivered that was not paid). While `holdsAnswer` is true, no part of the answer may leave before `settle`.
  */
 export interface PolicyHook {
   pre(context: PolicyContext): Promise<void>;
+  afterSearch?(context: PolicyContext, found: { documents: number }): Promise<void>;
+  settle?(context: PolicyContext): Promise<void>;
+  holdsAnswer?(): boolean;
   post(context: PolicyContext, outcome: QueryOutcome): Promise<void>;
   entry(): PolicyEntry;
 }
 
-/** The specification's execution order, whatever order the policies were created in. */
-export const POLICY_ORDER: readonly PolicyType[] = ['access', 'rate_limit', 'accounting'];
+/**
+ * The specification's execution order, whatever order the policies were created in; payment (`mpp`) comes
+ * last, so that no challenge is issued, and no credential taken, for a query another policy refuses.
+ */
+export const POLICY_ORDER: readonly PolicyType[] = ['access', 'rate_limit', 'accounting', 'mpp'];
 
 export function inPolicyOrder<P extends Pick<PolicyRecord, 'policy_type'>>(policies: readonly P[]): P[] {
   return [...policies].sort((a, b) => POLICY_ORDER.indexOf(a.policy_type) - POLICY_ORDER.indexOf(b.policy_type));

@@ -9,11 +9,13 @@ import type { EndpointRecord } from '../endpoints/codec.ts';
 import type { EndpointRepository } from '../endpoints/repository.ts';
 import { estimateTokens } from '../llm/costs.ts';
 import type { ChatMessage, ChatOptions } from '../llm/provider.ts';
+import type { MppGateway } from '../payments/mpp.ts';
 import { AccessHook } from '../policies/access.ts';
 import { AccountingHook } from '../policies/accounting.ts';
 import type { PolicyOfType } from '../policies/codec.ts';
 import type { GeneralLimits } from '../policies/general-limits.ts';
 import { inPolicyOrder, type PolicyContext, type PolicyHook, type QueryOutcome } from '../policies/hooks.ts';
+import { MppHook } from '../policies/mpp.ts';
 import { RateLimitHook } from '../policies/rate-limit.ts';
 import type { PolicyRepository } from '../policies/repository.ts';
 import type { AccountingService } from '../syfthub/accounting.ts';
@@ -51,6 +53,8 @@ export interface QueryPipelineDeps {
   models: ModelRunner;
   /** The accounting service that settles a tenant's paid queries (marketplaces/service.ts implements it). */
   accounting: { accountingFor(tenant: Tenant): Promise<AccountingService | undefined> };
+  /** MPP payments: the tenant's wallet, challenges, credentials and their broadcast (payments/mpp.ts). */
+  payments: Pick<MppGateway, 'wallet' | 'challenge' | 'accept'>;
   log: FastifyBaseLogger;
 }
 
@@ -62,13 +66,15 @@ export interface QueryPipelineDeps {
 export class QueryPipeline {
   constructor(private readonly deps: QueryPipelineDeps) {}
 
-  async begin(caller: QueryCaller, slug: string, body: QueryRequest): Promise<RunningQuery> {
+  /** `payment` is the `X-Payment` header: an MPP credential for an endpoint with an `mpp` policy. */
+  async begin(caller: QueryCaller, slug: string, body: QueryRequest, payment?: string): Promise<RunningQuery> {
     const endpoint = await this.deps.endpoints.getBySlug(caller.tenant.id, slug.toLowerCase());
     if (!endpoint) throw new NotFoundError(`Endpoint '${slug}' not found`);
     if (caller.kind === 'satellite' && !endpoint.published) throw new ForbiddenError('Endpoint is not published');
 
     const policies = inPolicyOrder(await this.deps.policies.list(caller.tenant.id, endpoint.id));
     const rateLimits = policies.filter((policy): policy is PolicyOfType<'rate_limit'> => policy.policy_type === 'rate_limit');
+    const prices = policies.filter((policy): policy is PolicyOfType<'mpp'> => policy.policy_type === 'mpp');
     // An endpoint without rate_limit policies is governed by the general limits, per caller and endpoint.
     if (rateLimits.length === 0) await this.deps.limits.checkQuery(endpoint.id, caller.senderEmail || caller.clientIp);
 
@@ -79,6 +85,9 @@ export class QueryPipeline {
       } else if (policy.policy_type === 'rate_limit') {
         // All rate limits are one hook: they are checked and counted together.
         if (policy === rateLimits[0]) hooks.push(new RateLimitHook(this.deps.windows, rateLimits));
+      } else if (policy.policy_type === 'mpp') {
+        // All prices are one hook too: the caller's tier is the first that applies to it.
+        if (policy === prices[0]) hooks.push(new MppHook(prices, this.deps.payments));
       } else {
         hooks.push(new AccountingHook(policy.configuration, await this.deps.accounting.accountingFor(caller.tenant)));
       }
@@ -94,6 +103,7 @@ export class QueryPipeline {
       body,
       generation,
       maxCost: await this.maxCost(caller.tenant, endpoint, messages, body.limit, generation),
+      paymentCredential: payment,
     };
     const query = new RunningQuery(this.deps, context, messages);
     await query.runPreHooks(hooks);
@@ -169,11 +179,16 @@ export class RunningQuery {
       } catch (error) {
         // The refusal's answer shows what the policies that ran before it did, the refusing one last.
         if (error instanceof PolicyError) error.metadata.entries = [...this.entries(), error.entry];
-        await this.finish({ succeeded: false, datasetCost: 0, modelCost: 0, tokens: 0 }, error, false);
+        await this.finish({ succeeded: false, datasetCost: 0, modelCost: 0, tokens: 0 }, error, recorded(error));
         throw error;
       }
       this.hooksPassed.push(hook);
     }
+  }
+
+  /** Whether the answer must be held until the payment is collected (a paid query: see `settle`). */
+  get holdsAnswer(): boolean {
+    return this.hooksPassed.some((hook) => hook.holdsAnswer?.() ?? false);
   }
 
   /** The answer's `policy_metadata` once the query is over (API-CONTRACT 10.2). */
@@ -181,8 +196,44 @@ export class RunningQuery {
     return { outcome: 'success', entries: this.entries() };
   }
 
-  private entries(): PolicyEntry[] {
-    return this.hooksPassed.map((hook) => hook.entry());
+  private entries(except?: PolicyHook): PolicyEntry[] {
+    return this.hooksPassed.filter((hook) => hook !== except).map((hook) => hook.entry());
+  }
+
+  /** What the query was charged through MPP, in USD: paid on top of the costs it declares. */
+  private charged(): number {
+    return this.entries()
+      .filter((entry) => entry.status === 'charged' && entry.transaction?.rail === 'mpp')
+      .reduce((sum, entry) => sum + (entry.amount ?? 0), 0);
+  }
+
+  /**
+   * Runs one later step of the hooks that passed (after the search, or settling once the answer is ready);
+   * a refusal shows the other policies' entries, the refusing one last.
+   */
+  private async step(run: (hook: PolicyHook) => Promise<void> | undefined): Promise<void> {
+    for (const hook of this.hooksPassed) {
+      try {
+        await run(hook);
+      } catch (error) {
+        if (error instanceof PolicyError) error.metadata.entries = [...this.entries(hook), error.entry];
+        throw error;
+      }
+    }
+  }
+
+  /** After the search: a price per document becomes an amount to pay (or a 402). */
+  private afterSearch(references: References | undefined): Promise<void> {
+    const found = { documents: references?.documents.length ?? 0 };
+    return this.step((hook) => hook.afterSearch?.(this.context, found));
+  }
+
+  /**
+   * The answer is ready and nothing of it has left: the payments are collected now (an MPP transaction is
+   * broadcast and confirmed). Before this, a failure costs the caller nothing; after it, nothing may fail.
+   */
+  private settle(): Promise<void> {
+    return this.step((hook) => hook.settle?.(this.context));
   }
 
   /** (c) to (f) in one go: the whole answer, with what today's SyftHub clients read beside it. */
@@ -191,6 +242,7 @@ export class RunningQuery {
     let summary: Summary | null = null;
     try {
       references = await this.search(signal);
+      await this.afterSearch(references);
       if (generates(this.endpoint) && this.endpoint.model_id) {
         summary = await this.deps.models.chat(
           this.context.tenant,
@@ -200,8 +252,9 @@ export class RunningQuery {
           signal,
         );
       }
+      await this.settle();
     } catch (error) {
-      await this.finish(failedOutcome(references), error);
+      await this.finish(failedOutcome(references), error, recorded(error));
       throw error;
     }
     await this.finish(succeededOutcome(references, summary));
@@ -209,27 +262,38 @@ export class RunningQuery {
       summary,
       ...(references ? { references: this.forResponse(references) } : {}),
       policy_metadata: this.policyMetadata(),
-      cost: (references?.cost ?? 0) + (summary?.cost ?? 0),
+      cost: (references?.cost ?? 0) + (summary?.cost ?? 0) + this.charged(),
       currency: 'USD',
     };
   }
 
-  /** (c) to (f) as events: references once, then the generation as it happens, then the totals. */
+  /**
+   * (c) to (f) as events: references once, then the generation as it happens, then the totals. A paid
+   * query (`holdsAnswer`) settles its payment before the last event: its caller must hold every event
+   * until then (query/routes.ts does), so that no part of an unpaid answer leaves.
+   */
   async *stream(signal?: AbortSignal): AsyncGenerator<AnswerEvent> {
     let references: References | undefined;
     let summary: Summary | null = null;
     try {
       references = await this.search(signal);
+      await this.afterSearch(references);
       if (references) yield { type: 'references', references: this.forResponse(references) };
       if (generates(this.endpoint) && this.endpoint.model_id) {
         summary = yield* this.generateStream(this.endpoint.model_id, this.promptWith(references), signal);
       }
+      await this.settle();
     } catch (error) {
-      await this.finish(failedOutcome(references), error);
+      await this.finish(failedOutcome(references), error, recorded(error));
       throw error;
     }
     await this.finish(succeededOutcome(references, summary));
-    yield { type: 'done', summary, totalCost: (references?.cost ?? 0) + (summary?.cost ?? 0), policyMetadata: this.policyMetadata() };
+    yield {
+      type: 'done',
+      summary,
+      totalCost: (references?.cost ?? 0) + (summary?.cost ?? 0) + this.charged(),
+      policyMetadata: this.policyMetadata(),
+    };
   }
 
   private async *generateStream(modelId: string, messages: ChatMessage[], signal?: AbortSignal): AsyncGenerator<AnswerEvent, Summary> {
@@ -310,7 +374,9 @@ export class RunningQuery {
 
   /**
    * (e): the post-hooks of every policy whose pre-hook passed, in order, then the usage record.
-   * A post-hook that fails turns a succeeded query into a failed one (a policy may abort at (e)).
+   * A post-hook that fails turns a succeeded query into a failed one (a policy may abort at (e)), except
+   * once an MPP payment was collected: the caller paid for this answer, and an error now would make its
+   * client pay again for a new one (API-CONTRACT 10.3), so the failure is only logged.
    */
   async finish(outcome: QueryOutcome, failure?: unknown, record = true): Promise<void> {
     if (this.finished) return;
@@ -324,23 +390,42 @@ export class RunningQuery {
         postFailure ??= error;
       }
     }
+    const paid = !failure && this.charged() > 0;
     if (record) {
-      const error = failure ?? postFailure;
-      await this.deps.usage.record({
-        tenant_id: this.context.tenant.id,
-        endpoint_id: this.endpoint.id,
-        sender_email: this.context.senderEmail,
-        dataset_cost: outcome.datasetCost,
-        model_cost: outcome.modelCost,
-        total_cost: outcome.datasetCost + outcome.modelCost,
-        tokens: outcome.tokens,
-        status: error ? 'error' : 'success',
-        error: error ? errorMessage(error) : null,
-        created_at: now(),
-      });
+      const error = failure ?? (paid ? undefined : postFailure);
+      const payment = this.entries().find((entry) => entry.kind === 'payment' && entry.status === 'charged' && entry.transaction);
+      try {
+        await this.deps.usage.record({
+          tenant_id: this.context.tenant.id,
+          endpoint_id: this.endpoint.id,
+          sender_email: this.context.senderEmail,
+          dataset_cost: outcome.datasetCost,
+          model_cost: outcome.modelCost,
+          total_cost: outcome.datasetCost + outcome.modelCost,
+          tokens: outcome.tokens,
+          status: error ? (error instanceof PolicyError ? 'refused' : 'error') : 'success',
+          // A refusal's reason, not the 402's fixed detail.
+          error: error ? (error instanceof PolicyError ? error.err : errorMessage(error)) : null,
+          payment_rail: payment?.transaction?.rail ?? null,
+          payment_amount: payment?.amount ?? null,
+          payment_transaction: payment?.transaction?.id ?? null,
+          created_at: now(),
+        });
+      } catch (error) {
+        if (!paid) throw error;
+        this.deps.log.error({ err: error, endpoint: this.endpoint.slug }, 'the usage of a paid query could not be recorded');
+      }
     }
-    if (!failure && postFailure) throw postFailure;
+    if (!failure && postFailure && !paid) throw postFailure;
   }
+}
+
+/**
+ * Whether a failure is written to the usage: every failure but a policy refusal, unless the policy asks
+ * (a payment credential turned down is; a 402 that only hands out a challenge is not).
+ */
+function recorded(error: unknown): boolean {
+  return !(error instanceof PolicyError) || error.recorded;
 }
 
 function succeededOutcome(references: References | undefined, summary: Summary | null): QueryOutcome {

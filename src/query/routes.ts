@@ -4,8 +4,8 @@ import { SlugParams } from '../endpoints/schemas.ts';
 import { clientIp } from '../http/client.ts';
 import { DEFAULT_PAGE_LIMIT, listOf, PageQuery, wantsPage } from '../http/pagination.ts';
 import { requirePrincipal } from '../http/principal.ts';
-import type { QueryPipeline } from './pipeline.ts';
-import { QueryBody, QueryResponse, UsageRecordView } from './schemas.ts';
+import type { AnswerEvent, QueryPipeline } from './pipeline.ts';
+import { QueryBody, QueryHeaders, QueryResponse, UsageRecordView } from './schemas.ts';
 import { SseWriter } from './stream.ts';
 import type { UsageService } from './usage-service.ts';
 
@@ -14,7 +14,7 @@ export function queryRoutes(pipeline: QueryPipeline, usage: UsageService): Fasti
     app.post('/endpoints/:slug/query', {
       // Public queries are counted per caller by the pipeline, not per tenant by the general hook.
       config: { auth: 'query', counted: false },
-      schema: { tags: ['query'], params: SlugParams, body: QueryBody, response: { 200: QueryResponse } },
+      schema: { tags: ['query'], params: SlugParams, headers: QueryHeaders, body: QueryBody, response: { 200: QueryResponse } },
       handler: async (request, reply) => {
         const principal = requirePrincipal(request);
         const caller = {
@@ -28,8 +28,20 @@ export function queryRoutes(pipeline: QueryPipeline, usage: UsageService): Fasti
         reply.raw.on('close', () => {
           if (!reply.raw.writableFinished) abort.abort(new Error('client disconnected'));
         });
-        const query = await pipeline.begin(caller, request.params.slug, request.body);
+        const query = await pipeline.begin(caller, request.params.slug, request.body, request.headers['x-payment']);
         if (!request.body.stream) return query.answer(abort.signal);
+
+        if (query.holdsAnswer) {
+          // A paid stream is made whole, and its payment collected, before its first byte: until then it can
+          // still end as a plain 402 or 502, and the caller is never charged for an answer it did not get.
+          const events: AnswerEvent[] = [];
+          for await (const event of query.stream(abort.signal)) events.push(event);
+          const sse = new SseWriter(reply);
+          sse.open();
+          for (const event of events) sse.write(event);
+          sse.end();
+          return reply;
+        }
 
         const sse = new SseWriter(reply);
         const events = query.stream(abort.signal);

@@ -37,6 +37,11 @@ export const QueryBody = Type.Object({
   transaction_token: Type.Union([Type.String({ maxLength: 10_000 }), Type.Null()], { default: null }),
 });
 
+/** The query's headers beside the credentials: an MPP payment credential (API-CONTRACT 10.3). */
+export const QueryHeaders = Type.Object({
+  'x-payment': Type.Optional(Type.String({ maxLength: 16_384, description: 'An MPP credential: `Payment <base64url>`' })),
+});
+
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
 /** One policy's part in an answer (API-CONTRACT 10.2). */
@@ -75,6 +80,18 @@ export const UsageRecordView = Type.Object({
   model_cost: Type.Number(),
   total_cost: Type.Number(),
   tokens: Type.Integer(),
+  /** success, error, or refused (a payment policy turned the query down). */
   status: Type.String(),
+  /** Why the query failed or was refused. */
+  error: Nullable(Type.String()),
+  /** What the query was charged, and how: null when nothing was. */
+  payment: Nullable(
+    Type.Object({
+      rail: Type.Enum(['mpp', 'accounting']),
+      amount: Nullable(Type.Number()),
+      currency: Type.Literal('USD'),
+      transaction: Type.String(),
+    }),
+  ),
   created_at: Type.String(),
 });

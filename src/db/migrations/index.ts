@@ -6,6 +6,8 @@ import * as tunnelToken from './0004-tunnel-token.ts';
 import * as security from './0005-security.ts';
 import * as keywordLayout from './0006-keyword-layout.ts';
 import * as generationDefaults from './0007-generation-defaults.ts';
+import * as twoPhaseIndexing from './0008-two-phase-indexing.ts';
+import * as payments from './0009-payments.ts';
 
 /**
  * Every migration, in order. They are imported (not read from disk) so the compiled binary carries them.
@@ -19,4 +21,6 @@ export const migrations: Record<string, Migration> = {
   '0005-security': security,
   '0006-keyword-layout': keywordLayout,
   '0007-generation-defaults': generationDefaults,
+  '0008-two-phase-indexing': twoPhaseIndexing,
+  '0009-payments': payments,
 };
