@@ -4,9 +4,14 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { authRoutes } from './auth/routes.ts';
+import { setupRoutes } from './auth/setup-routes.ts';
 import { DEV_FRONTEND_ORIGIN } from './config.ts';
+import { folderRoutes } from './console/folder-routes.ts';
+import { consoleRoutes } from './console/routes.ts';
 import { datasetRoutes } from './datasets/routes.ts';
+import { datasetSearchRoutes } from './datasets/search-routes.ts';
 import { endpointRoutes } from './endpoints/routes.ts';
+import { typeRoutes } from './endpoints/types-routes.ts';
 import { healthRoutes } from './health/routes.ts';
 import { clientIp } from './http/client.ts';
 import { registerErrorHandler } from './http/error-handler.ts';
@@ -16,6 +21,9 @@ import { registerJsonBodyParser } from './http/json-body.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { marketplaceRoutes } from './marketplaces/routes.ts';
 import { modelRoutes } from './models/routes.ts';
+import { serverModelRoutes } from './models/server-models-routes.ts';
+import { walletRoutes } from './payments/routes.ts';
+import { accessCheckRoutes } from './policies/access-check-routes.ts';
 import { policyRoutes, rootPolicyRoutes } from './policies/routes.ts';
 import { publicUrlRoutes } from './publishing/public-url-routes.ts';
 import { queryRoutes } from './query/routes.ts';
@@ -49,7 +57,9 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(cors, {
     origin: [DEV_FRONTEND_ORIGIN, ...config.corsOrigins],
     methods: ['GET', 'POST', 'PATCH', 'DELETE', 'OPTIONS'],
-    allowedHeaders: ['Content-Type', 'Authorization', 'X-Tenant-Name'],
+    allowedHeaders: ['Content-Type', 'Authorization', 'X-Tenant-Name', 'X-Payment'],
+    // A browser client reads the MPP challenge of a 402 (API-CONTRACT 10.3).
+    exposedHeaders: ['WWW-Authenticate'],
     credentials: true,
   });
   await app.register(swagger, {
@@ -89,9 +99,18 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       await api.register(publicUrlRoutes(services.publicUrl));
       await api.register(tunnelRoutes(services.tunnels));
       await api.register(queryRoutes(services.query, services.usage));
+      await api.register(walletRoutes(services.wallets));
+      // What the console needs besides the resources (src/console/, web/).
+      await api.register(setupRoutes(config, services.auth));
+      await api.register(typeRoutes());
+      await api.register(datasetSearchRoutes(services.datasetSearch));
+      await api.register(serverModelRoutes());
+      await api.register(accessCheckRoutes());
+      await api.register(folderRoutes(services.ingestionRoots));
     },
     { prefix: '/api/v1' },
   );
   await app.register(rootPolicyRoutes(services.policies));
+  await app.register(consoleRoutes());
   return app;
 }

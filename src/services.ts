@@ -12,6 +12,7 @@ import { type OpenedDatabase, openDatabase } from './db/database.ts';
 import { FixedWindows } from './db/fixed-windows.ts';
 import { DEFAULT_TENANT } from './domain/principal.ts';
 import { closeEmbedders } from './embeddings/embedder.ts';
+import { setUseLiteWarningListener } from './embeddings/use-lite.ts';
 import { EndpointRepository } from './endpoints/repository.ts';
 import { EndpointService } from './endpoints/service.ts';
 import { RequestGuard } from './http/request-guard.ts';
@@ -24,6 +25,10 @@ import { MarketplaceService } from './marketplaces/service.ts';
 import { ModelRepository } from './models/repository.ts';
 import { ModelRunnerService } from './models/runner.ts';
 import { ModelService } from './models/service.ts';
+import { ConsumedStore } from './payments/consumed-store.ts';
+import { MppGateway } from './payments/mpp.ts';
+import { WalletRepository } from './payments/repository.ts';
+import { WalletService } from './payments/service.ts';
 import { GeneralLimits } from './policies/general-limits.ts';
 import { PolicyRepository } from './policies/repository.ts';
 import { PolicyService } from './policies/service.ts';
@@ -83,6 +88,14 @@ export interface Services {
   readonly tunnels: TunnelManager;
   readonly query: QueryPipeline;
   readonly usage: UsageService;
+  /** The tenant's payment wallet (`/settings/wallet`). */
+  readonly wallets: WalletService;
+  /** MPP payments of queries: challenges, credentials, their broadcast once the answer is ready. */
+  readonly payments: MppGateway;
+  /** Which folders each tenant may index (the console's folder browser lists inside them). */
+  readonly ingestionRoots: IngestionRoots;
+  /** The search step of queries, also searched directly by `POST /datasets/{id}/search`. */
+  readonly datasetSearch: DatasetSearchService;
   close(): Promise<void>;
 }
 
@@ -101,6 +114,8 @@ export interface ServiceOptions {
 export async function createServices(config: Config, options: ServiceOptions = {}): Promise<Services> {
   const logOptions = { level: config.logLevel, redact: ['req.headers.authorization'] };
   const log = options.logDestination ? pino(logOptions, options.logDestination) : pino(logOptions);
+  // The embedder is shared by the process: its one warning (USE-lite fell back to tfjs) goes to the last log.
+  setUseLiteWarningListener((message) => log.warn(message));
   const clock = options.clock ?? systemClock;
   const database = await openDatabase(config.dataDir, [vectorExtensionPath()]);
   const { db } = database;
@@ -190,6 +205,9 @@ export async function createServices(config: Config, options: ServiceOptions = {
   });
 
   const marketplaces = new MarketplaceService(db, marketplaceRepository, box, hubs);
+  const walletRepository = new WalletRepository(db, box);
+  const payments = new MppGateway({ wallets: walletRepository, consumed: new ConsumedStore(database) });
+  const datasetSearch = new DatasetSearchService(config, datasetRepository, store, vectorStoreVersion);
 
   const services: Services = {
     config,
@@ -227,12 +245,17 @@ export async function createServices(config: Config, options: ServiceOptions = {
       policies: policyRepository,
       usage: usageRepository,
       windows,
-      search: new DatasetSearchService(config, datasetRepository, store, vectorStoreVersion),
+      search: datasetSearch,
       models: modelRunner,
       accounting: marketplaces,
+      payments,
       log,
     }),
     usage: new UsageService(endpointRepository, usageRepository),
+    wallets: new WalletService(walletRepository),
+    payments,
+    ingestionRoots,
+    datasetSearch,
     close: async () => {
       await tunnels.shutdown();
       await publishingTasks.close(); // also aborts every hub request in flight

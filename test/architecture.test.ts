@@ -28,13 +28,27 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   syfthub: [...FOUNDATION, 'security'],
   tunnel: [...FOUNDATION, 'security', 'http'],
   tenants: [...FOUNDATION, 'security', 'db', 'http'],
+  payments: [...FOUNDATION, 'security', 'db', 'http'],
   auth: [...FOUNDATION, 'config.ts', 'security', 'db', 'http', 'tenants'],
   marketplaces: [...FOUNDATION, 'security', 'db', 'http', 'syfthub'],
   datasets: [...FOUNDATION, 'config.ts', 'security', 'db', 'http', 'embeddings', 'vectors', 'ingestion', 'tenants'],
   models: [...FOUNDATION, 'security', 'db', 'http', 'llm'],
-  policies: [...FOUNDATION, 'config.ts', 'security', 'db', 'http', 'syfthub'],
+  policies: [...FOUNDATION, 'config.ts', 'security', 'db', 'http', 'syfthub', 'payments'],
   endpoints: [...FOUNDATION, 'security', 'db', 'http', 'datasets', 'models', 'policies'],
-  query: [...FOUNDATION, 'config.ts', 'security', 'db', 'http', 'llm', 'syfthub', 'datasets', 'models', 'policies', 'endpoints'],
+  query: [
+    ...FOUNDATION,
+    'config.ts',
+    'security',
+    'db',
+    'http',
+    'llm',
+    'syfthub',
+    'payments',
+    'datasets',
+    'models',
+    'policies',
+    'endpoints',
+  ],
   publishing: [
     ...FOUNDATION,
     'config.ts',
@@ -52,6 +66,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
     'marketplaces',
   ],
   health: [...FOUNDATION, 'http', 'version.ts'],
+  console: [...FOUNDATION, 'runtime', 'http', 'ingestion'],
 };
 /** The wiring at the top may import anything. */
 const TOP = new Set(['main.ts', 'server.ts', 'app.ts', 'services.ts']);

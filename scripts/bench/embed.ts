@@ -2,9 +2,9 @@
  * Embedder-alone throughput, in one run so the figures compare.
  *
  * For `use-lite` (the default) every engine layout of src/embeddings/use-lite.ts, on the same texts:
- * tfjs on one worker thread, tfjs on its default pool, and ONNX Runtime with one single-thread worker
- * per core (the default), with one worker using every core, with one thread in all, and the int8 model
- * (an option); each on real 1,000-character chunks
+ * tfjs on one worker thread, tfjs on its default pool, and ONNX Runtime as knode runs it (one worker,
+ * one thread per core but one), with one worker using every core, with one single-thread worker per core,
+ * and the int8 model (an option); each on real 1,000-character chunks
  * (this machine's documentation, chunked as ingestion does; generated text when there is too little),
  * on short sentences, and as single queries (latency). For any other spec, the same figures for it.
  *
@@ -94,7 +94,7 @@ try {
       [`tfjs, ${defaultEmbeddingThreads()} threads (its default)`, new UseLiteEmbedder({ engine: 'tfjs' })],
       [`onnx, ${onnx.threads} workers x ${onnx.intraOpThreads} (default)`, new UseLiteEmbedder({ engine: 'onnx' })],
       [`onnx, 1 worker x ${coreCount()} threads`, new UseLiteEmbedder({ engine: 'onnx', threads: 1, intraOpThreads: coreCount() })],
-      ['onnx, 1 worker x 1 thread', new UseLiteEmbedder({ engine: 'onnx', threads: 1, intraOpThreads: 1 })],
+      [`onnx, ${coreCount()} workers x 1 thread`, new UseLiteEmbedder({ engine: 'onnx', threads: coreCount(), intraOpThreads: 1 })],
       [`onnx int8, ${onnx.threads} workers x ${onnx.intraOpThreads}`, new UseLiteEmbedder({ engine: 'onnx', quantized: true })],
     ];
     const rates: number[] = [];

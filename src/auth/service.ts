@@ -44,6 +44,11 @@ export class AuthService {
     );
   }
 
+  /** Whether anyone has registered yet (the console's first run offers the owner's account until then). */
+  async hasUsers(): Promise<boolean> {
+    return (await this.tenants.firstOwnersTenantId()) !== undefined;
+  }
+
   async login(email: string, password: string) {
     const user = await this.users.findByEmail(email.trim().toLowerCase());
     const valid = user ? await verifyPassword(password, user.password_hash) : await verifyAgainstNothing(password);

@@ -1,0 +1,39 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { HttpUrl } from '../http/schemas.ts';
+import { listServerModels, type ServerModels } from '../llm/server-models.ts';
+
+const DiscoverBody = Type.Object({
+  base_url: HttpUrl,
+  api_key: Type.Optional(Type.String({ maxLength: 2000 })),
+});
+
+const DiscoverView = Type.Object({
+  base_url: Type.String(),
+  reachable: Type.Boolean(),
+  models: Type.Array(Type.Object({ id: Type.String(), owned_by: Type.Union([Type.String(), Type.Null()]) })),
+  error: Type.Union([Type.String(), Type.Null()]),
+});
+
+/** Long enough for a remote server, short enough that a console waiting on a dead address is not stuck. */
+const DISCOVERY_TIMEOUT_MS = 5000;
+
+/**
+ * `POST /api/v1/models/discover {base_url, api_key?}`: the models an OpenAI-compatible server serves, so the
+ * console offers a list instead of a text box (and finds a local Ollama). POST because it carries a key.
+ */
+export function serverModelRoutes(list: typeof listServerModels = listServerModels): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    app.post('/models/discover', {
+      config: { auth: 'tenant' },
+      schema: { tags: ['models'], body: DiscoverBody, response: { 200: DiscoverView } },
+      handler: async (request) => {
+        const baseUrl = request.body.base_url.replace(/\/+$/, '');
+        const found: ServerModels = await list(baseUrl, request.body.api_key || undefined, DISCOVERY_TIMEOUT_MS);
+        return found.reachable
+          ? { base_url: baseUrl, reachable: true, models: found.models, error: null }
+          : { base_url: baseUrl, reachable: false, models: [], error: found.error };
+      },
+    });
+  };
+}

@@ -1,0 +1,131 @@
+import { useEffect, useState } from 'preact/hooks';
+import { post } from '../api.ts';
+import { useDebounced } from '../lib/hooks.ts';
+import type { WidgetProps } from './schema-form.tsx';
+import { Field } from './ui.tsx';
+
+export interface Discovered {
+  base_url: string;
+  reachable: boolean;
+  models: { id: string; owned_by: string | null }[];
+  error: string | null;
+}
+
+export const OLLAMA_URL = 'http://127.0.0.1:11434/v1';
+
+export function isHttpUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
+/** Asks the server at `baseUrl` for its models (`POST /api/v1/models/discover`); never throws for a dead server. */
+export function discover(baseUrl: string, apiKey?: string): Promise<Discovered> {
+  return post<Discovered>('/models/discover', { base_url: baseUrl, ...(apiKey ? { api_key: apiKey } : {}) });
+}
+
+/**
+ * The `model` of an OpenAI-compatible server, picked from the list the server gives (asked again when
+ * `base_url` or `api_key` change), or typed when the server gives none.
+ */
+export function ModelChooser(props: WidgetProps) {
+  const baseUrl = (typeof props.values.base_url === 'string' && props.values.base_url.trim()) || String(props.schema.default ?? '');
+  const key = typeof props.values.api_key === 'string' && props.values.api_key !== '********' ? props.values.api_key : '';
+  const settled = useDebounced(`${baseUrl}\n${key}`, 500);
+  const [found, setFound] = useState<Discovered | undefined>(undefined);
+  const [loading, setLoading] = useState(false);
+  const [typing, setTyping] = useState(false);
+  const [attempt, setAttempt] = useState(0);
+
+  useEffect(() => {
+    const [url = '', apiKey = ''] = settled.split('\n');
+    if (!isHttpUrl(url)) {
+      setFound(undefined);
+      return;
+    }
+    let current = true;
+    setLoading(true);
+    discover(url, apiKey)
+      .then((answer) => {
+        if (!current) return;
+        setFound(answer);
+        const first = answer.models[0];
+        if (answer.reachable && first && !answer.models.some((model) => model.id === props.value)) props.onChange(first.id);
+      })
+      .catch(() => current && setFound(undefined))
+      .finally(() => current && setLoading(false));
+    return () => {
+      current = false;
+    };
+  }, [settled, attempt]);
+
+  const list = found?.reachable && found.models.length > 0 && !typing ? found.models : undefined;
+  const status = loading
+    ? 'Asking the server for its models…'
+    : found && !found.reachable
+      ? `The server did not list its models (${found.error}): type the model's name.`
+      : found && found.models.length === 0
+        ? 'The server lists no model: type its name.'
+        : list
+          ? `${list.length} models on ${found?.base_url}.`
+          : undefined;
+
+  return (
+    <Field label={props.label} hint={status ?? props.hint} error={props.error} required={props.required}>
+      {({ id, describedBy, invalid }) => (
+        <div class="picker-row">
+          {list ? (
+            <select
+              id={id}
+              name={props.name}
+              value={props.value}
+              required={props.required}
+              aria-describedby={describedBy}
+              aria-invalid={invalid || undefined}
+              onChange={(event) => props.onChange(event.currentTarget.value)}
+            >
+              {list.map((model) => (
+                <option key={model.id} value={model.id}>
+                  {model.id}
+                </option>
+              ))}
+            </select>
+          ) : (
+            <input
+              id={id}
+              name={props.name}
+              type="text"
+              spellcheck={false}
+              required={props.required}
+              aria-describedby={describedBy}
+              aria-invalid={invalid || undefined}
+              placeholder="llama3.2"
+              value={props.value}
+              onInput={(event) => props.onChange(event.currentTarget.value)}
+            />
+          )}
+          {list ? (
+            <button type="button" class="secondary" onClick={() => setTyping(true)}>
+              Type a name
+            </button>
+          ) : (
+            <button
+              type="button"
+              class="secondary"
+              disabled={loading || !isHttpUrl(baseUrl)}
+              onClick={() => {
+                setTyping(false);
+                setAttempt(attempt + 1);
+              }}
+            >
+              Load the list
+            </button>
+          )}
+        </div>
+      )}
+    </Field>
+  );
+}

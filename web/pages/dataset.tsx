@@ -1,0 +1,402 @@
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { useLocation } from 'preact-iso';
+import { ApiError, type Dataset, type DatasetFile, del, get, type Page, post, type References } from '../api.ts';
+import { DatasetStatus, isBusy } from '../components/dataset-status.tsx';
+import { References as ReferenceList } from '../components/references.tsx';
+import { Empty, ErrorNotice, Field, Loading, Notice, PageHeader, ProgressBar, SelectField, TextField } from '../components/ui.tsx';
+import { count, date, duration, rate } from '../lib/format.ts';
+import { useFirstRender, usePoll, useResource, useTitle } from '../lib/hooks.ts';
+
+export function DatasetPage(props: { id: string }) {
+  const dataset = useResource<Dataset>(`/datasets/${props.id}`);
+  useTitle(dataset.data?.name ?? 'Dataset');
+  const busy = dataset.data ? isBusy(dataset.data) : false;
+  // Every 2 s while files wait (one request: the general API limits allow 100 a minute), else every 15 s.
+  // Set (synchronously) once the dataset is being deleted: a poll sent after the DELETE would find it gone.
+  const leaving = useRef(false);
+  usePoll(async () => leaving.current || (await dataset.reload()), busy ? 2000 : 15_000, dataset.data !== undefined);
+  if (dataset.error && !dataset.data) return <ErrorNotice error={dataset.error} />;
+  if (!dataset.data) return <Loading what="the dataset" />;
+  return <View dataset={dataset.data} reload={dataset.reload} leaving={leaving} />;
+}
+
+function View(props: { dataset: Dataset; reload: () => Promise<void>; leaving: { current: boolean } }) {
+  useFirstRender();
+  const { dataset } = props;
+  const { route } = useLocation();
+  const [actionError, setActionError] = useState<Error | undefined>(undefined);
+  const [acting, setActing] = useState<string | undefined>(undefined);
+
+  const act = async (name: string, work: () => Promise<unknown>, reload = true) => {
+    setActing(name);
+    setActionError(undefined);
+    try {
+      await work();
+      if (reload) await props.reload();
+    } catch (error) {
+      setActionError(error as Error);
+    } finally {
+      setActing(undefined);
+    }
+  };
+
+  const remove = () =>
+    act(
+      'delete',
+      async () => {
+        if (!confirm(`Delete the dataset '${dataset.name}' and its index? The folder itself is not touched.`)) return;
+        props.leaving.current = true;
+        try {
+          await del(`/datasets/${dataset.id}`);
+        } catch (error) {
+          props.leaving.current = false;
+          throw error;
+        }
+        route('/datasets');
+      },
+      false,
+    );
+
+  return (
+    <>
+      <PageHeader
+        title={
+          <>
+            {dataset.name} <DatasetStatus dataset={dataset} />
+          </>
+        }
+        subtitle={<span class="path">{String(dataset.configuration.ingestionPath ?? '')}</span>}
+        actions={
+          <>
+            {dataset.status === 'stopped' ? (
+              <button
+                type="button"
+                disabled={acting !== undefined}
+                onClick={() => act('start', () => post(`/datasets/${dataset.id}/start`))}
+              >
+                Start
+              </button>
+            ) : (
+              <button
+                type="button"
+                class="secondary"
+                disabled={acting !== undefined}
+                onClick={() => act('stop', () => post(`/datasets/${dataset.id}/stop`))}
+              >
+                Stop
+              </button>
+            )}
+            <button
+              type="button"
+              class="secondary"
+              disabled={acting !== undefined || dataset.status === 'stopped'}
+              onClick={() => act('reindex', () => post(`/datasets/${dataset.id}/reindex`))}
+            >
+              Reindex
+            </button>
+            <button type="button" class="danger" disabled={acting !== undefined} onClick={remove}>
+              Delete
+            </button>
+          </>
+        }
+      />
+      <ErrorNotice error={actionError} />
+      {dataset.status === 'error' && dataset.error && <Notice kind="error">{dataset.error}</Notice>}
+      {dataset.status === 'stopped' && <Notice>Stopped: the folder is not watched and nothing is indexed. Search still works.</Notice>}
+      <Progress dataset={dataset} />
+      <Search dataset={dataset} />
+      <Files dataset={dataset} />
+      <section class="card" aria-labelledby="configuration-title">
+        <h2 id="configuration-title">Configuration</h2>
+        <dl class="facts">
+          {Object.entries(dataset.configuration).map(([key, value]) => (
+            <div key={key}>
+              <dt>{key}</dt>
+              <dd>{typeof value === 'object' ? JSON.stringify(value) : String(value)}</dd>
+            </div>
+          ))}
+          <div>
+            <dt>ranking</dt>
+            <dd>
+              {dataset.search.ranking}, {dataset.search.calibration}
+            </dd>
+          </div>
+        </dl>
+      </section>
+    </>
+  );
+}
+
+interface Sample {
+  at: number;
+  done: number;
+  chunks: number;
+}
+
+/**
+ * Counters, and the rate and time left measured over the last half minute of samples. Where the server
+ * reports them, files searchable by keywords before their vectors are made, and chunks embedded, are
+ * shown too (the embedder is what takes time).
+ */
+function Progress(props: { dataset: Dataset }) {
+  const { ingestion } = props.dataset;
+  const samples = useRef<Sample[]>([]);
+  const done = ingestion.files_indexed + ingestion.files_failed;
+  const embedded = ingestion.chunks_embedded ?? ingestion.chunks;
+  const now = performance.now();
+  const list = samples.current;
+  const last = list[list.length - 1];
+  if (!last || last.done !== done || last.chunks !== embedded || now - last.at > 1500) {
+    list.push({ at: now, done, chunks: embedded });
+    while (list.length > 2 && now - (list[0]?.at ?? now) > 30_000) list.shift();
+  }
+  const first = list[0];
+  const seconds = first ? (now - first.at) / 1000 : 0;
+  const filesPerSecond = first && seconds > 1 ? (done - first.done) / seconds : 0;
+  const chunksPerSecond = first && seconds > 1 ? (embedded - first.chunks) / seconds : 0;
+  const busy = ingestion.files_pending > 0 && props.dataset.status === 'running';
+  const left = busy && filesPerSecond > 0 ? ingestion.files_pending / filesPerSecond : Number.POSITIVE_INFINITY;
+  const searchable = ingestion.files_searchable;
+
+  return (
+    <section class="card" aria-labelledby="progress-title">
+      <h2 id="progress-title">Indexing</h2>
+      <ProgressBar
+        value={ingestion.files_indexed}
+        searchable={searchable === undefined ? 0 : searchable - ingestion.files_indexed}
+        failed={ingestion.files_failed}
+        max={ingestion.files_total}
+        label="Files indexed"
+      />
+      <dl class="stats">
+        <div data-stat="indexed">
+          <dt>Indexed</dt>
+          <dd>
+            {count(ingestion.files_indexed)} <span class="of">of {count(ingestion.files_total)} files</span>
+          </dd>
+        </div>
+        {searchable !== undefined && (
+          <div data-stat="searchable">
+            <dt>Searchable by keywords</dt>
+            <dd>{count(searchable)}</dd>
+          </div>
+        )}
+        <div data-stat="pending">
+          <dt>Pending</dt>
+          <dd>{count(ingestion.files_pending)}</dd>
+        </div>
+        <div data-stat="failed">
+          <dt>Failed</dt>
+          <dd class={ingestion.files_failed > 0 ? 'bad' : undefined}>{count(ingestion.files_failed)}</dd>
+        </div>
+        <div data-stat="chunks">
+          <dt>Chunks</dt>
+          <dd>
+            {count(ingestion.chunks)}
+            {ingestion.chunks_embedded !== undefined && ingestion.chunks_embedded < ingestion.chunks && (
+              <span class="of block">{count(ingestion.chunks_embedded)} embedded</span>
+            )}
+          </dd>
+        </div>
+        <div data-stat="rate">
+          <dt>Rate</dt>
+          {busy && (filesPerSecond > 0 || chunksPerSecond > 0) ? (
+            <dd>
+              {rate(filesPerSecond, 'files')}
+              <span class="of block">{rate(chunksPerSecond, 'chunks')}</span>
+            </dd>
+          ) : (
+            <dd>–</dd>
+          )}
+        </div>
+        <div data-stat="left">
+          <dt>Time left</dt>
+          <dd>{busy ? (Number.isFinite(left) ? duration(left) : 'measuring…') : ingestion.files_pending > 0 ? 'paused' : 'done'}</dd>
+        </div>
+      </dl>
+    </section>
+  );
+}
+
+const MODES = [
+  { value: 'hybrid', label: 'Hybrid' },
+  { value: 'keyword', label: 'Keyword (BM25)' },
+  { value: 'vector', label: 'Vector' },
+];
+
+function Search(props: { dataset: Dataset }) {
+  const [query, setQuery] = useState('');
+  const [mode, setMode] = useState('hybrid');
+  const [limit, setLimit] = useState('5');
+  const [threshold, setThreshold] = useState('0');
+  const [result, setResult] = useState<{ query: string; mode: string; references: References } | undefined>(undefined);
+  const [errors, setErrors] = useState<Record<string, string>>({});
+  const [failure, setFailure] = useState<Error | undefined>(undefined);
+  const [busy, setBusy] = useState(false);
+
+  const search = async (event: Event) => {
+    event.preventDefault();
+    if (query.trim() === '') return;
+    setBusy(true);
+    setErrors({});
+    setFailure(undefined);
+    try {
+      const references = await post<References>(`/datasets/${props.dataset.id}/search`, {
+        query,
+        mode,
+        limit: Number(limit) || 5,
+        similarity_threshold: Number(threshold) || 0,
+      });
+      setResult({ query, mode, references });
+    } catch (error) {
+      if (error instanceof ApiError && error.issues.length > 0) setErrors(error.fieldErrors());
+      else setFailure(error as Error);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <section class="card" aria-labelledby="search-title">
+      <h2 id="search-title">Search</h2>
+      <form class="search-form" onSubmit={search}>
+        <TextField
+          label="Search the dataset"
+          type="search"
+          value={query}
+          onInput={setQuery}
+          error={errors.query}
+          required
+          placeholder="What are you looking for?"
+        />
+        <SelectField label="Mode" value={mode} onChange={setMode} options={MODES} error={errors.mode} />
+        <TextField label="Results" type="number" min={1} max={100} value={limit} onInput={setLimit} error={errors.limit} />
+        <TextField
+          label="Threshold"
+          type="number"
+          min={0}
+          max={1}
+          step={0.05}
+          value={threshold}
+          onInput={setThreshold}
+          error={errors.similarity_threshold}
+        />
+        <button type="submit" disabled={busy}>
+          {busy ? 'Searching…' : 'Search'}
+        </button>
+      </form>
+      <ErrorNotice error={failure} />
+      {result && (
+        <div class="search-results" aria-live="polite">
+          <p class="hint">
+            {result.references.documents.length === 0
+              ? `Nothing found for “${result.query}”${props.dataset.ingestion.files_indexed === 0 ? ': no file is indexed yet' : ''}.`
+              : `${result.references.documents.length} results for “${result.query}” in ${result.mode} mode, ${String(result.references.provider_info.response_time_ms ?? '?')} ms.`}
+          </p>
+          <ReferenceList documents={result.references.documents} open />
+        </div>
+      )}
+    </section>
+  );
+}
+
+const FILE_FILTERS = [
+  { value: '', label: 'All files' },
+  { value: 'failed', label: 'Failed' },
+  { value: 'pending', label: 'Waiting or in progress' },
+  { value: 'indexed', label: 'Indexed' },
+  { value: 'removed', label: 'Removed' },
+];
+const FILES_PAGE = 200;
+/** States with work left (`searchable`: found by keywords, vectors still to come). */
+const PENDING = new Set(['queued', 'indexing', 'searchable']);
+
+function Files(props: { dataset: Dataset }) {
+  const [files, setFiles] = useState<DatasetFile[]>([]);
+  const [total, setTotal] = useState(0);
+  const [shown, setShown] = useState(FILES_PAGE);
+  const [filter, setFilter] = useState('');
+  const [error, setError] = useState<Error | undefined>(undefined);
+  const { ingestion } = props.dataset;
+  const signature = `${ingestion.files_total}/${ingestion.files_indexed}/${ingestion.files_failed}/${ingestion.files_pending}`;
+
+  // Asked again when the counters move, not on a timer of its own.
+  useEffect(() => {
+    let current = true;
+    get<Page<DatasetFile>>(`/datasets/${props.dataset.id}/files?skip=0&limit=${shown}`)
+      .then((page) => {
+        if (!current) return;
+        setFiles(page.items);
+        setTotal(page.total);
+        setError(undefined);
+      })
+      .catch((caught) => current && setError(caught as Error));
+    return () => {
+      current = false;
+    };
+  }, [props.dataset.id, signature, shown]);
+
+  const visible = files.filter((file) => (filter === '' ? true : filter === 'pending' ? PENDING.has(file.status) : file.status === filter));
+
+  return (
+    <section class="card" aria-labelledby="files-title">
+      <div class="card-head">
+        <h2 id="files-title">Files</h2>
+        <Field label="Show" inline={false}>
+          {({ id }) => (
+            <select id={id} value={filter} onChange={(event) => setFilter(event.currentTarget.value)}>
+              {FILE_FILTERS.map((option) => (
+                <option key={option.value} value={option.value}>
+                  {option.label}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+      </div>
+      <ErrorNotice error={error} />
+      {visible.length === 0 ? (
+        <Empty>{files.length === 0 ? 'No file seen yet.' : 'No file in this state.'}</Empty>
+      ) : (
+        <div class="table-scroll">
+          <table class="table files">
+            <caption class="visually-hidden">Files of the dataset and their state</caption>
+            <thead>
+              <tr>
+                <th scope="col">File</th>
+                <th scope="col">State</th>
+                <th scope="col" class="num">
+                  Chunks
+                </th>
+                <th scope="col">Updated</th>
+              </tr>
+            </thead>
+            <tbody>
+              {visible.map((file) => (
+                <tr key={file.path} class={file.status === 'failed' ? 'row-bad' : undefined}>
+                  <td class="path">
+                    {file.path}
+                    {file.error && <div class="error-text">{file.error}</div>}
+                  </td>
+                  <td>
+                    <span class={`state state-${file.status}`}>{file.status}</span>
+                  </td>
+                  <td class="num">{count(file.chunks)}</td>
+                  <td class="nowrap">{date(file.updated_at)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {total > files.length && (
+        <p>
+          Showing the first {count(files.length)} of {count(total)} files.{' '}
+          <button type="button" class="link" onClick={() => setShown(shown + FILES_PAGE * 5)}>
+            Show more
+          </button>
+        </p>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,178 @@
+import { useState } from 'preact/hooks';
+import { useLocation } from 'preact-iso';
+import { ApiError, type Dataset, type Endpoint, type Model, post } from '../api.ts';
+import { ErrorNotice, Field, Loading, Notice, PageHeader, SelectField, TextField } from '../components/ui.tsx';
+import { slugify } from '../lib/format.ts';
+import { useFirstRender, useResource, useTitle } from '../lib/hooks.ts';
+import { RESPONSE_TYPES } from './endpoint-list.tsx';
+
+export function EndpointNew() {
+  useTitle('Make an endpoint');
+  const datasets = useResource<Dataset[]>('/datasets/');
+  const models = useResource<Model[]>('/models/');
+  const error = datasets.error ?? models.error;
+  if (error) return <ErrorNotice error={error} />;
+  if (!datasets.data || !models.data) return <Loading />;
+  return <Form datasets={datasets.data} models={models.data} />;
+}
+
+/** raw needs a dataset, summary a model; both needs both. */
+function allowedTypes(datasetId: string, modelId: string): Endpoint['response_type'][] {
+  if (datasetId && modelId) return ['both', 'summary', 'raw'];
+  if (datasetId) return ['raw'];
+  if (modelId) return ['summary'];
+  return [];
+}
+
+function Form(props: { datasets: Dataset[]; models: Model[] }) {
+  useFirstRender();
+  const { route } = useLocation();
+  const [name, setName] = useState('');
+  const [slug, setSlug] = useState('');
+  const [slugTouched, setSlugTouched] = useState(false);
+  const [summary, setSummary] = useState('');
+  const [datasetId, setDatasetId] = useState(props.datasets[0]?.id ?? '');
+  const [modelId, setModelId] = useState(props.models[0]?.id ?? '');
+  const [responseType, setResponseType] = useState<Endpoint['response_type']>('both');
+  const [fullAnswers, setFullAnswers] = useState(true);
+  const [errors, setErrors] = useState<Record<string, string>>({});
+  const [failure, setFailure] = useState<Error | undefined>(undefined);
+  const [busy, setBusy] = useState(false);
+
+  const allowed = allowedTypes(datasetId, modelId);
+  const chosenType = allowed.includes(responseType) ? responseType : (allowed[0] ?? 'both');
+
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    setBusy(true);
+    setErrors({});
+    setFailure(undefined);
+    try {
+      const created = await post<Endpoint>('/endpoints/', {
+        name,
+        slug: slug || slugify(name),
+        summary,
+        dataset_id: datasetId || null,
+        model_id: modelId || null,
+        response_type: chosenType,
+        // The specification's default stop sequence (a new line) cuts every answer to its first line.
+        ...(fullAnswers && modelId ? { generation_defaults: { stop_sequences: [] } } : {}),
+      });
+      route(`/endpoints/${created.slug}`);
+    } catch (error) {
+      if (error instanceof ApiError && error.issues.length > 0) setErrors(error.fieldErrors());
+      else setFailure(error as Error);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <>
+      <PageHeader title="Make an endpoint" subtitle="Choose what it searches and what answers; policies come next." />
+      <form class="card form" onSubmit={submit}>
+        <TextField
+          label="Name"
+          required
+          maxLength={200}
+          value={name}
+          error={errors.name}
+          onInput={(value) => {
+            setName(value);
+            if (!slugTouched) setSlug(slugify(value));
+          }}
+        />
+        <TextField
+          label="Slug"
+          required
+          minLength={3}
+          maxLength={64}
+          hint="Its address: /api/v1/endpoints/<slug>/query. Lower-case letters, digits and hyphens; at most 63 to publish on SyftHub."
+          value={slug}
+          error={errors.slug}
+          onInput={(value) => {
+            setSlug(value);
+            setSlugTouched(true);
+          }}
+        />
+        <TextField
+          label="Summary"
+          hint="One line, shown on the marketplace."
+          maxLength={2000}
+          value={summary}
+          error={errors.summary}
+          onInput={setSummary}
+        />
+        <SelectField
+          label="Dataset"
+          value={datasetId}
+          onChange={setDatasetId}
+          error={errors.dataset_id}
+          options={[{ value: '', label: 'None' }, ...props.datasets.map((dataset) => ({ value: dataset.id, label: dataset.name }))]}
+          hint={
+            props.datasets.length === 0 ? 'No dataset yet: add a folder first to answer from documents.' : 'What the endpoint searches.'
+          }
+        />
+        <SelectField
+          label="Model"
+          value={modelId}
+          onChange={setModelId}
+          error={errors.model_id}
+          options={[{ value: '', label: 'None' }, ...props.models.map((model) => ({ value: model.id, label: model.name }))]}
+          hint={props.models.length === 0 ? 'No model yet: add one to answer in words.' : 'What writes the answer.'}
+        />
+        <fieldset class="choices">
+          <legend>It answers with</legend>
+          {(['both', 'summary', 'raw'] as const).map((type) => (
+            <label key={type} class={`choice${type === chosenType ? ' chosen' : ''}${allowed.includes(type) ? '' : ' disabled'}`}>
+              <input
+                type="radio"
+                name="response_type"
+                value={type}
+                checked={type === chosenType}
+                disabled={!allowed.includes(type)}
+                onChange={() => setResponseType(type)}
+              />
+              <span class="choice-title">{RESPONSE_TYPES[type]}</span>
+              <span class="choice-text">
+                {type === 'both'
+                  ? 'The model answers from the passages it found, which come with the answer.'
+                  : type === 'summary'
+                    ? 'The model answers (from the passages found, if there is a dataset).'
+                    : 'The passages found, with their scores: no model.'}
+              </span>
+            </label>
+          ))}
+        </fieldset>
+        {errors._ && <Notice kind="error">{errors._}</Notice>}
+        {modelId && (
+          <Field
+            label="Answer in full (no stop at the first line break)"
+            inline
+            hint="Queries that name no stop sequences get none; the specification's default stops at the first new line."
+          >
+            {({ id, describedBy }) => (
+              <input
+                id={id}
+                type="checkbox"
+                checked={fullAnswers}
+                aria-describedby={describedBy}
+                onChange={(event) => setFullAnswers(event.currentTarget.checked)}
+              />
+            )}
+          </Field>
+        )}
+        {allowed.length === 0 && <Notice kind="warning">Choose a dataset, a model, or both.</Notice>}
+        <ErrorNotice error={failure} />
+        <div class="form-actions">
+          <button type="submit" disabled={busy || allowed.length === 0}>
+            {busy ? 'Creating…' : 'Create the endpoint'}
+          </button>
+          <a class="button secondary" href="/endpoints">
+            Cancel
+          </a>
+        </div>
+      </form>
+    </>
+  );
+}

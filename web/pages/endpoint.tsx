@@ -1,0 +1,60 @@
+import type { Endpoint } from '../api.ts';
+import { Badge, ErrorNotice, Loading, PageHeader } from '../components/ui.tsx';
+import { useResource, useTitle } from '../lib/hooks.ts';
+import { RESPONSE_TYPES } from './endpoint-list.tsx';
+import { EndpointSettings } from './endpoint-settings.tsx';
+import { EndpointUsage } from './endpoint-usage.tsx';
+import { NotFound } from './not-found.tsx';
+import { Playground } from './playground.tsx';
+import { Policies } from './policies.tsx';
+import { Publish } from './publish.tsx';
+
+const TABS = [
+  { id: '', label: 'Playground' },
+  { id: 'policies', label: 'Policies' },
+  { id: 'publish', label: 'Publish' },
+  { id: 'settings', label: 'Settings' },
+  { id: 'usage', label: 'Usage' },
+] as const;
+
+/** An endpoint: its playground, policies, settings and usage, each at its own address (`/endpoints/<slug>/<tab>`). */
+export function EndpointPage(props: { slug: string; tab?: string }) {
+  const endpoint = useResource<Endpoint>(`/endpoints/${encodeURIComponent(props.slug)}`);
+  const tab = TABS.find((candidate) => candidate.id === (props.tab ?? ''));
+  useTitle(endpoint.data ? `${endpoint.data.name}${tab?.id ? ` · ${tab.label}` : ''}` : 'Endpoint');
+  if (!tab) return <NotFound />;
+  if (endpoint.error && !endpoint.data) return <ErrorNotice error={endpoint.error} />;
+  if (!endpoint.data) return <Loading what="the endpoint" />;
+  const data = endpoint.data;
+  const base = `/endpoints/${encodeURIComponent(data.slug)}`;
+  const parts = [data.dataset && `searches ${data.dataset.name}`, data.model && `answers with ${data.model.name}`].filter(Boolean);
+  return (
+    <>
+      <PageHeader
+        title={
+          <>
+            {data.name} {data.published ? <Badge tone="good">published</Badge> : <Badge tone="muted">private</Badge>}
+          </>
+        }
+        subtitle={`${RESPONSE_TYPES[data.response_type]}: ${parts.join(', ')}. POST /api/v1/endpoints/${data.slug}/query`}
+      />
+      <nav class="tabs" aria-label="Endpoint">
+        {TABS.map((candidate) => (
+          <a
+            key={candidate.id}
+            href={candidate.id ? `${base}/${candidate.id}` : base}
+            aria-current={candidate === tab ? 'page' : undefined}
+          >
+            {candidate.label}
+            {candidate.id === 'policies' && data.policies && data.policies.length > 0 ? ` (${data.policies.length})` : ''}
+          </a>
+        ))}
+      </nav>
+      {tab.id === '' && <Playground endpoint={data} />}
+      {tab.id === 'policies' && <Policies endpoint={data} reload={endpoint.reload} />}
+      {tab.id === 'publish' && <Publish endpoint={data} reload={endpoint.reload} />}
+      {tab.id === 'settings' && <EndpointSettings endpoint={data} reload={endpoint.reload} />}
+      {tab.id === 'usage' && <EndpointUsage endpoint={data} />}
+    </>
+  );
+}

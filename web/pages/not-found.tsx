@@ -1,0 +1,15 @@
+import { PageHeader } from '../components/ui.tsx';
+import { useFirstRender, useTitle } from '../lib/hooks.ts';
+
+export function NotFound() {
+  useTitle('Not found');
+  useFirstRender();
+  return (
+    <>
+      <PageHeader title="Nothing here" subtitle="This page does not exist in the console." />
+      <p>
+        <a href="/">Back to the overview</a>
+      </p>
+    </>
+  );
+}

@@ -1,0 +1,237 @@
+import { useEffect, useState } from 'preact/hooks';
+import { ApiError, del, type Endpoint, type JsonSchema, type Policy, patch, post, type TypeInfo } from '../api.ts';
+import { errorsUnder, type FormValues, initialValues, labelOf, SchemaForm, toConfiguration } from '../components/schema-form.tsx';
+import { Badge, Empty, ErrorNotice, Field, Loading, Notice, TextField } from '../components/ui.tsx';
+import { useDebounced, useFirstRender } from '../lib/hooks.ts';
+import { typeLabel, typeNamed, useTypes } from '../lib/types.ts';
+
+/**
+ * The endpoint's policies: every type the server knows (`GET /api/v1/types`: access, rate limits,
+ * accounting, prices...) with its form built from its schema. Access lists get a live check of an e-mail.
+ */
+export function Policies(props: { endpoint: Endpoint; reload: () => Promise<void> }) {
+  useFirstRender();
+  const types = useTypes();
+  const policies = props.endpoint.policies ?? [];
+  if (types.error) return <ErrorNotice error={types.error} />;
+  if (!types.data) return <Loading what="policy types" />;
+  const kinds = types.data.policy;
+  return (
+    <>
+      <section class="card" aria-labelledby="policies-title">
+        <h2 id="policies-title">Policies</h2>
+        <p class="hint">
+          Every query passes them in the order access, rate limits, then payment, whatever order they were added in. Your own queries from
+          the playground pass them too.
+        </p>
+        {policies.length === 0 ? (
+          <Empty>No policy: anyone with a valid token may query, as often as the general limits allow.</Empty>
+        ) : (
+          <ul class="policy-list">
+            {policies.map((policy) => (
+              <PolicyItem key={policy.id} policy={policy} info={typeNamed(kinds, policy.policy_type)} reload={props.reload} />
+            ))}
+          </ul>
+        )}
+      </section>
+      <NewPolicy endpoint={props.endpoint} kinds={kinds} reload={props.reload} />
+    </>
+  );
+}
+
+/** `mode: allow` with its patterns, `rate: 10/m`...: a configuration in one line. */
+function describe(configuration: Record<string, unknown>): string {
+  return Object.entries(configuration)
+    .map(([key, value]) => `${labelOf(key)}: ${Array.isArray(value) ? value.join(', ') : String(value)}`)
+    .join(' · ');
+}
+
+function PolicyItem(props: { policy: Policy; info: TypeInfo | undefined; reload: () => Promise<void> }) {
+  const { policy } = props;
+  const [editing, setEditing] = useState(false);
+  const [failure, setFailure] = useState<Error | undefined>(undefined);
+  const remove = async () => {
+    if (!confirm(`Delete the policy '${policy.name}'?`)) return;
+    try {
+      await del(`/policies/${policy.id}`);
+      await props.reload();
+    } catch (error) {
+      setFailure(error as Error);
+    }
+  };
+  return (
+    <li class="policy">
+      <div class="policy-head">
+        <div>
+          <Badge>{typeLabel(policy.policy_type)}</Badge> <strong>{policy.name}</strong>
+          <p class="policy-config">{describe(policy.configuration)}</p>
+        </div>
+        <div class="actions">
+          <button type="button" class="secondary small" aria-expanded={editing} onClick={() => setEditing(!editing)}>
+            {editing ? 'Close' : 'Edit'}
+            <span class="visually-hidden"> {policy.name}</span>
+          </button>
+          <button type="button" class="danger small" onClick={remove}>
+            Delete<span class="visually-hidden"> {policy.name}</span>
+          </button>
+        </div>
+      </div>
+      <ErrorNotice error={failure} />
+      {editing && props.info && (
+        <PolicyForm
+          schema={props.info.configuration_schema}
+          initial={policy.configuration}
+          name={policy.name}
+          submitLabel="Save"
+          onSubmit={async (name, configuration) => {
+            await patch(`/policies/${policy.id}`, { name, configuration });
+            setEditing(false);
+            await props.reload();
+          }}
+        />
+      )}
+    </li>
+  );
+}
+
+function NewPolicy(props: { endpoint: Endpoint; kinds: TypeInfo[]; reload: () => Promise<void> }) {
+  const [type, setType] = useState(props.kinds[0]?.type ?? 'access');
+  const [round, setRound] = useState(0);
+  const info = typeNamed(props.kinds, type);
+  return (
+    <section class="card" aria-labelledby="new-policy-title">
+      <h2 id="new-policy-title">Add a policy</h2>
+      <fieldset class="choices">
+        <legend>Type</legend>
+        {props.kinds.map((kind) => (
+          <label key={kind.type} class={`choice${kind.type === type ? ' chosen' : ''}`}>
+            <input type="radio" name="policy_type" value={kind.type} checked={kind.type === type} onChange={() => setType(kind.type)} />
+            <span class="choice-title">{typeLabel(kind.type)}</span>
+            <span class="choice-text">{kind.description}</span>
+          </label>
+        ))}
+      </fieldset>
+      {info && (
+        <PolicyForm
+          key={`${type}-${round}`}
+          schema={info.configuration_schema}
+          name=""
+          defaultName={typeLabel(type)}
+          submitLabel="Add the policy"
+          onSubmit={async (name, configuration) => {
+            await post('/policies/', { name, policy_type: type, endpoint_id: props.endpoint.id, configuration });
+            setRound(round + 1);
+            await props.reload();
+          }}
+        />
+      )}
+    </section>
+  );
+}
+
+function PolicyForm(props: {
+  schema: JsonSchema;
+  initial?: Record<string, unknown>;
+  name: string;
+  defaultName?: string;
+  submitLabel: string;
+  onSubmit: (name: string, configuration: Record<string, unknown>) => Promise<void>;
+}) {
+  const [name, setName] = useState(props.name);
+  const [values, setValues] = useState<FormValues>(() => initialValues(props.schema, props.initial));
+  const [errors, setErrors] = useState<Record<string, string>>({});
+  const [failure, setFailure] = useState<Error | undefined>(undefined);
+  const [busy, setBusy] = useState(false);
+  const { configuration } = toConfiguration(props.schema, values);
+
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    const built = toConfiguration(props.schema, values);
+    if (Object.keys(built.errors).length > 0) {
+      setErrors(Object.fromEntries(Object.entries(built.errors).map(([key, message]) => [`configuration.${key}`, message])));
+      return;
+    }
+    setBusy(true);
+    setErrors({});
+    setFailure(undefined);
+    try {
+      await props.onSubmit(name.trim() || props.defaultName || 'policy', built.configuration);
+    } catch (error) {
+      if (error instanceof ApiError && error.issues.length > 0) setErrors(error.fieldErrors());
+      else setFailure(error as Error);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const configurationErrors = errorsUnder(errors, 'configuration');
+  const checksEmails = props.schema.properties?.patterns !== undefined && props.schema.properties?.mode !== undefined;
+  return (
+    <form class="form policy-form" onSubmit={submit}>
+      <TextField label="Policy name" maxLength={200} placeholder={props.defaultName} value={name} onInput={setName} error={errors.name} />
+      <SchemaForm schema={props.schema} values={values} onChange={setValues} errors={configurationErrors} />
+      {checksEmails && <AccessCheck configuration={configuration} />}
+      {configurationErrors._ && <Notice kind="error">{configurationErrors._}</Notice>}
+      <ErrorNotice error={failure} />
+      <div class="form-actions">
+        <button type="submit" disabled={busy}>
+          {busy ? 'Saving…' : props.submitLabel}
+        </button>
+      </div>
+    </form>
+  );
+}
+
+interface CheckResult {
+  allowed: boolean;
+  matched_pattern: string | null;
+}
+
+/** "Would this e-mail pass?", answered by the server with the query's own matching (RE2, whole e-mail). */
+function AccessCheck(props: { configuration: Record<string, unknown> }) {
+  const [email, setEmail] = useState('');
+  const [result, setResult] = useState<{ email: string; check: CheckResult } | { email: string; error: string } | undefined>(undefined);
+  const request = useDebounced(JSON.stringify({ configuration: props.configuration, email: email.trim() }), 300);
+
+  useEffect(() => {
+    const asked = JSON.parse(request) as { configuration: { patterns?: unknown[] }; email: string };
+    if (!asked.email || !Array.isArray(asked.configuration.patterns) || asked.configuration.patterns.length === 0) {
+      setResult(undefined);
+      return;
+    }
+    let current = true;
+    post<CheckResult>('/policies/access/check', asked)
+      .then((check) => current && setResult({ email: asked.email, check }))
+      .catch((error) => current && setResult({ email: asked.email, error: error instanceof ApiError ? error.message : String(error) }));
+    return () => {
+      current = false;
+    };
+  }, [request]);
+
+  return (
+    <div class="access-check">
+      <Field label="Would this e-mail pass?" hint="Checked as a query would be, as you type.">
+        {({ id, describedBy }) => (
+          <input
+            id={id}
+            type="email"
+            autoComplete="off"
+            placeholder="someone@example.com"
+            aria-describedby={describedBy}
+            value={email}
+            onInput={(event) => setEmail(event.currentTarget.value)}
+          />
+        )}
+      </Field>
+      <div aria-live="polite" class="check-result">
+        {result && 'check' in result && (
+          <p class={result.check.allowed ? 'pass' : 'refused'}>
+            {result.check.allowed ? '✓ Allowed: ' : '✗ Refused: '}
+            {result.email}
+            {result.check.matched_pattern ? ` matches ${result.check.matched_pattern}` : ' matches no pattern'}
+          </p>
+        )}
+        {result && 'error' in result && <p class="error-text">Cannot check yet: {result.error}</p>}
+      </div>
+    </div>
+  );
+}

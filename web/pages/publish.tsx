@@ -1,0 +1,227 @@
+import { useState } from 'preact/hooks';
+import { ApiError, type Endpoint, post } from '../api.ts';
+import { Badge, Empty, ErrorNotice, Field, Loading, Notice, TextField } from '../components/ui.tsx';
+import { useFirstRender, useResource } from '../lib/hooks.ts';
+
+interface Marketplace {
+  id: string;
+  name: string;
+  url: string;
+  username: string;
+  is_default: boolean;
+  is_active: boolean;
+}
+
+interface PublicationResult {
+  marketplace_id: string;
+  marketplace_name: string;
+  success: boolean;
+  message: string;
+  error: string | null;
+}
+
+/**
+ * Where the endpoint is listed: the tenant's marketplace accounts (SyftHub), connected here if there is none
+ * yet, and publish or unpublish with each one's own result.
+ */
+export function Publish(props: { endpoint: Endpoint; reload: () => Promise<void> }) {
+  useFirstRender();
+  const marketplaces = useResource<Marketplace[]>('/marketplaces/');
+  if (marketplaces.error) return <ErrorNotice error={marketplaces.error} />;
+  if (!marketplaces.data) return <Loading what="your marketplaces" />;
+  return (
+    <>
+      {marketplaces.data.length > 0 && <Publication endpoint={props.endpoint} marketplaces={marketplaces.data} reload={props.reload} />}
+      <Connect first={marketplaces.data.length === 0} onConnected={marketplaces.reload} />
+    </>
+  );
+}
+
+function Publication(props: { endpoint: Endpoint; marketplaces: Marketplace[]; reload: () => Promise<void> }) {
+  const { endpoint } = props;
+  const [chosen, setChosen] = useState<Set<string>>(
+    () =>
+      new Set(
+        props.marketplaces.filter((marketplace) => !endpoint.published_to.includes(marketplace.id)).map((marketplace) => marketplace.id),
+      ),
+  );
+  const [results, setResults] = useState<PublicationResult[] | undefined>(undefined);
+  const [failure, setFailure] = useState<Error | undefined>(undefined);
+  const [busy, setBusy] = useState(false);
+
+  const run = async (action: 'publish' | 'unpublish', ids: string[]) => {
+    setBusy(true);
+    setFailure(undefined);
+    try {
+      const answer = await post<{ results: PublicationResult[] }>(`/endpoints/${encodeURIComponent(endpoint.slug)}/${action}`, {
+        marketplace_ids: ids,
+      });
+      setResults(answer.results);
+      await props.reload();
+    } catch (error) {
+      setFailure(error as Error);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const toggle = (id: string, on: boolean) => {
+    const next = new Set(chosen);
+    if (on) next.add(id);
+    else next.delete(id);
+    setChosen(next);
+  };
+
+  return (
+    <section class="card" aria-labelledby="publish-title">
+      <h2 id="publish-title">Publish</h2>
+      <p class="hint">
+        A marketplace lists the endpoint (its name, summary, description and policies) and sends its consumers here with satellite tokens.
+        Consumers reach knode at your public URL: a tunnel or a reverse proxy (see the README).
+      </p>
+      <ul class="policy-list">
+        {props.marketplaces.map((marketplace) => {
+          const published = endpoint.published_to.includes(marketplace.id);
+          return (
+            <li key={marketplace.id} class="policy">
+              <div class="policy-head">
+                {published ? (
+                  <div>
+                    <strong>{marketplace.name}</strong> <Badge tone="good">published</Badge>
+                    <p class="policy-config">
+                      {marketplace.url} as {marketplace.username}
+                    </p>
+                  </div>
+                ) : (
+                  <Field label={`${marketplace.name} (${marketplace.url} as ${marketplace.username})`} inline>
+                    {({ id }) => (
+                      <input
+                        id={id}
+                        type="checkbox"
+                        checked={chosen.has(marketplace.id)}
+                        onChange={(event) => toggle(marketplace.id, event.currentTarget.checked)}
+                      />
+                    )}
+                  </Field>
+                )}
+                {published && (
+                  <button type="button" class="secondary small" disabled={busy} onClick={() => run('unpublish', [marketplace.id])}>
+                    Unpublish<span class="visually-hidden"> from {marketplace.name}</span>
+                  </button>
+                )}
+              </div>
+            </li>
+          );
+        })}
+      </ul>
+      <div class="form-actions">
+        <button
+          type="button"
+          disabled={busy || [...chosen].every((id) => endpoint.published_to.includes(id)) || chosen.size === 0}
+          onClick={() =>
+            run(
+              'publish',
+              [...chosen].filter((id) => !endpoint.published_to.includes(id)),
+            )
+          }
+        >
+          {busy ? 'Working…' : 'Publish'}
+        </button>
+      </div>
+      <ErrorNotice error={failure} />
+      {results && (
+        <ul class="results" aria-live="polite">
+          {results.map((result) => (
+            <li key={result.marketplace_id}>
+              <Notice kind={result.success ? 'success' : 'error'} title={`${result.marketplace_name}:`}>
+                {result.message}
+                {result.error ? ` (${result.error})` : ''}
+              </Notice>
+            </li>
+          ))}
+        </ul>
+      )}
+    </section>
+  );
+}
+
+/** Connects a marketplace account: knode logs in once to check it (400 with the hub's reason if refused). */
+function Connect(props: { first: boolean; onConnected: () => Promise<void> }) {
+  const [name, setName] = useState('SyftHub');
+  const [url, setUrl] = useState('');
+  const [username, setUsername] = useState('');
+  const [password, setPassword] = useState('');
+  const [errors, setErrors] = useState<Record<string, string>>({});
+  const [failure, setFailure] = useState<Error | undefined>(undefined);
+  const [busy, setBusy] = useState(false);
+  const [open, setOpen] = useState(props.first);
+
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    setBusy(true);
+    setErrors({});
+    setFailure(undefined);
+    try {
+      await post('/marketplaces/', { name, url, username, password });
+      setPassword('');
+      setOpen(false);
+      await props.onConnected();
+    } catch (error) {
+      if (error instanceof ApiError && error.issues.length > 0) setErrors(error.fieldErrors());
+      else setFailure(error as Error);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  if (!open) {
+    return (
+      <p>
+        <button type="button" class="secondary" onClick={() => setOpen(true)}>
+          Connect another marketplace
+        </button>
+      </p>
+    );
+  }
+  return (
+    <form class="card form" onSubmit={submit} aria-labelledby="connect-title">
+      <h2 id="connect-title">Connect a marketplace</h2>
+      {props.first && <Empty>No marketplace yet: connect your SyftHub account to publish this endpoint.</Empty>}
+      <TextField label="Name" required maxLength={200} value={name} onInput={setName} error={errors.name} />
+      <TextField
+        label="Marketplace URL"
+        type="url"
+        required
+        placeholder="https://hub.example.org"
+        value={url}
+        onInput={setUrl}
+        error={errors.url}
+      />
+      <TextField
+        label="User name"
+        required
+        autoComplete="off"
+        hint="Your hub user name (not your e-mail): consumers' tokens name it."
+        value={username}
+        onInput={setUsername}
+        error={errors.username}
+      />
+      <TextField
+        label="Password"
+        type="password"
+        required
+        autoComplete="off"
+        hint="Stored encrypted; knode logs in once now to check it."
+        value={password}
+        onInput={setPassword}
+        error={errors.password}
+      />
+      <ErrorNotice error={failure} />
+      <div class="form-actions">
+        <button type="submit" disabled={busy}>
+          {busy ? 'Connecting…' : 'Connect'}
+        </button>
+      </div>
+    </form>
+  );
+}

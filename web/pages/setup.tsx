@@ -1,0 +1,117 @@
+import { useState } from 'preact/hooks';
+import { ApiError, post } from '../api.ts';
+import { Notice, TextField } from '../components/ui.tsx';
+import { useFirstRender, useTitle } from '../lib/hooks.ts';
+import { session } from '../session.ts';
+
+/** A tenant name from an e-mail's local part: letters, digits, `_`, `.` and `-`, starting with a letter or digit. */
+function tenantFrom(email: string): string {
+  const local = (email.split('@')[0] ?? '').replace(/[^A-Za-z0-9_.-]/g, '').replace(/^[^A-Za-z0-9]+/, '');
+  return local.slice(0, 64);
+}
+
+/** First run: nobody has registered, so the person at the keyboard creates the owner's account. */
+export function Setup(props: { registrationOpen: boolean; onDone: () => void }) {
+  useTitle('Welcome');
+  useFirstRender();
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const [confirm, setConfirm] = useState('');
+  const [tenant, setTenant] = useState('');
+  const [tenantTouched, setTenantTouched] = useState(false);
+  const [errors, setErrors] = useState<Record<string, string>>({});
+  const [failure, setFailure] = useState<string | undefined>(undefined);
+  const [busy, setBusy] = useState(false);
+
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    const tenantName = tenant || tenantFrom(email);
+    if (password !== confirm) {
+      setErrors({ confirm: 'The two passwords differ' });
+      return;
+    }
+    setBusy(true);
+    setErrors({});
+    setFailure(undefined);
+    try {
+      await post('/auth/register', { email, password, tenant_name: tenantName }, { anonymous: true });
+      const { access_token } = await post<{ access_token: string }>('/auth/login', { email, password }, { anonymous: true });
+      session.start(access_token);
+      props.onDone();
+    } catch (error) {
+      if (error instanceof ApiError && error.issues.length > 0) setErrors(error.fieldErrors());
+      else setFailure(error instanceof Error ? error.message : String(error));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <main class="center" id="main">
+      <div class="card auth-card">
+        <h1>Welcome to knode</h1>
+        <p>
+          knode turns folders of documents into endpoints that answer questions with your own models. Nobody has an account here yet: create
+          the owner's account to begin.
+        </p>
+        {!props.registrationOpen && (
+          <Notice kind="warning">
+            Registration is closed to this browser (knode runs with an admin key, or you are not on the machine it runs on). Register with
+            the admin key: POST /api/v1/auth/register.
+          </Notice>
+        )}
+        <form onSubmit={submit} noValidate={false}>
+          <TextField
+            label="E-mail"
+            type="email"
+            autoComplete="username"
+            required
+            value={email}
+            error={errors.email}
+            onInput={(value) => {
+              setEmail(value);
+              if (!tenantTouched) setTenant(tenantFrom(value));
+            }}
+          />
+          <TextField
+            label="Password"
+            type="password"
+            autoComplete="new-password"
+            required
+            minLength={8}
+            maxLength={128}
+            hint="At least 8 characters."
+            value={password}
+            error={errors.password}
+            onInput={setPassword}
+          />
+          <TextField
+            label="Password again"
+            type="password"
+            autoComplete="new-password"
+            required
+            value={confirm}
+            error={errors.confirm}
+            onInput={setConfirm}
+          />
+          <TextField
+            label="Tenant name"
+            required
+            pattern="[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}"
+            hint="Your space in knode: letters, digits, '_', '.' and '-'. Everything you create belongs to it."
+            value={tenant}
+            error={errors.tenant_name}
+            onInput={(value) => {
+              setTenant(value);
+              setTenantTouched(true);
+            }}
+          />
+          {failure && <Notice kind="error">{failure}</Notice>}
+          <button type="submit" disabled={busy}>
+            {busy ? 'Creating…' : 'Create the owner account'}
+          </button>
+        </form>
+      </div>
+    </main>
+  );
+}
