@@ -34,7 +34,7 @@ export class ConfigError extends Error {}
 /** The origin of the development frontend, which the specification always allows. */
 export const DEV_FRONTEND_ORIGIN = 'http://localhost:5173';
 
-export const EMBEDDER_PATTERN = /^(use-lite|transformers:.+|openai:.+)$/;
+export const EMBEDDER_PATTERN = /^(use-lite|use-lite-int8|transformers:.+|openai:.+)$/;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const MEGABYTE = 1024 * 1024;
 /** An admin key shorter than this can be guessed; a bearer header cannot carry whitespace. */
@@ -61,7 +61,13 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitPerMinute: integer(env, 'SVC_RATE_LIMIT_PER_MINUTE', 100, 0, 1_000_000_000),
     corsOrigins: list(env, 'SVC_CORS_ORIGINS', []).map((origin) => checkOrigin('SVC_CORS_ORIGINS', origin)),
     tunnelDomain: nonEmpty(env, 'SVC_TUNNEL_DOMAIN', 'syfthub.ngrok.app'),
-    embedder: matching(env, 'SVC_EMBEDDER', 'use-lite', EMBEDDER_PATTERN, 'use-lite, transformers:<model> or openai:<model>'),
+    embedder: matching(
+      env,
+      'SVC_EMBEDDER',
+      'use-lite',
+      EMBEDDER_PATTERN,
+      'use-lite, use-lite-int8, transformers:<model> or openai:<model>',
+    ),
     allowModelDownload: boolean(env, 'SVC_ALLOW_MODEL_DOWNLOAD', false),
     logLevel: oneOf(env, 'SVC_LOG_LEVEL', 'info', LOG_LEVELS),
     maxFileBytes: integer(env, 'SVC_MAX_FILE_MB', 100, 1, 100_000) * MEGABYTE,

@@ -25,7 +25,7 @@ Configuration (environment variables):
   SVC_RATE_LIMIT_PER_MINUTE general API limit per tenant per minute, 0 = off (default 100)
   SVC_CORS_ORIGINS          extra allowed browser origins, comma-separated
   SVC_TUNNEL_DOMAIN         tunnel host suffix (default syfthub.ngrok.app)
-  SVC_EMBEDDER              default embedder of new datasets (default use-lite)
+  SVC_EMBEDDER              default embedder of new datasets (default use-lite; or use-lite-int8)
   SVC_ALLOW_MODEL_DOWNLOAD  let transformers.js download embedding models (default false)
   SVC_MAX_FILE_MB           largest file indexed, in MB (default 100)
   SVC_MAX_TEXT_MB           most text indexed from one file, in MB (default 20)

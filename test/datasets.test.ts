@@ -227,6 +227,12 @@ describe('datasets', () => {
       ]);
     });
 
+    test('takes the quantized USE-lite (use-lite-int8) and keeps its name', async () => {
+      const response = await create(alice, { ingestionPath: folder(), embedder: 'use-lite-int8' });
+      expect(response.statusCode).toBe(201);
+      expect(response.json().configuration.embedder).toBe('use-lite-int8');
+    });
+
     test('refuses an unknown embedder', async () => {
       expect(issueLocs(await create(alice, { ingestionPath: folder(), embedder: 'word2vec' }))).toEqual(['body.configuration.embedder']);
     });

@@ -36,8 +36,9 @@ function expectSameVector(a: Float32Array | undefined, b: Float32Array | undefin
 }
 
 describe('embedder specs', () => {
-  test('parses the three kinds of spec', () => {
-    expect(parseEmbedderSpec('use-lite')).toEqual({ kind: 'use-lite' });
+  test('parses the four kinds of spec', () => {
+    expect(parseEmbedderSpec('use-lite')).toEqual({ kind: 'use-lite', quantized: false });
+    expect(parseEmbedderSpec('use-lite-int8')).toEqual({ kind: 'use-lite', quantized: true });
     expect(parseEmbedderSpec('transformers:Xenova/all-MiniLM-L6-v2')).toEqual({
       kind: 'transformers',
       model: 'Xenova/all-MiniLM-L6-v2',
@@ -50,10 +51,21 @@ describe('embedder specs', () => {
   });
 
   test('refuses specs that name no embedder, with a message fit for a 422', () => {
-    for (const spec of ['', 'use-lite2', 'transformers:', 'openai:  ', 'ollama:nomic', ':model', 'USE-LITE']) {
+    for (const spec of ['', 'use-lite2', 'use-lite-int4', 'transformers:', 'openai:  ', 'ollama:nomic', ':model', 'USE-LITE']) {
       expect(() => parseEmbedderSpec(spec)).toThrow(EmbedderSpecError);
     }
-    expect(() => parseEmbedderSpec('bogus')).toThrow(/use-lite, transformers:<model or folder> or openai:<model>/);
+    expect(() => parseEmbedderSpec('bogus')).toThrow(/use-lite, use-lite-int8, transformers:<model or folder> or openai:<model>/);
+  });
+
+  test('use-lite-int8 is its own embedder: same dimension, vectors within cosine 0.99 of use-lite', async () => {
+    const [float, int8] = await Promise.all([createEmbedder('use-lite', offline), createEmbedder('use-lite-int8', offline)]);
+    expect(int8).not.toBe(float);
+    expect(int8.id).toBe('use-lite-int8');
+    expect(int8.dimension).toBe(float.dimension);
+    const text = 'The river carries silt down to the delta every spring.';
+    const [a] = await float.embed([text]);
+    const [b] = await int8.embed([text]);
+    expect(dot(a!, b!)).toBeGreaterThan(0.99);
   });
 
   test('createEmbedder rejects an unknown spec before loading anything', async () => {

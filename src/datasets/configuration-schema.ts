@@ -35,7 +35,7 @@ export const LocalFileConfigurationSchema = Type.Object(
       Type.String({
         maxLength: 500,
         pattern: EMBEDDER_PATTERN.source,
-        examples: ['use-lite', 'transformers:Xenova/all-MiniLM-L6-v2', 'openai:text-embedding-3-small'],
+        examples: ['use-lite', 'use-lite-int8', 'transformers:Xenova/all-MiniLM-L6-v2', 'openai:text-embedding-3-small'],
         description: "Default: the server's SVC_EMBEDDER",
       }),
     ),

@@ -115,7 +115,7 @@ export class DatasetService {
             : `${rows.length} dataset(s), ${pending} file(s) waiting to be indexed`,
         details: {
           embedder: this.rules.defaultEmbedder,
-          dimension: this.rules.defaultEmbedder === 'use-lite' ? USE_LITE_DIMENSION : null,
+          dimension: this.rules.defaultEmbedder.startsWith('use-lite') ? USE_LITE_DIMENSION : null,
           vector_store: 'sqlite-vec',
           vector_store_version: vectorStoreVersion,
           keyword_index: 'SQLite FTS5',

@@ -4,7 +4,7 @@ import { UseLiteEmbedder } from './use-lite.ts';
 
 /** Turns texts into unit-length vectors of one fixed dimension. */
 export interface Embedder {
-  /** The spec it was made from (`use-lite`, `transformers:<model>`, `openai:<model>`): what a dataset records. */
+  /** The spec it was made from (`use-lite`, `use-lite-int8`, `transformers:<model>`, `openai:<model>`): what a dataset records. */
   readonly id: string;
   readonly dimension: number;
   /** One vector per text, in order, each L2-normalised. Batches internally; `signal` stops between batches. */
@@ -22,7 +22,7 @@ export interface EmbedderOptions {
 }
 
 export type EmbedderSpec =
-  | { readonly kind: 'use-lite' }
+  | { readonly kind: 'use-lite'; readonly quantized: boolean }
   | { readonly kind: 'transformers'; readonly model: string }
   | { readonly kind: 'openai'; readonly model: string };
 
@@ -34,12 +34,14 @@ export class EmbedderSpecError extends Error {
 /** Parses a spec without loading anything, so a dataset's configuration can be checked when it is created. */
 export function parseEmbedderSpec(spec: string): EmbedderSpec {
   const trimmed = spec.trim();
-  if (trimmed === 'use-lite') return { kind: 'use-lite' };
+  if (trimmed === 'use-lite' || trimmed === 'use-lite-int8') return { kind: 'use-lite', quantized: trimmed === 'use-lite-int8' };
   const separator = trimmed.indexOf(':');
   const kind = separator > 0 ? trimmed.slice(0, separator) : '';
   const model = trimmed.slice(separator + 1).trim();
   if ((kind === 'transformers' || kind === 'openai') && model.length > 0) return { kind, model };
-  throw new EmbedderSpecError(`unknown embedder "${spec}": expected use-lite, transformers:<model or folder> or openai:<model>`);
+  throw new EmbedderSpecError(
+    `unknown embedder "${spec}": expected use-lite, use-lite-int8, transformers:<model or folder> or openai:<model>`,
+  );
 }
 
 // Models are large and slow to load: every dataset using the same spec shares one instance. Creation is
@@ -81,7 +83,7 @@ export function datasetEmbedder(
 async function build(spec: EmbedderSpec, options: EmbedderOptions): Promise<Embedder> {
   switch (spec.kind) {
     case 'use-lite':
-      return new UseLiteEmbedder();
+      return new UseLiteEmbedder(spec.quantized ? { quantized: true } : {});
     case 'transformers':
       return createTransformersEmbedder(spec.model, options);
     case 'openai':
@@ -92,7 +94,7 @@ async function build(spec: EmbedderSpec, options: EmbedderOptions): Promise<Embe
 function cacheKey(spec: EmbedderSpec, options: EmbedderOptions): string {
   switch (spec.kind) {
     case 'use-lite':
-      return 'use-lite';
+      return spec.quantized ? 'use-lite-int8' : 'use-lite';
     case 'transformers':
       return JSON.stringify(['transformers', spec.model, options.dataDir]);
     case 'openai':

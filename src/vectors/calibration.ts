@@ -85,7 +85,10 @@ const GENERIC: Calibration = {
   hybrid: { weights: { strength: 3.117, relative: -0.417, coverage: 0.982, cosine: 10 }, intercept: -9.2 },
 };
 
-/** The calibration of a dataset's embedder (`use-lite`, `transformers:<model>`, `openai:<model>`). */
+/**
+ * The calibration of a dataset's embedder (`use-lite`, `transformers:<model>`, `openai:<model>`).
+ * `use-lite-int8` shares USE-lite's: its vectors are within cosine 0.997 of the float model's.
+ */
 export function calibrationFor(embedder: string): Calibration {
-  return embedder === 'use-lite' ? USE_LITE : GENERIC;
+  return embedder === 'use-lite' || embedder === 'use-lite-int8' ? USE_LITE : GENERIC;
 }
