@@ -244,6 +244,15 @@ async function exercise(knode: RunningKnode, scratch: string): Promise<void> {
     check((answer.references?.documents.length ?? 0) > 0, `no references: ${JSON.stringify(answer)}`);
     check(answer.summary && answer.summary.usage.completion_tokens > 0, `no summary: ${JSON.stringify(answer)}`);
   });
+
+  await step('scrape /metrics (prom-client, open to this machine in development mode)', async () => {
+    const response = await fetch(`${knode.url}/metrics`);
+    const text = await response.text();
+    check(response.status === 200, `GET /metrics answered ${response.status}: ${text.slice(0, 200)}`);
+    for (const family of ['knode_http_requests_total', 'knode_query_duration_seconds_count', 'knode_embedded_chunks_total']) {
+      check(text.includes(family), `GET /metrics has no ${family}`);
+    }
+  });
 }
 
 async function main(): Promise<boolean> {

@@ -20,6 +20,7 @@ import './http/fastify-types.ts';
 import { registerJsonBodyParser } from './http/json-body.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { marketplaceRoutes } from './marketplaces/routes.ts';
+import { metricsRoutes } from './metrics/routes.ts';
 import { modelRoutes } from './models/routes.ts';
 import { serverModelRoutes } from './models/server-models-routes.ts';
 import { walletRoutes } from './payments/routes.ts';
@@ -83,6 +84,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   // Every 401 counts against the client's address, wherever it came from (the guard, a wrong password).
   app.addHook('onResponse', async (request, reply) => {
     await services.failedAuth.record(request, reply.statusCode);
+    // By route pattern, not URL: one series per route, whatever ids and slugs are asked for.
+    services.metrics.httpRequest(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode);
   });
 
   await app.register(
@@ -111,6 +114,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     { prefix: '/api/v1' },
   );
   await app.register(rootPolicyRoutes(services.policies));
+  await app.register(metricsRoutes(services.metrics));
   await app.register(consoleRoutes());
   return app;
 }

@@ -22,6 +22,7 @@ import { ParserPool } from './ingestion/parser-pool.ts';
 import { LocalModelRegistry } from './llm/llama-cpp/model-registry.ts';
 import { MarketplaceRepository } from './marketplaces/repository.ts';
 import { MarketplaceService } from './marketplaces/service.ts';
+import { Metrics } from './metrics/metrics.ts';
 import { ModelRepository } from './models/repository.ts';
 import { ModelRunnerService } from './models/runner.ts';
 import { ModelService } from './models/service.ts';
@@ -67,6 +68,8 @@ export interface Services {
   readonly guard: CredentialGuard;
   /** Host, content type and Origin checks that come before credentials. */
   readonly requestGuard: RequestGuard;
+  /** Prometheus metrics (GET /metrics). */
+  readonly metrics: Metrics;
   /** The general API limits, of management requests and of queries to endpoints without rate_limit policies. */
   readonly limits: GeneralLimits;
   readonly failedAuth: FailedAuthLimiter;
@@ -141,6 +144,8 @@ export async function createServices(config: Config, options: ServiceOptions = {
   });
   const store = new VectorStore(database);
   const files = new FileRepository(db);
+  // Read at scrape time: `tunnels` is made below, and a scrape comes only once the server listens.
+  const metrics = new Metrics({ filesByStatus: () => files.countByStatus(), tunnelStates: () => tunnels.states() });
   const pool = new ParserPool({ size: 1 });
   const ingestion = new IngestionEngine({
     config,
@@ -150,6 +155,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     pool,
     log,
     roots: ingestionRoots,
+    onEmbedded: (chunks) => metrics.chunksEmbedded(chunks),
   });
   const models = new ModelService(modelRepository);
   // Loaded GGUF models are shared by every request and given back after 10 idle minutes.
@@ -202,6 +208,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     health: new EndpointHealth(datasetRepository, modelRunner),
     heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS,
     clock,
+    onHeartbeatFailure: (label) => metrics.heartbeatFailed(label),
   });
 
   const marketplaces = new MarketplaceService(db, marketplaceRepository, box, hubs);
@@ -249,6 +256,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
       models: modelRunner,
       accounting: marketplaces,
       payments,
+      observer: metrics,
       log,
     }),
     usage: new UsageService(endpointRepository, usageRepository),
@@ -256,6 +264,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     payments,
     ingestionRoots,
     datasetSearch,
+    metrics,
     close: async () => {
       await tunnels.shutdown();
       await publishingTasks.close(); // also aborts every hub request in flight

@@ -29,6 +29,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   tunnel: [...FOUNDATION, 'security', 'http'],
   tenants: [...FOUNDATION, 'security', 'db', 'http'],
   payments: [...FOUNDATION, 'security', 'db', 'http'],
+  metrics: [...FOUNDATION, 'http'],
   auth: [...FOUNDATION, 'config.ts', 'security', 'db', 'http', 'tenants'],
   marketplaces: [...FOUNDATION, 'security', 'db', 'http', 'syfthub'],
   datasets: [...FOUNDATION, 'config.ts', 'security', 'db', 'http', 'embeddings', 'vectors', 'ingestion', 'tenants'],

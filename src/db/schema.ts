@@ -178,6 +178,14 @@ export interface QueryUsageTable {
   payment_rail: 'mpp' | 'accounting' | null;
   payment_amount: number | null;
   payment_transaction: string | null;
+  /** From the query's arrival to its answer (or failure); null on rows older than migration 0010. */
+  latency_ms: number | null;
+  prompt_tokens: number | null;
+  completion_tokens: number | null;
+  /** `playground`: the owner asked from the console's playground (usage summaries can leave these out). */
+  origin: Generated<'api' | 'playground'>;
+  /** The policy type that refused the query (`access`, `rate_limit`, `mpp`, `accounting`), when one did. */
+  refused_by: string | null;
   created_at: string;
 }
 

@@ -143,8 +143,9 @@ export class ValidationError extends DomainError {
  * limit (with the seconds until the window ends) or a payment to make first (402, with the MPP challenge for
  * `WWW-Authenticate`). `err` is what a person reads, and the answer's `detail` unless one is given; `entry`
  * says what the refusing policy did, and the query pipeline sets `metadata`, the `policy_metadata` envelope
- * with the entries of the policies that ran before it (API-CONTRACT 10.2). `recorded` refusals are written
- * to the endpoint's usage (a payment credential turned down), the others are not (a plain 402 challenge).
+ * with the entries of the policies that ran before it (API-CONTRACT 10.2). Refusals are written to the
+ * endpoint's usage (usage analytics count them by policy), except a plain 402 that only hands out a challenge
+ * (its paid retry is the query), unless the policy says otherwise (`recorded`).
  */
 export class PolicyError extends DomainError {
   metadata: PolicyMetadata;
@@ -164,6 +165,6 @@ export class PolicyError extends DomainError {
     super(kind, options.detail ?? err);
     this.metadata = { outcome, entries: [entry] };
     this.challenge = options.challenge;
-    this.recorded = options.recorded ?? false;
+    this.recorded = options.recorded ?? kind !== 'payment_required';
   }
 }

@@ -52,6 +52,8 @@ export interface IngestionEngineDeps {
   log: Logger;
   /** The real paths of the folders a tenant may index (tenants/ingestion-roots.ts implements it). */
   roots: { of(tenantId: string): Promise<readonly string[]> };
+  /** Told how many chunks got their vectors, as they are written (metrics count them). */
+  onEmbedded?: (chunks: number) => void;
 }
 
 /** What a running dataset needs while it ingests. */
@@ -543,6 +545,7 @@ export class IngestionEngine {
             return embedded === undefined ? [] : [{ file: part.file, embedded, vectors: part.vectors.length }];
           });
           await files.embedded(datasetId, progress);
+          this.deps.onEmbedded?.(progress.reduce((sum, part) => sum + part.vectors, 0));
           const runtime = this.runtimes.get(datasetId);
           if (runtime) {
             runtime.progress.chunks += progress.reduce((sum, part) => sum + part.vectors, 0);

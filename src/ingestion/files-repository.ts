@@ -153,6 +153,16 @@ export class FileRepository {
     });
   }
 
+  /** Files of every dataset by status (the metrics' ingestion gauges). */
+  async countByStatus(): Promise<{ status: string; count: number }[]> {
+    const rows = await this.db
+      .selectFrom('dataset_files')
+      .select(['status', (eb) => eb.fn.countAll<number>().as('count')])
+      .groupBy('status')
+      .execute();
+    return rows.map((row) => ({ status: row.status, count: Number(row.count) }));
+  }
+
   async generationOf(datasetId: string, path: string): Promise<number | undefined> {
     const row = await this.db
       .selectFrom('dataset_files')

@@ -23,6 +23,9 @@ export interface QueryOutcome {
   readonly datasetCost: number;
   readonly modelCost: number;
   readonly tokens: number;
+  /** The model's usage, when one answered. */
+  readonly promptTokens?: number;
+  readonly completionTokens?: number;
 }
 
 /**

@@ -30,6 +30,8 @@ export interface PublishingTaskDeps {
   heartbeatIntervalMs: number;
   /** What the heartbeats are timed by. */
   clock: Clock;
+  /** Told of every heartbeat a marketplace did not take (label: tenant and marketplace). */
+  onHeartbeatFailure?: (label: string) => void;
 }
 
 /**
@@ -48,6 +50,7 @@ export class PublishingTasks {
       targets: () => this.heartbeatTargets(),
       log: deps.log,
       clock: deps.clock,
+      ...(deps.onHeartbeatFailure ? { onFailure: deps.onHeartbeatFailure } : {}),
     });
   }
 

@@ -22,6 +22,8 @@ export interface HeartbeatOptions {
   maxBackoffMs?: number;
   /** The real time unless a test moves it by hand. */
   clock?: Clock;
+  /** Told of every report a marketplace did not take (metrics count them), with the target's label. */
+  onFailure?: (label: string) => void;
 }
 
 export const HEARTBEAT_INTERVAL_MS = 30_000;
@@ -83,6 +85,7 @@ export class Heartbeat {
       this.failing.delete(target.key);
     } catch (error) {
       if (this.stopped) return;
+      this.options.onFailure?.(target.label);
       const failures = (state?.failures ?? 0) + 1;
       const delay = backoffDelay(failures, this.options.intervalMs, this.options.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS);
       this.failing.set(target.key, { failures, retryAt: this.clock.now() + delay });

@@ -41,6 +41,15 @@ export interface QueryCaller {
   senderEmail: string;
   tenant: Tenant;
   clientIp: string;
+  /** `playground`: the owner asks from the console (query/routes.ts trusts it only from the owner). */
+  origin: 'api' | 'playground';
+}
+
+/** Where finished queries are counted besides the usage table (metrics/metrics.ts implements it). */
+export interface QueryObserver {
+  queryFinished(endpoint: string, outcome: string, seconds: number): void;
+  policyRefused(policyType: string, outcome: string): void;
+  tokensGenerated(tokens: number, seconds: number): void;
 }
 
 export interface QueryPipelineDeps {
@@ -55,6 +64,7 @@ export interface QueryPipelineDeps {
   accounting: { accountingFor(tenant: Tenant): Promise<AccountingService | undefined> };
   /** MPP payments: the tenant's wallet, challenges, credentials and their broadcast (payments/mpp.ts). */
   payments: Pick<MppGateway, 'wallet' | 'challenge' | 'accept'>;
+  observer?: QueryObserver;
   log: FastifyBaseLogger;
 }
 
@@ -68,6 +78,7 @@ export class QueryPipeline {
 
   /** `payment` is the `X-Payment` header: an MPP credential for an endpoint with an `mpp` policy. */
   async begin(caller: QueryCaller, slug: string, body: QueryRequest, payment?: string): Promise<RunningQuery> {
+    const arrived = performance.now();
     const endpoint = await this.deps.endpoints.getBySlug(caller.tenant.id, slug.toLowerCase());
     if (!endpoint) throw new NotFoundError(`Endpoint '${slug}' not found`);
     if (caller.kind === 'satellite' && !endpoint.published) throw new ForbiddenError('Endpoint is not published');
@@ -105,7 +116,7 @@ export class QueryPipeline {
       maxCost: await this.maxCost(caller.tenant, endpoint, messages, body.limit, generation),
       paymentCredential: payment,
     };
-    const query = new RunningQuery(this.deps, context, messages);
+    const query = new RunningQuery(this.deps, context, messages, { arrived, origin: caller.origin });
     await query.runPreHooks(hooks);
     return query;
   }
@@ -162,10 +173,14 @@ export class RunningQuery {
   private hooksPassed: PolicyHook[] = [];
   private finished = false;
 
+  /** Time spent generating (for the tokens/s metric). */
+  private generationSeconds = 0;
+
   constructor(
     private readonly deps: QueryPipelineDeps,
     readonly context: QueryContext,
     private readonly messages: ChatMessage[],
+    private readonly timing: { readonly arrived: number; readonly origin: 'api' | 'playground' },
   ) {}
 
   get endpoint(): EndpointRecord {
@@ -179,7 +194,7 @@ export class RunningQuery {
       } catch (error) {
         // The refusal's answer shows what the policies that ran before it did, the refusing one last.
         if (error instanceof PolicyError) error.metadata.entries = [...this.entries(), error.entry];
-        await this.finish({ succeeded: false, datasetCost: 0, modelCost: 0, tokens: 0 }, error, recorded(error));
+        await this.finish(failedOutcome(undefined), error, recorded(error));
         throw error;
       }
       this.hooksPassed.push(hook);
@@ -244,6 +259,7 @@ export class RunningQuery {
       references = await this.search(signal);
       await this.afterSearch(references);
       if (generates(this.endpoint) && this.endpoint.model_id) {
+        const started = performance.now();
         summary = await this.deps.models.chat(
           this.context.tenant,
           this.endpoint.model_id,
@@ -251,6 +267,7 @@ export class RunningQuery {
           this.chatOptions(),
           signal,
         );
+        this.generationSeconds = (performance.now() - started) / 1000;
       }
       await this.settle();
     } catch (error) {
@@ -280,7 +297,9 @@ export class RunningQuery {
       await this.afterSearch(references);
       if (references) yield { type: 'references', references: this.forResponse(references) };
       if (generates(this.endpoint) && this.endpoint.model_id) {
+        const started = performance.now();
         summary = yield* this.generateStream(this.endpoint.model_id, this.promptWith(references), signal);
+        this.generationSeconds = (performance.now() - started) / 1000;
       }
       await this.settle();
     } catch (error) {
@@ -391,6 +410,7 @@ export class RunningQuery {
       }
     }
     const paid = !failure && this.charged() > 0;
+    this.observe(outcome, failure ?? (paid ? undefined : postFailure));
     if (record) {
       const error = failure ?? (paid ? undefined : postFailure);
       const payment = this.entries().find((entry) => entry.kind === 'payment' && entry.status === 'charged' && entry.transaction);
@@ -409,6 +429,11 @@ export class RunningQuery {
           payment_rail: payment?.transaction?.rail ?? null,
           payment_amount: payment?.amount ?? null,
           payment_transaction: payment?.transaction?.id ?? null,
+          latency_ms: Math.round(performance.now() - this.timing.arrived),
+          prompt_tokens: outcome.promptTokens ?? null,
+          completion_tokens: outcome.completionTokens ?? null,
+          origin: this.timing.origin,
+          refused_by: error instanceof PolicyError ? error.entry.policy_type : null,
           created_at: now(),
         });
       } catch (error) {
@@ -417,6 +442,17 @@ export class RunningQuery {
       }
     }
     if (!failure && postFailure && !paid) throw postFailure;
+  }
+
+  /** The query's duration and outcome, a refusal's policy, and the tokens generated, for the metrics. */
+  private observe(outcome: QueryOutcome, error: unknown): void {
+    const observer = this.deps.observer;
+    if (!observer) return;
+    const refusal = error instanceof PolicyError ? error : undefined;
+    const result = refusal ? refusal.metadata.outcome : error ? 'error' : 'success';
+    observer.queryFinished(`${this.context.tenant.name}/${this.endpoint.slug}`, result, (performance.now() - this.timing.arrived) / 1000);
+    if (refusal) observer.policyRefused(refusal.entry.policy_type, refusal.metadata.outcome);
+    if (outcome.completionTokens) observer.tokensGenerated(outcome.completionTokens, this.generationSeconds);
   }
 }
 
@@ -434,6 +470,7 @@ function succeededOutcome(references: References | undefined, summary: Summary |
     datasetCost: references?.cost ?? 0,
     modelCost: summary?.cost ?? 0,
     tokens: summary?.usage.total_tokens ?? 0,
+    ...(summary ? { promptTokens: summary.usage.prompt_tokens, completionTokens: summary.usage.completion_tokens } : {}),
   };
 }
 

@@ -5,7 +5,7 @@ import { clientIp } from '../http/client.ts';
 import { DEFAULT_PAGE_LIMIT, listOf, PageQuery, wantsPage } from '../http/pagination.ts';
 import { requirePrincipal } from '../http/principal.ts';
 import type { AnswerEvent, QueryPipeline } from './pipeline.ts';
-import { QueryBody, QueryHeaders, QueryResponse, UsageRecordView } from './schemas.ts';
+import { QueryBody, QueryHeaders, QueryResponse, UsageRecordView, UsageSummaryQuery, UsageSummaryView } from './schemas.ts';
 import { SseWriter } from './stream.ts';
 import type { UsageService } from './usage-service.ts';
 
@@ -22,6 +22,11 @@ export function queryRoutes(pipeline: QueryPipeline, usage: UsageService): Fasti
           senderEmail: principal.email,
           tenant: principal.tenant,
           clientIp: clientIp(request),
+          // Only the owner's own questions may be marked: a consumer could otherwise hide from the analytics.
+          origin:
+            principal.kind !== 'satellite' && request.headers['x-knode-origin'] === 'playground'
+              ? ('playground' as const)
+              : ('api' as const),
         };
         // Stop generating as soon as the client goes away (the answer would be thrown away).
         const abort = new AbortController();
@@ -77,6 +82,25 @@ export function queryRoutes(pipeline: QueryPipeline, usage: UsageService): Fasti
         const paged = wantsPage(request.query);
         const { items, total } = await usage.page(requirePrincipal(request).tenant, request.params.slug, skip, limit, paged);
         return paged ? { items, total: total ?? items.length, skip, limit } : items;
+      },
+    });
+
+    app.get('/endpoints/:slug/usage/summary', {
+      config: { auth: 'tenant' },
+      schema: {
+        tags: ['query'],
+        params: SlugParams,
+        querystring: UsageSummaryQuery,
+        response: { 200: UsageSummaryView },
+      },
+      handler: async (request) => {
+        const { bucket, from, to, include_playground } = request.query;
+        return usage.summary(requirePrincipal(request).tenant, request.params.slug, {
+          bucket,
+          from,
+          to,
+          includePlayground: include_playground,
+        });
       },
     });
   };

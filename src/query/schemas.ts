@@ -40,6 +40,11 @@ export const QueryBody = Type.Object({
 /** The query's headers beside the credentials: an MPP payment credential (API-CONTRACT 10.3). */
 export const QueryHeaders = Type.Object({
   'x-payment': Type.Optional(Type.String({ maxLength: 16_384, description: 'An MPP credential: `Payment <base64url>`' })),
+  'x-knode-origin': Type.Optional(
+    Type.Enum(['api', 'playground'], {
+      description: '`playground`: the owner asks from the console; usage analytics can leave these out (ignored from others)',
+    }),
+  ),
 });
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -94,4 +99,35 @@ export const UsageRecordView = Type.Object({
     }),
   ),
   created_at: Type.String(),
+});
+
+export const UsageSummaryQuery = Type.Object({
+  bucket: Type.Optional(Type.Enum(['hour', 'day'], { description: 'hour (default) or day, in UTC' })),
+  from: Type.Optional(Type.String({ format: 'date-time', description: 'default: a day (hour) or 30 days (day) before `to`' })),
+  to: Type.Optional(Type.String({ format: 'date-time', description: 'exclusive; default: now' })),
+  include_playground: Type.Optional(Type.Boolean({ description: "the owner's questions from the console's playground (default true)" })),
+});
+
+const UsageFiguresView = {
+  queries: Type.Integer(),
+  succeeded: Type.Integer(),
+  failed: Type.Integer(),
+  refused: Type.Integer(),
+  refused_by: Type.Record(Type.String(), Type.Integer()),
+  prompt_tokens: Type.Integer(),
+  completion_tokens: Type.Integer(),
+  cost: Type.Number(),
+  charged: Type.Number(),
+  latency_ms: Type.Object({ p50: Nullable(Type.Number()), p95: Nullable(Type.Number()) }),
+};
+
+export const UsageSummaryView = Type.Object({
+  bucket: Type.Enum(['hour', 'day']),
+  from: Type.String(),
+  to: Type.String(),
+  totals: Type.Object(UsageFiguresView),
+  buckets: Type.Array(Type.Object({ start: Type.String(), ...UsageFiguresView })),
+  top_callers: Type.Array(
+    Type.Object({ sender_email: Type.String(), queries: Type.Integer(), refused: Type.Integer(), cost: Type.Number() }),
+  ),
 });

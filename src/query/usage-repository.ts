@@ -1,6 +1,7 @@
 import type { Insertable } from 'kysely';
 import type { DbOrTransaction } from '../db/database.ts';
 import type { QueryUsageTable } from '../db/schema.ts';
+import type { UsageRow } from './usage-summary.ts';
 
 /** A recorded query as the usage route shows it: what it was charged, when it was, as one `payment`. */
 export type UsageRecord = Pick<
@@ -49,6 +50,29 @@ export class UsageRepository {
           ? { rail: payment_rail, amount: payment_amount, currency: 'USD' as const, transaction: payment_transaction }
           : null,
     }));
+  }
+
+  /** The rows of [from, to) that usage summaries read; the playground's only when `includePlayground`. */
+  async rowsBetween(tenantId: string, endpointId: string, from: string, to: string, includePlayground: boolean): Promise<UsageRow[]> {
+    let query = this.db
+      .selectFrom('query_usage')
+      .select([
+        'created_at',
+        'sender_email',
+        'status',
+        'refused_by',
+        'prompt_tokens',
+        'completion_tokens',
+        'total_cost',
+        'payment_amount',
+        'latency_ms',
+      ])
+      .where('tenant_id', '=', tenantId)
+      .where('endpoint_id', '=', endpointId)
+      .where('created_at', '>=', from)
+      .where('created_at', '<', to);
+    if (!includePlayground) query = query.where('origin', '=', 'api');
+    return query.execute();
   }
 
   async count(tenantId: string, endpointId: string): Promise<number> {

@@ -94,6 +94,14 @@ export class TunnelManager {
     return { connected: connection !== undefined, public_url: connection?.url ?? null, has_token: await this.hooks.hasToken(tenant) };
   }
 
+  /** Each open tunnel's state (for the metrics): `online`, or `reconnecting` after a drop or a failure. */
+  states(): { tenant: string; state: 'online' | 'reconnecting' }[] {
+    return [...this.tunnels.values()].map((tunnel) => ({
+      tenant: tunnel.tenant.name,
+      state: tunnel.connection ? ('online' as const) : ('reconnecting' as const),
+    }));
+  }
+
   /** DELETE /settings/proxy: disconnects, forgets the token, clears the URL at the marketplace. */
   async close(tenant: Tenant): Promise<TunnelStatus> {
     await this.requireProvider();

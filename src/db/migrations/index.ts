@@ -8,6 +8,7 @@ import * as keywordLayout from './0006-keyword-layout.ts';
 import * as generationDefaults from './0007-generation-defaults.ts';
 import * as twoPhaseIndexing from './0008-two-phase-indexing.ts';
 import * as payments from './0009-payments.ts';
+import * as usageAnalytics from './0010-usage-analytics.ts';
 
 /**
  * Every migration, in order. They are imported (not read from disk) so the compiled binary carries them.
@@ -23,4 +24,5 @@ export const migrations: Record<string, Migration> = {
   '0007-generation-defaults': generationDefaults,
   '0008-two-phase-indexing': twoPhaseIndexing,
   '0009-payments': payments,
+  '0010-usage-analytics': usageAnalytics,
 };
