@@ -53,11 +53,13 @@ export interface RequestOptions {
   /** Send no token (login, registration, first-run status). */
   anonymous?: boolean;
   signal?: AbortSignal;
+  /** Sent as they are (e.g. `x-knode-origin` for the playground's questions). */
+  headers?: Record<string, string>;
 }
 
 /** The raw response of an authenticated request (streams read it themselves); a 401 ends the session. */
 export async function send(method: string, path: string, body?: unknown, options: RequestOptions = {}): Promise<Response> {
-  const headers: Record<string, string> = { accept: 'application/json' };
+  const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
   if (body !== undefined) headers['content-type'] = 'application/json';
   const token = session.token.value;
   if (token && !options.anonymous) headers.authorization = `Bearer ${token}`;
@@ -200,7 +202,31 @@ export interface Usage {
   total_cost: number;
   tokens: number;
   status: string;
+  error: string | null;
   created_at: string;
+}
+
+/** GET /endpoints/{slug}/usage/summary: one bucket's (or the range's) figures. */
+export interface UsageFigures {
+  queries: number;
+  succeeded: number;
+  failed: number;
+  refused: number;
+  refused_by: Record<string, number>;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cost: number;
+  charged: number;
+  latency_ms: { p50: number | null; p95: number | null };
+}
+
+export interface UsageSummary {
+  bucket: 'hour' | 'day';
+  from: string;
+  to: string;
+  totals: UsageFigures;
+  buckets: (UsageFigures & { start: string })[];
+  top_callers: { sender_email: string; queries: number; refused: number; cost: number }[];
 }
 
 export interface JsonSchema {

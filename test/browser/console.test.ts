@@ -458,6 +458,42 @@ describe('the console in a browser', () => {
   );
 
   test(
+    "consumers' queries appear in the usage charts, apart from the owner's playground questions",
+    diagnosed(async () => {
+      phase = 'usage';
+      problems.console.length = 0;
+      problems.requests.length = 0;
+      // Two marketplace users ask through the hub's satellite tokens: one is let in, one is refused by the access policy.
+      for (const [consumer, status] of [
+        ['bob@example.org', 200],
+        ['mallory@evil.test', 403],
+      ] as const) {
+        const response = await fetch(`${knode.url}/api/v1/endpoints/my-documents/query`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${await hub.mintToken(consumer, 'ada')}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ messages: 'What does the lighthouse keeper record?', stop_sequences: [] }),
+        });
+        expect(response.status).toBe(status);
+      }
+      await page.goto(`${knode.url}/endpoints/my-documents/usage`, { waitUntil: 'networkidle0' });
+      // Two playground questions and the two consumers'.
+      await waitForText(page, '[data-stat="queries"] dd', '4');
+      await waitForText(page, '[data-stat="refused"] dd', '1 access');
+      await page.waitForSelector('.chart canvas');
+      expect(await page.$$eval('.chart canvas', (canvases) => canvases.length)).toBe(2);
+      await waitForText(page, '[data-usage="callers"]', 'bob@example.org');
+      await checkpoint('13-usage');
+      // Without the owner's own questions only the consumers' are left.
+      await press(page, { label: 'Include my questions from the playground' }, 'Space');
+      await waitForText(page, '[data-stat="queries"] dd', '2');
+      expect((await textOf(page, '[data-usage="callers"] tbody td:first-child')).sort()).toEqual(['bob@example.org', 'mallory@evil.test']);
+      expect(checked.at(-1)).toEqual({ page: '13-usage', unlabelled: [], problems: [] });
+      expect(problems).toEqual({ console: [], requests: [] });
+    }),
+    120_000,
+  );
+
+  test(
     'a larger folder shows its progress live, and stops, starts and reindexes',
     diagnosed(async () => {
       phase = 'a larger folder';

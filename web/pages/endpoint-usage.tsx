@@ -1,23 +1,172 @@
-import type { Endpoint, Page, Usage } from '../api.ts';
-import { Empty, ErrorNotice, Loading } from '../components/ui.tsx';
+import { useMemo, useState } from 'preact/hooks';
+import type { Endpoint, Page, Usage, UsageSummary } from '../api.ts';
+import { TimeChart } from '../components/chart.tsx';
+import { Empty, ErrorNotice, Field, Loading, SelectField } from '../components/ui.tsx';
 import { count, date, money } from '../lib/format.ts';
-import { useFirstRender, useResource } from '../lib/hooks.ts';
+import { type Resource, useFirstRender, useResource } from '../lib/hooks.ts';
 
-/** The endpoint's latest queries: who asked, what it cost, how it ended. */
+const RANGES = [
+  { value: 'hour', label: 'The last 24 hours, by hour' },
+  { value: 'day', label: 'The last 30 days, by day' },
+];
+
+/** The endpoint's usage: charts and totals over a range, its top callers, and its latest queries. */
 export function EndpointUsage(props: { endpoint: Endpoint }) {
   useFirstRender();
-  const usage = useResource<Page<Usage>>(`/endpoints/${encodeURIComponent(props.endpoint.slug)}/usage?limit=100`);
+  const [bucket, setBucket] = useState('hour');
+  const [playground, setPlayground] = useState(true);
+  const slug = encodeURIComponent(props.endpoint.slug);
+  const summary = useResource<UsageSummary>(`/endpoints/${slug}/usage/summary?bucket=${bucket}&include_playground=${playground}`);
+  const latest = useResource<Page<Usage>>(`/endpoints/${slug}/usage?limit=100`);
+  const refresh = () => Promise.all([summary.reload(), latest.reload()]);
+
+  return (
+    <>
+      <section class="card" aria-labelledby="usage-title">
+        <div class="card-head">
+          <h2 id="usage-title">Usage</h2>
+          <button type="button" class="secondary small" onClick={() => void refresh()}>
+            Refresh
+          </button>
+        </div>
+        <div class="usage-controls">
+          <SelectField label="Range" value={bucket} onChange={setBucket} options={RANGES} />
+          <Field label="Include my questions from the playground" inline>
+            {({ id }) => (
+              <input id={id} type="checkbox" checked={playground} onChange={(event) => setPlayground(event.currentTarget.checked)} />
+            )}
+          </Field>
+        </div>
+        <ErrorNotice error={summary.error} />
+        {summary.data ? <Summary summary={summary.data} /> : !summary.error && <Loading what="the usage" />}
+      </section>
+      <Latest usage={latest} />
+    </>
+  );
+}
+
+function Summary(props: { summary: UsageSummary }) {
+  const { totals, buckets, top_callers } = props.summary;
+  const times = useMemo(() => buckets.map((bucket) => Date.parse(bucket.start) / 1000), [buckets]);
+  const outcomes = useMemo(
+    () => [
+      { label: 'Answered', color: '--good', values: buckets.map((bucket) => bucket.succeeded) },
+      { label: 'Refused', color: '--busy', values: buckets.map((bucket) => bucket.refused) },
+      { label: 'Failed', color: '--bad', values: buckets.map((bucket) => bucket.failed) },
+    ],
+    [buckets],
+  );
+  const latency = useMemo(
+    () => [
+      { label: 'p50', color: '--accent', values: buckets.map((bucket) => bucket.latency_ms.p50) },
+      { label: 'p95', color: '--muted', values: buckets.map((bucket) => bucket.latency_ms.p95) },
+    ],
+    [buckets],
+  );
+  const refusals = Object.entries(totals.refused_by)
+    .map(([policy, refused]) => `${count(refused)} ${policy.replace('_', ' ')}`)
+    .join(', ');
+  return (
+    <>
+      <dl class="stats" data-usage="totals">
+        <div data-stat="queries">
+          <dt>Queries</dt>
+          <dd>{count(totals.queries)}</dd>
+        </div>
+        <div data-stat="answered">
+          <dt>Answered</dt>
+          <dd>{count(totals.succeeded)}</dd>
+        </div>
+        <div data-stat="refused">
+          <dt>Refused</dt>
+          <dd>
+            {count(totals.refused)}
+            {refusals && <span class="of block">{refusals}</span>}
+          </dd>
+        </div>
+        <div data-stat="failed">
+          <dt>Failed</dt>
+          <dd class={totals.failed > 0 ? 'bad' : undefined}>{count(totals.failed)}</dd>
+        </div>
+        <div data-stat="tokens">
+          <dt>Tokens</dt>
+          <dd>
+            {count(totals.prompt_tokens + totals.completion_tokens)}
+            <span class="of block">
+              {count(totals.prompt_tokens)} in, {count(totals.completion_tokens)} out
+            </span>
+          </dd>
+        </div>
+        <div data-stat="cost">
+          <dt>Cost</dt>
+          <dd>
+            {money(totals.cost)}
+            {totals.charged > 0 && <span class="of block">{money(totals.charged)} collected</span>}
+          </dd>
+        </div>
+        <div data-stat="latency">
+          <dt>Latency</dt>
+          <dd>
+            {totals.latency_ms.p50 === null ? '–' : `${count(totals.latency_ms.p50)} ms`}
+            {totals.latency_ms.p95 !== null && <span class="of block">p95 {count(totals.latency_ms.p95)} ms</span>}
+          </dd>
+        </div>
+      </dl>
+      {totals.queries === 0 ? (
+        <Empty>No query in this range.</Empty>
+      ) : (
+        <div class="charts">
+          <div>
+            <h3>Queries</h3>
+            <TimeChart title="Queries answered, refused and failed over time" times={times} series={outcomes} kind="bars" />
+          </div>
+          <div>
+            <h3>Latency</h3>
+            <TimeChart title="Median and 95th percentile latency over time" times={times} series={latency} kind="lines" unit="ms" />
+          </div>
+        </div>
+      )}
+      {top_callers.length > 0 && (
+        <table class="table" data-usage="callers">
+          <caption>Top callers</caption>
+          <thead>
+            <tr>
+              <th scope="col">Who</th>
+              <th scope="col" class="num">
+                Queries
+              </th>
+              <th scope="col" class="num">
+                Refused
+              </th>
+              <th scope="col" class="num">
+                Cost
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {top_callers.map((caller) => (
+              <tr key={caller.sender_email}>
+                <td>{caller.sender_email}</td>
+                <td class="num">{count(caller.queries)}</td>
+                <td class="num">{count(caller.refused)}</td>
+                <td class="num">{money(caller.cost)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </>
+  );
+}
+
+function Latest(props: { usage: Resource<Page<Usage>> }) {
+  const { usage } = props;
   if (usage.error) return <ErrorNotice error={usage.error} />;
-  if (!usage.data) return <Loading what="usage" />;
+  if (!usage.data) return <Loading what="the latest queries" />;
   const { items, total } = usage.data;
   return (
-    <section class="card" aria-labelledby="usage-title">
-      <div class="card-head">
-        <h2 id="usage-title">Usage</h2>
-        <button type="button" class="secondary small" onClick={() => void usage.reload()}>
-          Refresh
-        </button>
-      </div>
+    <section class="card" aria-labelledby="latest-title">
+      <h2 id="latest-title">Latest queries</h2>
       {items.length === 0 ? (
         <Empty>No query yet.</Empty>
       ) : (
@@ -45,7 +194,7 @@ export function EndpointUsage(props: { endpoint: Endpoint }) {
                 <tr key={index}>
                   <td class="nowrap">{date(row.created_at)}</td>
                   <td>{row.sender_email}</td>
-                  <td>{row.status}</td>
+                  <td title={row.error ?? undefined}>{row.status}</td>
                   <td class="num">{count(row.tokens)}</td>
                   <td class="num">{money(row.total_cost)}</td>
                 </tr>

@@ -117,7 +117,11 @@ export function Playground(props: { endpoint: Endpoint }) {
     const started = performance.now();
     let answer = '';
     try {
-      const response = await send('POST', `/endpoints/${encodeURIComponent(endpoint.slug)}/query`, body, { signal: controller.signal });
+      // Marked as the playground's, so the usage analytics can leave the owner's own questions out.
+      const response = await send('POST', `/endpoints/${encodeURIComponent(endpoint.slug)}/query`, body, {
+        signal: controller.signal,
+        headers: { 'x-knode-origin': 'playground' },
+      });
       if (!response.ok) {
         const error = await failure(response);
         const entries = (error.body as { policy_metadata?: { entries?: PolicyEntry[] } } | undefined)?.policy_metadata?.entries;
