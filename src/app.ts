@@ -26,6 +26,7 @@ import { serverModelRoutes } from './models/server-models-routes.ts';
 import { walletRoutes } from './payments/routes.ts';
 import { accessCheckRoutes } from './policies/access-check-routes.ts';
 import { policyRoutes, rootPolicyRoutes } from './policies/routes.ts';
+import { marketplaceStatusRoutes } from './publishing/marketplace-status.ts';
 import { publicUrlRoutes } from './publishing/public-url-routes.ts';
 import { queryRoutes } from './query/routes.ts';
 import type { Services } from './services.ts';
@@ -99,6 +100,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       await api.register(publishingRoutes(services.publishing));
       await api.register(policyRoutes(services.policies));
       await api.register(marketplaceRoutes(services.marketplaces));
+      await api.register(marketplaceStatusRoutes(services.marketplaceStatus));
       await api.register(publicUrlRoutes(services.publicUrl));
       await api.register(tunnelRoutes(services.tunnels));
       await api.register(queryRoutes(services.query, services.usage));

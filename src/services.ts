@@ -36,6 +36,7 @@ import { PolicyService } from './policies/service.ts';
 import { PublishingTasks } from './publishing/background.ts';
 import { EndpointHealth } from './publishing/endpoint-health.ts';
 import { HEARTBEAT_INTERVAL_MS } from './publishing/heartbeat.ts';
+import type { MarketplaceStatusDeps } from './publishing/marketplace-status.ts';
 import { PublicUrlService } from './publishing/public-url.ts';
 import { PublishingService } from './publishing/service.ts';
 import { TenantSettingsRepository } from './publishing/settings-repository.ts';
@@ -70,6 +71,8 @@ export interface Services {
   readonly requestGuard: RequestGuard;
   /** Prometheus metrics (GET /metrics). */
   readonly metrics: Metrics;
+  /** What GET /marketplaces/{id}/status reads. */
+  readonly marketplaceStatus: MarketplaceStatusDeps;
   /** The general API limits, of management requests and of queries to endpoints without rate_limit policies. */
   readonly limits: GeneralLimits;
   readonly failedAuth: FailedAuthLimiter;
@@ -265,6 +268,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     ingestionRoots,
     datasetSearch,
     metrics,
+    marketplaceStatus: { marketplaces: marketplaceRepository, endpoints: endpointRepository, hubs, heartbeats: publishingTasks },
     close: async () => {
       await tunnels.shutdown();
       await publishingTasks.close(); // also aborts every hub request in flight

@@ -94,6 +94,37 @@ describe('health heartbeat', () => {
     expect(report.body.endpoints.map((entry) => entry.slug).sort()).toEqual(['hb-both-dead', 'hb-data']);
   });
 
+  test("a marketplace's status: its session, its last heartbeat and what is published there", async () => {
+    const status = async (token = owner.token, id = marketId) =>
+      t.request({ method: 'GET', url: `/api/v1/marketplaces/${id}/status`, token });
+    const ok = await status();
+    expect(ok.statusCode).toBe(200);
+    expect(ok.json()).toEqual({
+      marketplace_id: marketId,
+      logged_in: true,
+      last_heartbeat: { at: expect.stringMatching(ISO_UTC), ok: true, error: null },
+      published_endpoints: ['hb-both-dead', 'hb-data'],
+    });
+    // The hub stops taking reports: the next beat says why.
+    hub.failWith(503);
+    try {
+      await nextHeartbeat(t);
+      const failing = await waitFor('a refused heartbeat', async () => {
+        const body = (await status()).json();
+        return body.last_heartbeat?.ok === false ? body : undefined;
+      });
+      expect(failing.last_heartbeat.error).toContain('503');
+    } finally {
+      hub.failWith(undefined);
+    }
+    const stranger = await t.user('not-beating');
+    expect((await status(stranger.token)).statusCode).toBe(404);
+    expect((await status(owner.token, crypto.randomUUID())).statusCode).toBe(404);
+    expect((await t.request({ method: 'GET', url: `/api/v1/marketplaces/${marketId}/status` })).statusCode).toBe(401);
+    expect((await status('not-a-token')).statusCode).toBe(401);
+    expect((await status(owner.token, 'not-a-uuid')).statusCode).toBe(422);
+  });
+
   test('the heartbeat stops on shutdown', async () => {
     const app = await createTestApp();
     await nextHeartbeat(app);

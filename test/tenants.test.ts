@@ -197,6 +197,46 @@ describe('tenant membership', () => {
     expect((await listMembers(guest, owner.tenant)).json()).toEqual(list);
   });
 
+  describe('removing a member', () => {
+    const remove = (by: TestUser | string | undefined, tenant: string, email: string) =>
+      t.request({
+        method: 'DELETE',
+        url: `${members(tenant)}/${encodeURIComponent(email)}`,
+        token: typeof by === 'string' ? by : by?.token,
+      });
+
+    test('the owner removes a member, whose access ends there', async () => {
+      const owner = await t.user();
+      const guest = await t.user();
+      await add(owner, owner.tenant, guest.email);
+      const removed = await remove(owner, owner.tenant, guest.email.toUpperCase());
+      expect(removed.statusCode).toBe(200);
+      expect(removed.json().message).toContain('no longer a member');
+      expect((await listMembers(owner, owner.tenant)).json().map((m: { email: string }) => m.email)).toEqual([owner.email]);
+      expect((await listMembers(guest, owner.tenant)).statusCode).toBe(403);
+      expect((await remove(owner, owner.tenant, guest.email)).statusCode).toBe(404);
+    });
+
+    test('a member cannot remove (403), the owner cannot be removed (409), an e-mail that is not one is a 422', async () => {
+      const owner = await t.user();
+      const guest = await t.user();
+      const other = await t.user();
+      await add(owner, owner.tenant, guest.email);
+      await add(owner, owner.tenant, other.email);
+      expect((await remove(guest, owner.tenant, other.email)).statusCode).toBe(403);
+      expect((await remove(owner, owner.tenant, owner.email)).statusCode).toBe(409);
+      expect(issueLocs(await remove(owner, owner.tenant, 'not-an-email'))).toEqual(['path.email']);
+    });
+
+    test("401 without or with a bad token; another tenant's members are out of reach (403)", async () => {
+      const owner = await t.user();
+      const stranger = await t.user();
+      expect((await remove(undefined, owner.tenant, stranger.email)).statusCode).toBe(401);
+      expect((await remove('not-a-token', owner.tenant, stranger.email)).statusCode).toBe(401);
+      expect((await remove(stranger, owner.tenant, owner.email)).statusCode).toBe(403);
+    });
+  });
+
   test('every membership route is 401 without a token or with a bad one', async () => {
     const owner = await t.user();
     for (const token of [undefined, 'bad-token']) {

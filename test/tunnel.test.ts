@@ -51,7 +51,14 @@ describe('the tunnel (/settings/proxy)', () => {
     const response = await proxy('POST', { tunnel_token: 'ngrok-token-alpha' }, user.tenant);
     expect(response.statusCode).toBe(200);
     const url = `https://${marketplace.username}.tunnels.example`;
-    expect(response.json()).toEqual({ connected: true, public_url: url, has_token: true });
+    expect(response.json()).toEqual({
+      connected: true,
+      public_url: url,
+      has_token: true,
+      state: 'online',
+      retry_in_seconds: null,
+      error: null,
+    });
     expect(provider.requests.at(-1)).toMatchObject({ token: 'ngrok-token-alpha', domain: `${marketplace.username}.tunnels.example` });
     expect(hub.domainOf(marketplace.username)).toBe(url);
     expect(
@@ -59,7 +66,14 @@ describe('the tunnel (/settings/proxy)', () => {
         await t.request({ method: 'GET', url: '/api/v1/settings/public-url', token: ADMIN_KEY, headers: { 'x-tenant-name': user.tenant } })
       ).json(),
     ).toEqual({ public_url: url });
-    expect((await proxy('GET', undefined, user.tenant)).json()).toEqual({ connected: true, public_url: url, has_token: true });
+    expect((await proxy('GET', undefined, user.tenant)).json()).toEqual({
+      connected: true,
+      public_url: url,
+      has_token: true,
+      state: 'online',
+      retry_in_seconds: null,
+      error: null,
+    });
     const row = await t.services.database.db.selectFrom('tenant_settings').selectAll().execute();
     expect(JSON.stringify(row)).not.toContain('ngrok-token-alpha');
     expect(response.body + log.lines.join('')).not.toContain('ngrok-token-alpha');
@@ -73,7 +87,14 @@ describe('the tunnel (/settings/proxy)', () => {
     expect(response.statusCode).toBe(400);
     expect(response.json().detail).toContain('ERR_NGROK_105');
     expect(response.json().detail).not.toContain('bad-token');
-    expect((await proxy('GET', undefined, user.tenant)).json()).toEqual({ connected: false, public_url: null, has_token: false });
+    expect((await proxy('GET', undefined, user.tenant)).json()).toEqual({
+      connected: false,
+      public_url: null,
+      has_token: false,
+      state: 'stopped',
+      retry_in_seconds: null,
+      error: null,
+    });
   });
 
   test('404 without a default marketplace, and 404 when no tunnel service can be loaded', async () => {
@@ -99,7 +120,14 @@ describe('the tunnel (/settings/proxy)', () => {
       const response = await proxy('POST', { tunnel_token: 'token-delta' }, user.tenant);
       expect(response.statusCode).toBe(502);
       expect(provider.open).toBe(0);
-      expect((await proxy('GET', undefined, user.tenant)).json()).toEqual({ connected: false, public_url: null, has_token: false });
+      expect((await proxy('GET', undefined, user.tenant)).json()).toEqual({
+        connected: false,
+        public_url: null,
+        has_token: false,
+        state: 'stopped',
+        retry_in_seconds: null,
+        error: null,
+      });
     } finally {
       hub.refuseDomains(undefined);
     }
@@ -112,7 +140,10 @@ describe('the tunnel (/settings/proxy)', () => {
     const failures = () => log.lines.filter((line) => line.includes('tunnel connection failed') && line.includes(user.tenant));
     provider.outage = 'network unreachable';
     provider.dropAll();
-    expect((await proxy('GET', undefined, user.tenant)).json()).toMatchObject({ connected: false, has_token: true });
+    // The live state: reconnecting, when, and why.
+    const dropped = (await proxy('GET', undefined, user.tenant)).json();
+    expect(dropped).toMatchObject({ connected: false, has_token: true, state: 'reconnecting', retry_in_seconds: 5 });
+    expect(dropped.error).toEqual(expect.any(String));
     // Each attempt is due exactly one delay after the last; a failed one logs the delay until the next.
     const delays = [TUNNEL_BACKOFF.initialMs];
     for (let attempt = 1; attempt <= 5; attempt++) {
@@ -125,6 +156,11 @@ describe('the tunnel (/settings/proxy)', () => {
       delays.push(JSON.parse(failed).retry_in_ms);
     }
     expect(delays).toEqual([5_000, 10_000, 20_000, 40_000, 60_000, 60_000]);
+    expect((await proxy('GET', undefined, user.tenant)).json()).toMatchObject({
+      state: 'reconnecting',
+      retry_in_seconds: 60,
+      error: 'network unreachable',
+    });
     provider.outage = undefined;
     t.clock.advance(60_000);
     await waitFor('the reconnection', async () => (await proxy('GET', undefined, user.tenant)).json().connected === true);
@@ -141,10 +177,24 @@ describe('the tunnel (/settings/proxy)', () => {
     await proxy('POST', { tunnel_token: 'token-foxtrot' }, user.tenant);
     const response = await proxy('DELETE', undefined, user.tenant);
     expect(response.statusCode).toBe(200);
-    expect(response.json()).toEqual({ connected: false, public_url: null, has_token: false });
+    expect(response.json()).toEqual({
+      connected: false,
+      public_url: null,
+      has_token: false,
+      state: 'stopped',
+      retry_in_seconds: null,
+      error: null,
+    });
     expect(provider.open).toBe(0);
     expect(hub.domainOf(marketplace.username)).toBeNull();
-    expect((await proxy('GET', undefined, user.tenant)).json()).toEqual({ connected: false, public_url: null, has_token: false });
+    expect((await proxy('GET', undefined, user.tenant)).json()).toEqual({
+      connected: false,
+      public_url: null,
+      has_token: false,
+      state: 'stopped',
+      retry_in_seconds: null,
+      error: null,
+    });
   });
 
   test('a stored token reconnects at start-up without blocking it', async () => {
@@ -177,7 +227,14 @@ describe('the tunnel (/settings/proxy)', () => {
     const first = await tenantWithMarketplace('india');
     const second = await tenantWithMarketplace('juliet');
     await proxy('POST', { tunnel_token: 'token-india' }, first.user.tenant);
-    expect((await proxy('GET', undefined, second.user.tenant)).json()).toEqual({ connected: false, public_url: null, has_token: false });
+    expect((await proxy('GET', undefined, second.user.tenant)).json()).toEqual({
+      connected: false,
+      public_url: null,
+      has_token: false,
+      state: 'stopped',
+      retry_in_seconds: null,
+      error: null,
+    });
     await proxy('DELETE', undefined, second.user.tenant);
     expect((await proxy('GET', undefined, first.user.tenant)).json().connected).toBe(true);
   });

@@ -10,7 +10,7 @@ import type { HubClients } from '../syfthub/hub-client.ts';
 import type { TenantRepository } from '../tenants/repository.ts';
 import type { Clock } from '../util/clock.ts';
 import type { EndpointHealth } from './endpoint-health.ts';
-import { HEARTBEAT_TTL_SECONDS, Heartbeat, type HeartbeatTarget } from './heartbeat.ts';
+import { HEARTBEAT_TTL_SECONDS, Heartbeat, type HeartbeatResult, type HeartbeatTarget } from './heartbeat.ts';
 import { detectPublicIp, publicUrlFor } from './public-ip.ts';
 import type { PublicUrlService } from './public-url.ts';
 import type { PublishingService } from './service.ts';
@@ -66,6 +66,11 @@ export class PublishingTasks {
     this.deps.hubs.close();
     await heartbeatStopped;
     await this.startup;
+  }
+
+  /** How the last heartbeat to a marketplace went (undefined: none since knode started). */
+  lastHeartbeat(marketplaceId: string): HeartbeatResult | undefined {
+    return this.heartbeat.lastResult(marketplaceId);
   }
 
   /** The heartbeat itself, for tests that want a beat now. */

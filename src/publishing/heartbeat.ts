@@ -26,6 +26,13 @@ export interface HeartbeatOptions {
   onFailure?: (label: string) => void;
 }
 
+/** How the last report to a marketplace went. */
+export interface HeartbeatResult {
+  readonly at: string;
+  readonly ok: boolean;
+  readonly error: string | null;
+}
+
 export const HEARTBEAT_INTERVAL_MS = 30_000;
 /** The hub forgets an endpoint's health after this long without a heartbeat: three missed beats. */
 export const HEARTBEAT_TTL_SECONDS = 90;
@@ -46,6 +53,7 @@ export class Heartbeat {
   private running: Promise<void> | undefined;
   private stopped = false;
   private readonly failing = new Map<string, { failures: number; retryAt: number }>();
+  private readonly results = new Map<string, HeartbeatResult>();
   private readonly clock: Clock;
 
   constructor(private readonly options: HeartbeatOptions) {
@@ -62,6 +70,11 @@ export class Heartbeat {
     this.cancelTimer?.();
     this.cancelTimer = undefined;
     await this.running;
+  }
+
+  /** The last report to the target of this key, if one was sent since knode started. */
+  lastResult(key: string): HeartbeatResult | undefined {
+    return this.results.get(key);
   }
 
   /** One round of reports; public so that tests can drive beats without waiting for the timer. */
@@ -81,10 +94,12 @@ export class Heartbeat {
     if (state && state.retryAt > this.clock.now()) return;
     try {
       await target.client.reportHealth(await target.report());
+      this.results.set(target.key, { at: new Date(this.clock.now()).toISOString(), ok: true, error: null });
       if (state) this.options.log.info({ target: target.label }, 'heartbeat: the marketplace takes reports again');
       this.failing.delete(target.key);
     } catch (error) {
       if (this.stopped) return;
+      this.results.set(target.key, { at: new Date(this.clock.now()).toISOString(), ok: false, error: errorMessage(error) });
       this.options.onFailure?.(target.label);
       const failures = (state?.failures ?? 0) + 1;
       const delay = backoffDelay(failures, this.options.intervalMs, this.options.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS);

@@ -26,6 +26,10 @@ export class HubClient {
     return this.session.account.name;
   }
 
+  get loggedIn(): boolean {
+    return this.session.loggedIn;
+  }
+
   /** Logs in if there is no session yet: proves the credentials (HubCredentialsError when refused). */
   async connect(): Promise<void> {
     await this.session.open();
@@ -129,6 +133,11 @@ export class HubClients {
     /** What the pause after a failed login is measured by. */
     private readonly clock: Clock = systemClock,
   ) {}
+
+  /** Whether knode holds a logged-in session with the marketplace (without logging in to find out). */
+  loggedIn(marketplaceId: string): boolean {
+    return this.clients.get(marketplaceId)?.client.loggedIn ?? false;
+  }
 
   /** The client of a stored marketplace. */
   client(marketplace: StoredMarketplace): HubClient {

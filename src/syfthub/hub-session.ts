@@ -43,6 +43,11 @@ export class HubSession {
     private readonly clock: Clock = systemClock,
   ) {}
 
+  /** Whether the session holds an access token (it logged in and was not refused since). */
+  get loggedIn(): boolean {
+    return this.accessToken !== undefined;
+  }
+
   /** Secrets that must never appear in a message built from the hub's answers. */
   get secrets(): string[] {
     return [this.account.password, this.accessToken ?? '', this.refreshToken ?? ''];

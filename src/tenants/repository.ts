@@ -71,6 +71,16 @@ export class TenantRepository {
     await db.insertInto('tenant_members').values({ tenant_id: tenantId, user_id: userId, role, created_at: now() }).execute();
   }
 
+  /** True when there was such a member. */
+  async removeMember(tenantId: string, userId: string): Promise<boolean> {
+    const result = await this.db
+      .deleteFrom('tenant_members')
+      .where('tenant_id', '=', tenantId)
+      .where('user_id', '=', userId)
+      .executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
+  }
+
   async isMember(tenantId: string, userId: string): Promise<boolean> {
     const row = await this.db
       .selectFrom('tenant_members')

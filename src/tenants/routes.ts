@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { requirePrincipal } from '../http/principal.ts';
-import { AddMemberBody, MemberView, TenantParams, TenantView, UpdateTenantBody } from './schemas.ts';
+import { MessageBody } from '../http/schemas.ts';
+import { AddMemberBody, MemberParams, MemberView, TenantParams, TenantView, UpdateTenantBody } from './schemas.ts';
 import type { TenantService } from './service.ts';
 
 export function tenantRoutes(tenants: TenantService): FastifyPluginAsyncTypebox {
@@ -28,6 +29,15 @@ export function tenantRoutes(tenants: TenantService): FastifyPluginAsyncTypebox 
       handler: async (request, reply) => {
         reply.code(201);
         return tenants.addMember(requirePrincipal(request), request.params.name, request.body.email);
+      },
+    });
+
+    app.delete('/tenants/:name/members/:email', {
+      ...common,
+      schema: { tags, params: MemberParams, response: { 200: MessageBody } },
+      handler: async (request) => {
+        await tenants.removeMember(requirePrincipal(request), request.params.name, request.params.email);
+        return { message: `'${request.params.email}' is no longer a member of '${request.params.name}'` };
       },
     });
 

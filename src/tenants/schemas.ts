@@ -5,6 +5,8 @@ export const TenantParams = Type.Object({ name: Type.String({ pattern: '^[A-Za-z
 
 export const AddMemberBody = Type.Object({ email: Type.String({ format: 'email', maxLength: 254 }) });
 
+export const MemberParams = Type.Object({ ...TenantParams.properties, email: Type.String({ format: 'email', maxLength: 254 }) });
+
 export const MemberView = Type.Object({
   user_id: Uuid,
   email: Type.String(),

@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { conflictAs } from '../db/conflicts.ts';
-import { ForbiddenError, NotFoundError } from '../domain/errors.ts';
+import { ConflictError, ForbiddenError, NotFoundError } from '../domain/errors.ts';
 import type { Principal, Tenant } from '../domain/principal.ts';
 import { Issues } from '../http/issues.ts';
 import { realPath } from '../util/paths.ts';
@@ -63,6 +63,22 @@ export class TenantService {
     const member = (await this.tenants.listMembers(tenant.id)).find((m) => m.user_id === user.id);
     if (!member) throw new Error('member vanished right after being added');
     return { ...member, tenant_name: tenant.name };
+  }
+
+  /**
+   * Removes a member: the tenant's owner or the admin may; the owner cannot be removed (the tenant would
+   * be nobody's). Their access ends with their next request.
+   */
+  async removeMember(principal: Principal, tenantName: string, email: string): Promise<void> {
+    const tenant = await this.requireAccess(principal, tenantName);
+    const members = await this.tenants.listMembers(tenant.id);
+    if (principal.kind === 'user' && !members.some((m) => m.user_id === principal.userId && m.role === 'owner')) {
+      throw new ForbiddenError(`Only the owner of '${tenant.name}' removes its members`);
+    }
+    const member = members.find((m) => m.email === email.trim().toLowerCase());
+    if (!member) throw new NotFoundError(`'${email}' is not a member of '${tenant.name}'`);
+    if (member.role === 'owner') throw new ConflictError(`'${member.email}' owns '${tenant.name}' and cannot be removed`);
+    await this.tenants.removeMember(tenant.id, member.user_id);
   }
 
   async listMembers(principal: Principal, tenantName: string): Promise<MemberViewData[]> {

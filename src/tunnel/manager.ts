@@ -9,6 +9,12 @@ export interface TunnelStatus {
   connected: boolean;
   public_url: string | null;
   has_token: boolean;
+  /** `stopped` (no tunnel), `online`, or `reconnecting` after a drop or a failed attempt. */
+  state: 'stopped' | 'online' | 'reconnecting';
+  /** While reconnecting: the seconds until the next attempt. */
+  retry_in_seconds: number | null;
+  /** While reconnecting: why the tunnel is down (the drop's or the last attempt's reason). */
+  error: string | null;
 }
 
 /** The parts of knode a tunnel needs: where its token is kept, what host it gets, where its URL goes. */
@@ -39,6 +45,10 @@ interface TenantTunnel {
   cancelRetry?: () => void;
   delayMs: number;
   closed: boolean;
+  /** When the next attempt is due (clock time), while one is scheduled. */
+  retryAt?: number;
+  /** Why the tunnel went down, until it is back. */
+  lastError?: string;
 }
 
 /**
@@ -90,8 +100,17 @@ export class TunnelManager {
   /** GET /settings/proxy. */
   async status(tenant: Tenant): Promise<TunnelStatus> {
     await this.requireProvider();
-    const connection = this.tunnels.get(tenant.id)?.connection;
-    return { connected: connection !== undefined, public_url: connection?.url ?? null, has_token: await this.hooks.hasToken(tenant) };
+    const tunnel = this.tunnels.get(tenant.id);
+    const connection = tunnel?.connection;
+    const waiting = tunnel && !connection;
+    return {
+      connected: connection !== undefined,
+      public_url: connection?.url ?? null,
+      has_token: await this.hooks.hasToken(tenant),
+      state: !tunnel ? 'stopped' : connection ? 'online' : 'reconnecting',
+      retry_in_seconds: waiting && tunnel.retryAt !== undefined ? Math.max(0, Math.ceil((tunnel.retryAt - this.clock.now()) / 1000)) : null,
+      error: waiting ? (tunnel.lastError ?? null) : null,
+    };
   }
 
   /** Each open tunnel's state (for the metrics): `online`, or `reconnecting` after a drop or a failure. */
@@ -108,7 +127,7 @@ export class TunnelManager {
     await this.stop(tenant);
     await this.hooks.saveToken(tenant, null);
     await this.hooks.publish(tenant, null);
-    return { connected: false, public_url: null, has_token: false };
+    return { connected: false, public_url: null, has_token: false, state: 'stopped', retry_in_seconds: null, error: null };
   }
 
   /**
@@ -148,9 +167,12 @@ export class TunnelManager {
   private attach(tunnel: TenantTunnel, connection: TunnelConnection): void {
     tunnel.connection = connection;
     tunnel.delayMs = this.backoff.initialMs;
+    tunnel.lastError = undefined;
+    tunnel.retryAt = undefined;
     connection.onDrop((reason) => {
       if (tunnel.closed || tunnel.connection !== connection) return;
       this.log.warn({ tenant: tunnel.tenant.name, reason }, 'tunnel dropped; reconnecting');
+      tunnel.lastError = reason;
       tunnel.connection = undefined;
       void connection.close();
       this.schedule(tunnel);
@@ -161,6 +183,7 @@ export class TunnelManager {
     if (tunnel.closed) return;
     const delay = tunnel.delayMs;
     tunnel.delayMs = Math.min(this.backoff.maxMs, tunnel.delayMs * 2);
+    tunnel.retryAt = this.clock.now() + delay;
     tunnel.cancelRetry = this.clock.after(delay, () => void this.reconnect(tunnel));
   }
 
@@ -183,6 +206,7 @@ export class TunnelManager {
         { tenant: tunnel.tenant.name, reason: (error as Error).message, retry_in_ms: tunnel.delayMs },
         'tunnel connection failed',
       );
+      tunnel.lastError = (error as Error).message;
       this.schedule(tunnel);
     }
   }

@@ -9,6 +9,9 @@ const TunnelView = Type.Object({
   connected: Type.Boolean(),
   public_url: Type.Union([Type.String(), Type.Null()]),
   has_token: Type.Boolean(),
+  state: Type.Enum(['stopped', 'online', 'reconnecting']),
+  retry_in_seconds: Type.Union([Type.Integer(), Type.Null()]),
+  error: Type.Union([Type.String(), Type.Null()]),
 });
 
 /** /settings/proxy: the tenant's tunnel (specification, Settings rules 3 to 5). */
