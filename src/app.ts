@@ -17,6 +17,7 @@ import { clientIp } from './http/client.ts';
 import { registerErrorHandler } from './http/error-handler.ts';
 import { publishingRoutes } from './publishing/routes.ts';
 import './http/fastify-types.ts';
+import { storageRoutes } from './datasets/storage-routes.ts';
 import { registerJsonBodyParser } from './http/json-body.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { marketplaceRoutes } from './marketplaces/routes.ts';
@@ -112,6 +113,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       await api.register(serverModelRoutes());
       await api.register(accessCheckRoutes());
       await api.register(folderRoutes(services.ingestionRoots));
+      await api.register(storageRoutes(services.storage));
     },
     { prefix: '/api/v1' },
   );

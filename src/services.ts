@@ -8,6 +8,7 @@ import type { Config } from './config.ts';
 import { DatasetRepository } from './datasets/repository.ts';
 import { DatasetSearchService } from './datasets/search.ts';
 import { DatasetService } from './datasets/service.ts';
+import type { StorageDeps } from './datasets/storage-routes.ts';
 import { type OpenedDatabase, openDatabase } from './db/database.ts';
 import { FixedWindows } from './db/fixed-windows.ts';
 import { DEFAULT_TENANT } from './domain/principal.ts';
@@ -71,6 +72,8 @@ export interface Services {
   readonly requestGuard: RequestGuard;
   /** Prometheus metrics (GET /metrics). */
   readonly metrics: Metrics;
+  /** What GET /settings/storage reads. */
+  readonly storage: StorageDeps;
   /** What GET /marketplaces/{id}/status reads. */
   readonly marketplaceStatus: MarketplaceStatusDeps;
   /** The general API limits, of management requests and of queries to endpoints without rate_limit policies. */
@@ -268,6 +271,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     ingestionRoots,
     datasetSearch,
     metrics,
+    storage: { config, datasets: datasetRepository, store },
     marketplaceStatus: { marketplaces: marketplaceRepository, endpoints: endpointRepository, hubs, heartbeats: publishingTasks },
     close: async () => {
       await tunnels.shutdown();

@@ -15,6 +15,7 @@ import { ModelList } from './pages/model-list.tsx';
 import { ModelNew } from './pages/model-new.tsx';
 import { NotFound } from './pages/not-found.tsx';
 import { Overview } from './pages/overview.tsx';
+import { SettingsPage } from './pages/settings.tsx';
 import { Setup } from './pages/setup.tsx';
 import { session } from './session.ts';
 
@@ -117,6 +118,7 @@ function Gate() {
         <Route path="/endpoints" component={EndpointList} />
         <Route path="/endpoints/new" component={EndpointNew} />
         <Route path="/endpoints/:slug/:tab?" component={EndpointPage} />
+        <Route path="/settings" component={SettingsPage} />
         <Route default component={NotFound} />
       </Router>
     </Layout>
@@ -128,6 +130,7 @@ const NAV = [
   { href: '/datasets', label: 'Datasets' },
   { href: '/models', label: 'Models' },
   { href: '/endpoints', label: 'Endpoints' },
+  { href: '/settings', label: 'Settings' },
 ];
 
 function Layout(props: { me: Me; children: ComponentChildren }) {

@@ -10,7 +10,18 @@ import { type ConsoleAssets, consoleAssets, type ServedFile } from './assets.ts'
  */
 
 /** The console router's pages (web/app.tsx); anything else stays a 404. */
-export const CONSOLE_PAGES = ['/', '/login', '/setup', '/datasets', '/datasets/*', '/models', '/models/*', '/endpoints', '/endpoints/*'];
+export const CONSOLE_PAGES = [
+  '/',
+  '/login',
+  '/setup',
+  '/datasets',
+  '/datasets/*',
+  '/models',
+  '/models/*',
+  '/endpoints',
+  '/endpoints/*',
+  '/settings',
+];
 
 /**
  * What the page may load: only its own files and API; no inline script, no frame, no other origin. Styles

@@ -350,6 +350,28 @@ export class VectorStore {
     await Promise.allSettled([this.runningCollection, this.queuedCollection]);
   }
 
+  /**
+   * About how many bytes a dataset's index takes in the database: the pages of its vector and keyword
+   * tables (SQLite's dbstat, one b-tree each) and its chunks' text and metadata in the shared table.
+   */
+  async diskUse(datasetId: string): Promise<number> {
+    const tables = datasetTables(datasetId);
+    return this.opened.exclusive((sqlite) => {
+      const names = sqlite
+        .query("SELECT name FROM sqlite_master WHERE type = 'table' AND (name LIKE ? OR name LIKE ?)")
+        .all(`${tables.vectors}%`, `${tables.keywords}%`) as { name: string }[];
+      const pages = sqlite.query('SELECT pgsize FROM dbstat WHERE name = ? AND aggregate = TRUE');
+      let bytes = 0;
+      for (const { name } of names) bytes += (pages.get(name) as { pgsize: number } | null)?.pgsize ?? 0;
+      const rows = sqlite
+        .query(
+          'SELECT COALESCE(SUM(LENGTH(content) + LENGTH(metadata) + LENGTH(id) + LENGTH(file_key)), 0) AS bytes FROM vector_chunks WHERE dataset_id = ?',
+        )
+        .get(tables.datasetId) as { bytes: number };
+      return bytes + rows.bytes;
+    });
+  }
+
   /** Files whose visible chunks still wait for vectors, in the order they became searchable. */
   async filesToEmbed(datasetId: string): Promise<string[]> {
     const tables = datasetTables(datasetId);

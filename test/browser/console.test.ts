@@ -494,6 +494,44 @@ describe('the console in a browser', () => {
   );
 
   test(
+    "settings: the marketplace's state, the public URL, the tunnel's state and the tenant's members",
+    diagnosed(async () => {
+      phase = 'settings';
+      problems.console.length = 0;
+      problems.requests.length = 0;
+      const registered = await fetch(`${knode.url}/api/v1/auth/register`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'grace@example.com', password: 'another long password', tenant_name: 'grace' }),
+      });
+      expect(registered.status).toBe(201);
+      await page.goto(`${knode.url}/settings`, { waitUntil: 'networkidle0' });
+      // The marketplace connected on the publish page: its session and what is published there.
+      await waitForText(page, '[data-marketplace="SyftHub"]', 'Published: my-documents');
+      await waitForText(page, '[data-marketplace="SyftHub"] [data-fact="session"]', 'Logged in');
+      await waitForText(page, '[data-settings="tunnel"] .badge', 'stopped');
+      // This knode: development mode, its data folder, and the disk use of each dataset.
+      await waitForText(page, '[data-settings="mode"]', 'Development mode');
+      await waitForText(page, '[data-settings="storage"]', 'documents');
+      // The public URL, by keyboard: the hub is told first, then it is shown.
+      await typeInto(page, { label: 'Public URL' }, 'https://ada.example.net');
+      await page.keyboard.press('Enter');
+      await waitForText(page, '[data-settings="public-url"]', 'https://ada.example.net');
+      expect(hub.domainOf('ada')).toBe('https://ada.example.net');
+      // A member is added by e-mail, then removed.
+      await typeInto(page, { label: 'Add a member by e-mail' }, 'grace@example.com');
+      await page.keyboard.press('Enter');
+      await waitForText(page, '[data-settings="members"]', 'grace@example.com');
+      await checkpoint('14-settings');
+      await press(page, { label: 'Remove grace@example.com' });
+      await page.waitForFunction(() => !(document.querySelector('[data-settings="members"]')?.textContent ?? '').includes('grace@'));
+      expect(checked.at(-1)).toEqual({ page: '14-settings', unlabelled: [], problems: [] });
+      expect(problems).toEqual({ console: [], requests: [] });
+    }),
+    120_000,
+  );
+
+  test(
     'a larger folder shows its progress live, and stops, starts and reindexes',
     diagnosed(async () => {
       phase = 'a larger folder';

@@ -3,7 +3,7 @@ import { ApiError, type Endpoint, post } from '../api.ts';
 import { Badge, Empty, ErrorNotice, Field, Loading, Notice, TextField } from '../components/ui.tsx';
 import { useFirstRender, useResource } from '../lib/hooks.ts';
 
-interface Marketplace {
+export interface Marketplace {
   id: string;
   name: string;
   url: string;
@@ -146,7 +146,7 @@ function Publication(props: { endpoint: Endpoint; marketplaces: Marketplace[]; r
 }
 
 /** Connects a marketplace account: knode logs in once to check it (400 with the hub's reason if refused). */
-function Connect(props: { first: boolean; onConnected: () => Promise<void> }) {
+export function Connect(props: { first: boolean; onConnected: () => Promise<void> }) {
   const [name, setName] = useState('SyftHub');
   const [url, setUrl] = useState('');
   const [username, setUsername] = useState('');

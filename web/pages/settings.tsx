@@ -1,0 +1,436 @@
+import { useState } from 'preact/hooks';
+import { ApiError, del, type Me, patch, post } from '../api.ts';
+import { Badge, Empty, ErrorNotice, Loading, Notice, PageHeader, TextField } from '../components/ui.tsx';
+import { bytes, date } from '../lib/format.ts';
+import { useFirstRender, usePoll, useResource, useTitle } from '../lib/hooks.ts';
+import { Connect, type Marketplace } from './publish.tsx';
+
+interface MarketplaceStatus {
+  logged_in: boolean;
+  last_heartbeat: { at: string; ok: boolean; error: string | null } | null;
+  published_endpoints: string[];
+}
+
+interface Tunnel {
+  connected: boolean;
+  public_url: string | null;
+  has_token: boolean;
+  state: 'stopped' | 'online' | 'reconnecting';
+  retry_in_seconds: number | null;
+  error: string | null;
+}
+
+interface Storage {
+  development_mode: boolean;
+  data_dir: string | null;
+  database_bytes: number | null;
+  datasets: { id: string; name: string; bytes: number }[];
+}
+
+interface Member {
+  email: string;
+  role: 'owner' | 'member';
+  created_at: string;
+}
+
+/** Operating knode: where it is listed, how the internet reaches it, and who shares the tenant. */
+export function SettingsPage() {
+  useTitle('Settings');
+  const me = useResource<Me>('/auth/me');
+  return (
+    <>
+      <PageHeader title="Settings" subtitle="Your marketplaces, how the internet reaches this knode, and who works in your tenant." />
+      <Marketplaces />
+      <PublicAddress />
+      {me.data ? <Members tenant={me.data.tenant_name} me={me.data.email} /> : <ErrorNotice error={me.error} />}
+      <ThisKnode />
+    </>
+  );
+}
+
+function Marketplaces() {
+  useFirstRender();
+  const list = useResource<Marketplace[]>('/marketplaces/');
+  return (
+    <section class="card" aria-labelledby="marketplaces-title">
+      <h2 id="marketplaces-title">Marketplaces</h2>
+      <ErrorNotice error={list.error} />
+      {!list.data && !list.error && <Loading what="your marketplaces" />}
+      {list.data && list.data.length === 0 && <Empty>No marketplace yet: connect your SyftHub account below.</Empty>}
+      {list.data && list.data.length > 0 && (
+        <ul class="policy-list" data-settings="marketplaces">
+          {list.data.map((marketplace) => (
+            <MarketplaceItem key={marketplace.id} marketplace={marketplace} reload={list.reload} />
+          ))}
+        </ul>
+      )}
+      {list.data && <Connect first={list.data.length === 0} onConnected={list.reload} />}
+    </section>
+  );
+}
+
+function MarketplaceItem(props: { marketplace: Marketplace; reload: () => Promise<void> }) {
+  const { marketplace } = props;
+  const status = useResource<MarketplaceStatus>(`/marketplaces/${marketplace.id}/status`);
+  const [failure, setFailure] = useState<Error | undefined>(undefined);
+  const act = async (work: () => Promise<unknown>) => {
+    setFailure(undefined);
+    try {
+      await work();
+      await props.reload();
+    } catch (error) {
+      setFailure(error as Error);
+    }
+  };
+  const heartbeat = status.data?.last_heartbeat;
+  return (
+    <li class="policy" data-marketplace={marketplace.name}>
+      <div class="policy-head">
+        <span>
+          <strong>{marketplace.name}</strong> {marketplace.is_default && <Badge tone="good">default</Badge>}
+        </span>
+        <span class="hint">
+          {marketplace.url} as {marketplace.username}
+        </span>
+      </div>
+      {status.data && (
+        <ul class="facts-inline">
+          <li data-fact="session">
+            {status.data.logged_in ? 'Logged in' : 'Not logged in yet: knode logs in when it first needs the hub'}
+          </li>
+          <li data-fact="heartbeat">
+            {heartbeat
+              ? heartbeat.ok
+                ? `Last heartbeat ${date(heartbeat.at)}: taken`
+                : `Last heartbeat ${date(heartbeat.at)}: refused (${heartbeat.error ?? 'no reason given'})`
+              : 'No heartbeat yet: one goes every 30 s once an endpoint is published here and a public URL is set'}
+          </li>
+          <li data-fact="published">
+            {status.data.published_endpoints.length === 0
+              ? 'Nothing published here'
+              : `Published: ${status.data.published_endpoints.join(', ')}`}
+          </li>
+        </ul>
+      )}
+      <ErrorNotice error={status.error ?? failure} />
+      <div class="form-actions">
+        {!marketplace.is_default && (
+          <button
+            type="button"
+            class="secondary small"
+            onClick={() => void act(() => patch(`/marketplaces/${marketplace.id}`, { is_default: true }))}
+          >
+            Make default
+          </button>
+        )}
+        <button
+          type="button"
+          class="danger small"
+          aria-label={`Remove ${marketplace.name}`}
+          onClick={() => {
+            if (confirm(`Remove '${marketplace.name}'? Its publications stay on the hub until you unpublish them.`)) {
+              void act(() => del(`/marketplaces/${marketplace.id}`));
+            }
+          }}
+        >
+          Remove
+        </button>
+      </div>
+    </li>
+  );
+}
+
+/** The public URL and the tunnel: operator settings (the admin key, or this machine in development mode). */
+function PublicAddress() {
+  const url = useResource<{ public_url: string | null }>('/settings/public-url');
+  const tunnel = useResource<Tunnel>('/settings/proxy');
+  // While the tunnel reconnects, its countdown and reason are kept current.
+  usePoll(tunnel.reload, 2000, tunnel.data?.state === 'reconnecting');
+  const refused = [url.error, tunnel.error].some((error) => error instanceof ApiError && error.status === 403);
+  return (
+    <section class="card" aria-labelledby="address-title">
+      <h2 id="address-title">Public URL and tunnel</h2>
+      {refused ? (
+        <Notice>
+          Only the operator changes how the internet reaches this knode: with SVC_ADMIN_API_KEY set, use the API with the admin key (see the
+          README, "Connecting to SyftHub and publishing").
+        </Notice>
+      ) : (
+        <>
+          <PublicUrl current={url.data?.public_url ?? null} tunnel={tunnel.data} error={url.error} reload={url.reload} />
+          <TunnelControls
+            tunnel={tunnel.data}
+            error={tunnel.error}
+            reload={async () => {
+              await Promise.all([tunnel.reload(), url.reload()]);
+            }}
+          />
+        </>
+      )}
+    </section>
+  );
+}
+
+function PublicUrl(props: {
+  current: string | null;
+  tunnel: Tunnel | undefined;
+  error: ApiError | undefined;
+  reload: () => Promise<void>;
+}) {
+  const [value, setValue] = useState('');
+  const [errors, setErrors] = useState<Record<string, string>>({});
+  const [failure, setFailure] = useState<Error | undefined>(undefined);
+  const [busy, setBusy] = useState(false);
+  const fromTunnel = props.current !== null && props.tunnel?.state === 'online' && props.tunnel.public_url === props.current;
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    setBusy(true);
+    setErrors({});
+    setFailure(undefined);
+    try {
+      await patch('/settings/public-url', { public_url: value });
+      setValue('');
+      await props.reload();
+    } catch (error) {
+      if (error instanceof ApiError && error.issues.length > 0) setErrors(error.fieldErrors());
+      else setFailure(error as Error);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <>
+      <ErrorNotice error={props.error} />
+      <p data-settings="public-url">
+        {props.current ? (
+          <>
+            Consumers reach this knode at <strong>{props.current}</strong> (
+            {fromTunnel ? 'from the tunnel' : 'set here or by SVC_PUBLIC_URL'}).
+          </>
+        ) : (
+          'No public URL yet: the marketplace cannot send consumers here. Set one, or start the tunnel.'
+        )}
+      </p>
+      <form class="inline-form" onSubmit={submit}>
+        <TextField
+          label="Public URL"
+          type="url"
+          required
+          placeholder="https://knode.example.net"
+          hint="Where the internet reaches this knode (a reverse proxy, a port forward); your default marketplace is told first."
+          value={value}
+          onInput={setValue}
+          error={errors.public_url}
+        />
+        <button type="submit" disabled={busy}>
+          {busy ? 'Saving…' : 'Save the URL'}
+        </button>
+      </form>
+      <ErrorNotice error={failure} />
+    </>
+  );
+}
+
+const TUNNEL_TONES = { stopped: 'muted', online: 'good', reconnecting: 'busy' } as const;
+
+function TunnelControls(props: { tunnel: Tunnel | undefined; error: ApiError | undefined; reload: () => Promise<void> }) {
+  const [token, setToken] = useState('');
+  const [failure, setFailure] = useState<Error | undefined>(undefined);
+  const [busy, setBusy] = useState(false);
+  const { tunnel } = props;
+  const run = async (work: () => Promise<unknown>) => {
+    setBusy(true);
+    setFailure(undefined);
+    try {
+      await work();
+      setToken('');
+      await props.reload();
+    } catch (error) {
+      setFailure(error as Error);
+    } finally {
+      setBusy(false);
+    }
+  };
+  if (props.error?.status === 404) {
+    return (
+      <Notice>
+        The tunnel needs a default marketplace (its name comes from your hub account): connect one above. {props.error.message}
+      </Notice>
+    );
+  }
+  return (
+    <div data-settings="tunnel">
+      <h3>Tunnel {tunnel && <Badge tone={TUNNEL_TONES[tunnel.state]}>{tunnel.state}</Badge>}</h3>
+      <ErrorNotice error={props.error} />
+      {tunnel?.state === 'online' && <p>Online at {tunnel.public_url}.</p>}
+      {tunnel?.state === 'reconnecting' && (
+        <p>
+          Reconnecting{tunnel.retry_in_seconds !== null ? ` in ${tunnel.retry_in_seconds} s` : ''}
+          {tunnel.error ? `: ${tunnel.error}` : ''}.
+        </p>
+      )}
+      {tunnel?.state !== 'stopped' ? (
+        <button type="button" class="secondary" disabled={busy} onClick={() => void run(() => del('/settings/proxy'))}>
+          Stop the tunnel
+        </button>
+      ) : (
+        <form
+          class="inline-form"
+          onSubmit={(event) => {
+            event.preventDefault();
+            void run(() => post('/settings/proxy', { tunnel_token: token }));
+          }}
+        >
+          <TextField
+            label="ngrok authtoken"
+            type="password"
+            required
+            autoComplete="off"
+            hint="From your ngrok dashboard; stored encrypted, so the tunnel comes back after a restart."
+            value={token}
+            onInput={setToken}
+          />
+          <button type="submit" disabled={busy}>
+            {busy ? 'Starting…' : 'Start the tunnel'}
+          </button>
+        </form>
+      )}
+      <ErrorNotice error={failure} />
+    </div>
+  );
+}
+
+function Members(props: { tenant: string; me: string }) {
+  const path = `/tenants/${encodeURIComponent(props.tenant)}/members`;
+  const members = useResource<Member[]>(path);
+  const [email, setEmail] = useState('');
+  const [errors, setErrors] = useState<Record<string, string>>({});
+  const [failure, setFailure] = useState<Error | undefined>(undefined);
+  const owner = members.data?.some((member) => member.email === props.me && member.role === 'owner') ?? false;
+  const run = async (work: () => Promise<unknown>) => {
+    setErrors({});
+    setFailure(undefined);
+    try {
+      await work();
+      await members.reload();
+    } catch (error) {
+      if (error instanceof ApiError && error.issues.length > 0) setErrors(error.fieldErrors());
+      else setFailure(error as Error);
+    }
+  };
+  return (
+    <section class="card" aria-labelledby="members-title">
+      <h2 id="members-title">Members of {props.tenant}</h2>
+      <p class="hint">Members manage the tenant's datasets, models and endpoints with you; they act in it with the X-Tenant-Name header.</p>
+      <ErrorNotice error={members.error} />
+      {members.data && (
+        <table class="table" data-settings="members">
+          <caption class="visually-hidden">Members of the tenant</caption>
+          <thead>
+            <tr>
+              <th scope="col">E-mail</th>
+              <th scope="col">Role</th>
+              <th scope="col">Since</th>
+              <th scope="col">
+                <span class="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {members.data.map((member) => (
+              <tr key={member.email}>
+                <td>{member.email}</td>
+                <td>{member.role}</td>
+                <td class="nowrap">{date(member.created_at)}</td>
+                <td class="num">
+                  {owner && member.role !== 'owner' && (
+                    <button
+                      type="button"
+                      class="danger small"
+                      aria-label={`Remove ${member.email}`}
+                      onClick={() => void run(() => del(`${path}/${encodeURIComponent(member.email)}`))}
+                    >
+                      Remove
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <form
+        class="inline-form"
+        onSubmit={(event) => {
+          event.preventDefault();
+          void run(async () => {
+            await post(path, { email });
+            setEmail('');
+          });
+        }}
+      >
+        <TextField
+          label="Add a member by e-mail"
+          type="email"
+          required
+          hint="They must have registered on this knode first."
+          value={email}
+          onInput={setEmail}
+          error={errors.email}
+        />
+        <button type="submit">Add</button>
+      </form>
+      <ErrorNotice error={failure} />
+    </section>
+  );
+}
+
+/** How this knode runs (the admin key, or development mode), where its data is, and what each dataset takes. */
+function ThisKnode() {
+  const storage = useResource<Storage>('/settings/storage');
+  const data = storage.data;
+  return (
+    <section class="card" aria-labelledby="knode-title">
+      <h2 id="knode-title">This knode</h2>
+      <ErrorNotice error={storage.error} />
+      {data && (
+        <>
+          <p data-settings="mode">
+            {data.development_mode
+              ? 'Development mode (no SVC_ADMIN_API_KEY): the operator settings are open to requests made on this machine, and to nobody else.'
+              : 'An admin key is set (SVC_ADMIN_API_KEY): the operator settings need it; your login manages your tenant.'}
+          </p>
+          {data.data_dir !== null && (
+            <p>
+              Data folder <span class="path">{data.data_dir}</span>
+              {data.database_bytes !== null && `, database ${bytes(data.database_bytes)}`}.
+            </p>
+          )}
+          {data.datasets.length > 0 && (
+            <table class="table" data-settings="storage">
+              <caption>Disk use of your datasets' indexes</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Dataset</th>
+                  <th scope="col" class="num">
+                    Size
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {data.datasets.map((dataset) => (
+                  <tr key={dataset.id}>
+                    <td>
+                      <a href={`/datasets/${dataset.id}`}>{dataset.name}</a>
+                    </td>
+                    <td class="num">{bytes(dataset.bytes)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+        </>
+      )}
+    </section>
+  );
+}
