@@ -11,6 +11,12 @@
  * answer is matched to its task.
  */
 
+/**
+ * Bun's Worker, which a thread can unref (so an idle one does not keep the process alive). Spelled out so
+ * the type holds where the DOM's Worker is in scope too (the browser tests' type check sees this file).
+ */
+type ThreadWorker = Worker & { ref(): void; unref(): void };
+
 export interface WorkerPoolOptions<Response, Result> {
   /** Worker threads (an integer >= 1). */
   size: number;
@@ -48,7 +54,7 @@ interface Task<Request, Result> {
 }
 
 interface Slot<Request, Result> {
-  worker?: Worker;
+  worker?: ThreadWorker;
   task?: Task<Request, Result>;
   timer?: ReturnType<typeof setTimeout>;
 }
@@ -162,8 +168,8 @@ export class WorkerPool<Request extends { id: number }, Response extends { id: n
     worker.postMessage(task.request);
   }
 
-  private spawn(slot: Slot<Request, Result>): Worker {
-    const worker = new Worker(this.options.url);
+  private spawn(slot: Slot<Request, Result>): ThreadWorker {
+    const worker = new Worker(this.options.url) as ThreadWorker;
     worker.unref();
     slot.worker = worker;
     worker.addEventListener('message', (event: MessageEvent<Response>) => {

@@ -14,13 +14,26 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import puppeteer, { type Browser, type ElementHandle, type Page } from 'puppeteer-core';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { FAKE_ANSWER, type FakeOpenAIServer, startFakeOpenAI } from '../fakes/openai-server.ts';
 import { type FakeSyftHub, startFakeSyftHub } from '../fakes/syfthub.ts';
 import { buildPdf } from '../fixtures/make-documents.ts';
 import { type KnodeProcess, startKnodeProcess } from '../helpers/knode-process.ts';
+import {
+  CHROMIUM,
+  CHROMIUM_ARGS,
+  clickButton,
+  type Problems,
+  press,
+  tabTo,
+  textOf,
+  typeInto,
+  unlabelledControls,
+  waitForPath,
+  waitForText,
+  watch,
+} from './page.ts';
 
-const CHROMIUM = process.env.KNODE_CHROMIUM ?? '/usr/bin/chromium';
 const SCREENSHOTS = resolve(import.meta.dir, '../..', process.env.SCREENSHOTS_DIR ?? 'docs/screenshots');
 const OWNER = { email: 'ada@example.com', password: 'a long password' };
 const HUB_PASSWORD = 'a hub password';
@@ -36,120 +49,6 @@ const LIBRARY_TEXT = [
   'A sextant measures the angle between the sun and the horizon.',
   'Copper roofs turn green as the metal slowly oxidises.',
 ];
-
-interface Problems {
-  console: string[];
-  requests: string[];
-}
-
-/** Everything the page complains about: console errors, uncaught exceptions, failed or refused requests. */
-function watch(page: Page): Problems {
-  const problems: Problems = { console: [], requests: [] };
-  page.on('console', (message) => {
-    if (message.type() === 'error') problems.console.push(message.text());
-  });
-  page.on('pageerror', (error) => problems.console.push(`uncaught: ${(error as Error).message}`));
-  page.on('requestfailed', (request) => {
-    // A stream the page itself stopped is not a failure.
-    if (request.failure()?.errorText !== 'net::ERR_ABORTED') problems.requests.push(`${request.url()}: ${request.failure()?.errorText}`);
-  });
-  page.on('response', (response) => {
-    if (response.status() >= 400) problems.requests.push(`${response.request().method()} ${response.url()}: ${response.status()}`);
-  });
-  return problems;
-}
-
-interface Target {
-  /** The control's label (or aria-label) contains this. */
-  label?: string;
-  /** A button's or link's text starts with this. */
-  text?: string;
-  selector?: string;
-}
-
-/** Presses Tab until the target has the focus: it fails when the target cannot be reached by keyboard. */
-async function tabTo(page: Page, target: Target, max = 120): Promise<void> {
-  for (let presses = 0; presses < max; presses++) {
-    await page.keyboard.press('Tab');
-    const found = await page.evaluate((wanted: Target) => {
-      const element = document.activeElement as HTMLElement | null;
-      if (!element || element === document.body) return false;
-      if (wanted.selector && !element.matches(wanted.selector)) return false;
-      if (wanted.label) {
-        const labels = [...((element as HTMLInputElement).labels ?? [])].map((label) => label.textContent ?? '');
-        const name = `${labels.join(' ')} ${element.getAttribute('aria-label') ?? ''}`;
-        if (!name.includes(wanted.label)) return false;
-      }
-      if (wanted.text) {
-        const text = `${element.getAttribute('aria-label') ?? ''} ${(element.textContent ?? '').trim()}`;
-        if (!(element.textContent ?? '').trim().startsWith(wanted.text) && !text.includes(wanted.text)) return false;
-      }
-      return true;
-    }, target);
-    if (found) return;
-  }
-  throw new Error(`cannot reach ${JSON.stringify(target)} with the Tab key`);
-}
-
-async function typeInto(page: Page, target: Target, text: string): Promise<void> {
-  await tabTo(page, target);
-  await page.keyboard.type(text);
-}
-
-async function press(page: Page, target: Target, key: 'Enter' | 'Space' = 'Enter'): Promise<void> {
-  await tabTo(page, target);
-  await page.keyboard.press(key);
-}
-
-/** Form controls that no label names (a label element, aria-label or aria-labelledby). */
-async function unlabelledControls(page: Page): Promise<string[]> {
-  return page.evaluate(() =>
-    [...document.querySelectorAll('input, select, textarea, button')]
-      .filter((element) => !(element instanceof HTMLInputElement && element.type === 'hidden'))
-      .filter((element) => {
-        if (element instanceof HTMLButtonElement) return !((element.textContent ?? '').trim() || element.getAttribute('aria-label'));
-        const labels = (element as HTMLInputElement).labels;
-        const labelled = [...(labels ?? [])].some((label) => (label.textContent ?? '').trim() !== '');
-        return !(labelled || element.getAttribute('aria-label') || element.getAttribute('aria-labelledby'));
-      })
-      .map((element) => element.outerHTML.slice(0, 160)),
-  );
-}
-
-async function waitForPath(page: Page, path: string | RegExp, timeout = 15_000): Promise<void> {
-  await page.waitForFunction(
-    (wanted: string, isRegex: boolean) => (isRegex ? new RegExp(wanted).test(location.pathname) : location.pathname === wanted),
-    { timeout },
-    typeof path === 'string' ? path : path.source,
-    typeof path !== 'string',
-  );
-}
-
-async function waitForText(page: Page, selector: string, text: string, timeout = 15_000): Promise<void> {
-  await page.waitForFunction(
-    (css: string, wanted: string) => [...document.querySelectorAll(css)].some((element) => (element.textContent ?? '').includes(wanted)),
-    { timeout },
-    selector,
-    text,
-  );
-}
-
-/** Clicks the button whose text is exactly `text` (the mouse this time), once it is enabled. */
-async function clickButton(page: Page, text: string): Promise<void> {
-  const button = await page.waitForFunction(
-    (wanted: string) =>
-      [...document.querySelectorAll('button')].find((element) => (element.textContent ?? '').trim() === wanted && !element.disabled),
-    {},
-    text,
-  );
-  const element = button.asElement() as ElementHandle<Element> | null;
-  if (!element) throw new Error(`no button '${text}'`);
-  await element.click();
-}
-
-async function textOf(page: Page, selector: string): Promise<string[]> {
-  return page.$$eval(selector, (elements) => elements.map((element) => (element.textContent ?? '').trim()));
-}
 
 describe('the console in a browser', () => {
   let fake: FakeOpenAIServer;
@@ -253,7 +152,7 @@ describe('the console in a browser', () => {
     browser = await puppeteer.launch({
       executablePath: CHROMIUM,
       headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--no-default-browser-check', '--font-render-hinting=none'],
+      args: CHROMIUM_ARGS,
     });
     page = await browser.newPage();
     await page.setViewport({ width: 1280, height: 860 });
@@ -510,6 +409,8 @@ describe('the console in a browser', () => {
       await waitForText(page, '[data-marketplace="SyftHub"]', 'Published: my-documents');
       await waitForText(page, '[data-marketplace="SyftHub"] [data-fact="session"]', 'Logged in');
       await waitForText(page, '[data-settings="tunnel"] .badge', 'stopped');
+      await press(page, { text: 'Sync', selector: '[data-marketplace="SyftHub"] button' });
+      await waitForText(page, '[data-marketplace="SyftHub"]', 'Synced: my-documents.');
       // This knode: development mode, its data folder, and the disk use of each dataset.
       await waitForText(page, '[data-settings="mode"]', 'Development mode');
       await waitForText(page, '[data-settings="storage"]', 'documents');

@@ -73,8 +73,10 @@ function MarketplaceItem(props: { marketplace: Marketplace; reload: () => Promis
   const { marketplace } = props;
   const status = useResource<MarketplaceStatus>(`/marketplaces/${marketplace.id}/status`);
   const [failure, setFailure] = useState<Error | undefined>(undefined);
+  const [synced, setSynced] = useState<string | undefined>(undefined);
   const act = async (work: () => Promise<unknown>) => {
     setFailure(undefined);
+    setSynced(undefined);
     try {
       await work();
       await props.reload();
@@ -82,6 +84,14 @@ function MarketplaceItem(props: { marketplace: Marketplace; reload: () => Promis
       setFailure(error as Error);
     }
   };
+  // The hub's list of the account's endpoints is replaced by what knode has published there.
+  const sync = () =>
+    act(async () => {
+      const answer = await post<Record<string, string[]>>('/endpoints/sync', { marketplace_ids: [marketplace.id] });
+      const slugs = answer[marketplace.id] ?? [];
+      setSynced(slugs.length === 0 ? 'Nothing to sync: no endpoint is published here.' : `Synced: ${slugs.join(', ')}.`);
+      await status.reload();
+    });
   const heartbeat = status.data?.last_heartbeat;
   return (
     <li class="policy" data-marketplace={marketplace.name}>
@@ -113,7 +123,11 @@ function MarketplaceItem(props: { marketplace: Marketplace; reload: () => Promis
         </ul>
       )}
       <ErrorNotice error={status.error ?? failure} />
+      {synced && <Notice kind="success">{synced}</Notice>}
       <div class="form-actions">
+        <button type="button" class="secondary small" onClick={() => void sync()}>
+          Sync
+        </button>
         {!marketplace.is_default && (
           <button
             type="button"
