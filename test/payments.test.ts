@@ -12,6 +12,7 @@ import { ADMIN_KEY } from './helpers/constants.ts';
 import { Dataset } from './helpers/datasets.ts';
 import { createEndpoint, createModel, createPolicy } from './helpers/fixtures.ts';
 import { connectMarketplace } from './helpers/hub.ts';
+import { sseEvents } from './helpers/streams.ts';
 
 /**
  * MPP payments end to end, offline (API-CONTRACT 10.3): a query to an endpoint with an `mpp` policy is
@@ -30,22 +31,6 @@ function decodeRequest(header: string): string {
   const match = HEADER.exec(header);
   if (!match) throw new Error(`not a challenge: ${header}`);
   return Buffer.from(match[3] as string, 'base64url').toString('utf8');
-}
-
-/** The SSE events of a body: `event` name (if any) and `data` text. */
-function sseEvents(body: string): { event?: string; data: string }[] {
-  return body
-    .split('\n\n')
-    .filter((block) => block.trim() !== '')
-    .map((block) => {
-      const lines = block.split('\n');
-      const event = lines.find((line) => line.startsWith('event: '))?.slice(7);
-      const data = lines
-        .filter((line) => line.startsWith('data: '))
-        .map((line) => line.slice(6))
-        .join('\n');
-      return event ? { event, data } : { data };
-    });
 }
 
 describe('MPP payments', () => {

@@ -9,25 +9,10 @@ import { ADMIN_KEY } from './helpers/constants.ts';
 import { Dataset } from './helpers/datasets.ts';
 import { createDataset, createEndpoint, createModel, createPolicy } from './helpers/fixtures.ts';
 import { connectMarketplace } from './helpers/hub.ts';
+import { sseEvents } from './helpers/streams.ts';
 import { waitFor } from './helpers/wait.ts';
 
 const FIRST_LINE = FAKE_ANSWER.split('\n')[0] as string;
-
-/** Parses an SSE body into its events: `event` name (if any) and `data` text. */
-function sseEvents(body: string): { event?: string; data: string }[] {
-  return body
-    .split('\n\n')
-    .filter((block) => block.trim() !== '')
-    .map((block) => {
-      const lines = block.split('\n');
-      const event = lines.find((line) => line.startsWith('event: '))?.slice(7);
-      const data = lines
-        .filter((line) => line.startsWith('data: '))
-        .map((line) => line.slice(6))
-        .join('\n');
-      return event ? { event, data } : { data };
-    });
-}
 
 describe('queries', () => {
   let t: TestApp;

@@ -7,6 +7,9 @@ import { ADMIN_KEY } from './helpers/constants.ts';
 import { connectMarketplace, logCollector } from './helpers/hub.ts';
 import { waitFor } from './helpers/wait.ts';
 
+/** What GET /settings/proxy answers without a tunnel. */
+const STOPPED = { connected: false, public_url: null, has_token: false, state: 'stopped', retry_in_seconds: null, error: null };
+
 describe('the tunnel (/settings/proxy)', () => {
   let hub: FakeSyftHub;
   let t: TestApp;
@@ -87,14 +90,7 @@ describe('the tunnel (/settings/proxy)', () => {
     expect(response.statusCode).toBe(400);
     expect(response.json().detail).toContain('ERR_NGROK_105');
     expect(response.json().detail).not.toContain('bad-token');
-    expect((await proxy('GET', undefined, user.tenant)).json()).toEqual({
-      connected: false,
-      public_url: null,
-      has_token: false,
-      state: 'stopped',
-      retry_in_seconds: null,
-      error: null,
-    });
+    expect((await proxy('GET', undefined, user.tenant)).json()).toEqual(STOPPED);
   });
 
   test('404 without a default marketplace, and 404 when no tunnel service can be loaded', async () => {
@@ -120,14 +116,7 @@ describe('the tunnel (/settings/proxy)', () => {
       const response = await proxy('POST', { tunnel_token: 'token-delta' }, user.tenant);
       expect(response.statusCode).toBe(502);
       expect(provider.open).toBe(0);
-      expect((await proxy('GET', undefined, user.tenant)).json()).toEqual({
-        connected: false,
-        public_url: null,
-        has_token: false,
-        state: 'stopped',
-        retry_in_seconds: null,
-        error: null,
-      });
+      expect((await proxy('GET', undefined, user.tenant)).json()).toEqual(STOPPED);
     } finally {
       hub.refuseDomains(undefined);
     }
@@ -177,24 +166,10 @@ describe('the tunnel (/settings/proxy)', () => {
     await proxy('POST', { tunnel_token: 'token-foxtrot' }, user.tenant);
     const response = await proxy('DELETE', undefined, user.tenant);
     expect(response.statusCode).toBe(200);
-    expect(response.json()).toEqual({
-      connected: false,
-      public_url: null,
-      has_token: false,
-      state: 'stopped',
-      retry_in_seconds: null,
-      error: null,
-    });
+    expect(response.json()).toEqual(STOPPED);
     expect(provider.open).toBe(0);
     expect(hub.domainOf(marketplace.username)).toBeNull();
-    expect((await proxy('GET', undefined, user.tenant)).json()).toEqual({
-      connected: false,
-      public_url: null,
-      has_token: false,
-      state: 'stopped',
-      retry_in_seconds: null,
-      error: null,
-    });
+    expect((await proxy('GET', undefined, user.tenant)).json()).toEqual(STOPPED);
   });
 
   test('a stored token reconnects at start-up without blocking it', async () => {
@@ -227,14 +202,7 @@ describe('the tunnel (/settings/proxy)', () => {
     const first = await tenantWithMarketplace('india');
     const second = await tenantWithMarketplace('juliet');
     await proxy('POST', { tunnel_token: 'token-india' }, first.user.tenant);
-    expect((await proxy('GET', undefined, second.user.tenant)).json()).toEqual({
-      connected: false,
-      public_url: null,
-      has_token: false,
-      state: 'stopped',
-      retry_in_seconds: null,
-      error: null,
-    });
+    expect((await proxy('GET', undefined, second.user.tenant)).json()).toEqual(STOPPED);
     await proxy('DELETE', undefined, second.user.tenant);
     expect((await proxy('GET', undefined, first.user.tenant)).json().connected).toBe(true);
   });

@@ -17,3 +17,19 @@ export async function collect(events: AsyncIterable<StreamEvent>): Promise<{ tex
   }
   return { text, deltas, done };
 }
+
+/** Parses an SSE body into its events: `event` name (if any) and `data` text. */
+export function sseEvents(body: string): { event?: string; data: string }[] {
+  return body
+    .split('\n\n')
+    .filter((block) => block.trim() !== '')
+    .map((block) => {
+      const lines = block.split('\n');
+      const event = lines.find((line) => line.startsWith('event: '))?.slice(7);
+      const data = lines
+        .filter((line) => line.startsWith('data: '))
+        .map((line) => line.slice(6))
+        .join('\n');
+      return event ? { event, data } : { data };
+    });
+}

@@ -42,6 +42,30 @@ export function useResource<T>(path: string | null): Resource<T> {
   return { data, error, loading, reload };
 }
 
+/** A form's submission: `busy` while it runs; a 422's issues by field (`errors`), any other failure as `failure`. */
+export function useSubmission() {
+  const [busy, setBusy] = useState(false);
+  const [errors, setErrors] = useState<Record<string, string>>({});
+  const [failure, setFailure] = useState<Error | undefined>(undefined);
+  /** Runs `work`; true when it succeeded. */
+  const run = useCallback(async (work: () => Promise<unknown>): Promise<boolean> => {
+    setBusy(true);
+    setErrors({});
+    setFailure(undefined);
+    try {
+      await work();
+      return true;
+    } catch (error) {
+      if (error instanceof ApiError && error.issues.length > 0) setErrors(error.fieldErrors());
+      else setFailure(error as Error);
+      return false;
+    } finally {
+      setBusy(false);
+    }
+  }, []);
+  return { busy, errors, failure, run };
+}
+
 /** Calls `tick` every `ms` while `active`, one call at a time, and not while the tab is hidden. */
 export function usePoll(tick: () => Promise<unknown>, ms: number, active = true): void {
   const latest = useRef(tick);

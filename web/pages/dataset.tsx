@@ -1,11 +1,11 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { ApiError, type Dataset, type DatasetFile, del, get, type Page, post, type References } from '../api.ts';
+import { type Dataset, type DatasetFile, del, get, type Page, post, type References } from '../api.ts';
 import { DatasetStatus, isBusy } from '../components/dataset-status.tsx';
 import { References as ReferenceList } from '../components/references.tsx';
 import { Empty, ErrorNotice, Field, Loading, Notice, PageHeader, ProgressBar, SelectField, TextField } from '../components/ui.tsx';
 import { count, date, duration, rate } from '../lib/format.ts';
-import { useFirstRender, usePoll, useResource, useTitle } from '../lib/hooks.ts';
+import { useFirstRender, usePoll, useResource, useSubmission, useTitle } from '../lib/hooks.ts';
 
 export function DatasetPage(props: { id: string }) {
   const dataset = useResource<Dataset>(`/datasets/${props.id}`);
@@ -230,17 +230,12 @@ function Search(props: { dataset: Dataset }) {
   const [limit, setLimit] = useState('5');
   const [threshold, setThreshold] = useState('0');
   const [result, setResult] = useState<{ query: string; mode: string; references: References } | undefined>(undefined);
-  const [errors, setErrors] = useState<Record<string, string>>({});
-  const [failure, setFailure] = useState<Error | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
+  const { busy, errors, failure, run } = useSubmission();
 
-  const search = async (event: Event) => {
+  const search = (event: Event) => {
     event.preventDefault();
     if (query.trim() === '') return;
-    setBusy(true);
-    setErrors({});
-    setFailure(undefined);
-    try {
+    void run(async () => {
       const references = await post<References>(`/datasets/${props.dataset.id}/search`, {
         query,
         mode,
@@ -248,12 +243,7 @@ function Search(props: { dataset: Dataset }) {
         similarity_threshold: Number(threshold) || 0,
       });
       setResult({ query, mode, references });
-    } catch (error) {
-      if (error instanceof ApiError && error.issues.length > 0) setErrors(error.fieldErrors());
-      else setFailure(error as Error);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
 
   return (

@@ -6,7 +6,7 @@ import { ModelChooser } from '../components/model-chooser.tsx';
 import { errorsUnder, type FormValues, initialValues, SchemaForm, toConfiguration, type WidgetProps } from '../components/schema-form.tsx';
 import { Badge, ErrorNotice, Loading, Notice, PageHeader, TextField } from '../components/ui.tsx';
 import { money } from '../lib/format.ts';
-import { useFirstRender, useResource, useTitle } from '../lib/hooks.ts';
+import { useFirstRender, useResource, useSubmission, useTitle } from '../lib/hooks.ts';
 import { typeLabel, typeNamed, useTypes } from '../lib/types.ts';
 import { modelTarget } from './model-list.tsx';
 
@@ -134,25 +134,17 @@ function TestCard(props: { model: Model }) {
   const [prompt, setPrompt] = useState('Say hello in one short sentence.');
   const [maxTokens, setMaxTokens] = useState('32');
   const [answer, setAnswer] = useState<{ result: TestAnswer; ms: number } | undefined>(undefined);
-  const [errors, setErrors] = useState<Record<string, string>>({});
-  const [failure, setFailure] = useState<Error | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
-  const run = async (event: Event) => {
+  const submission = useSubmission();
+  const { busy, errors, failure } = submission;
+  const run = (event: Event) => {
     event.preventDefault();
-    setBusy(true);
-    setErrors({});
-    setFailure(undefined);
     const started = performance.now();
-    try {
+    void submission.run(async () => {
       const result = await post<TestAnswer>(`/models/${props.model.id}/test`, { prompt, max_tokens: Number(maxTokens) || 32 });
       setAnswer({ result, ms: performance.now() - started });
-    } catch (error) {
-      if (error instanceof ApiError && error.issues.length > 0) setErrors(error.fieldErrors());
-      else setFailure(error as Error);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
+
   return (
     <section class="card" aria-labelledby="test-title">
       <h2 id="test-title">Test prompt</h2>

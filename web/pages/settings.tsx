@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { ApiError, del, type Me, patch, post } from '../api.ts';
 import { Badge, Empty, ErrorNotice, Loading, Notice, PageHeader, TextField } from '../components/ui.tsx';
 import { bytes, date } from '../lib/format.ts';
-import { useFirstRender, usePoll, useResource, useTitle } from '../lib/hooks.ts';
+import { useFirstRender, usePoll, useResource, useSubmission, useTitle } from '../lib/hooks.ts';
 import { Connect, type Marketplace } from './publish.tsx';
 
 interface MarketplaceStatus {
@@ -72,17 +72,14 @@ function Marketplaces() {
 function MarketplaceItem(props: { marketplace: Marketplace; reload: () => Promise<void> }) {
   const { marketplace } = props;
   const status = useResource<MarketplaceStatus>(`/marketplaces/${marketplace.id}/status`);
-  const [failure, setFailure] = useState<Error | undefined>(undefined);
+  const { failure, run } = useSubmission();
   const [synced, setSynced] = useState<string | undefined>(undefined);
-  const act = async (work: () => Promise<unknown>) => {
-    setFailure(undefined);
+  const act = (work: () => Promise<unknown>) => {
     setSynced(undefined);
-    try {
+    return run(async () => {
       await work();
       await props.reload();
-    } catch (error) {
-      setFailure(error as Error);
-    }
+    });
   };
   // The hub's list of the account's endpoints is replaced by what knode has published there.
   const sync = () =>
@@ -192,25 +189,15 @@ function PublicUrl(props: {
   reload: () => Promise<void>;
 }) {
   const [value, setValue] = useState('');
-  const [errors, setErrors] = useState<Record<string, string>>({});
-  const [failure, setFailure] = useState<Error | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
+  const { busy, errors, failure, run } = useSubmission();
   const fromTunnel = props.current !== null && props.tunnel?.state === 'online' && props.tunnel.public_url === props.current;
-  const submit = async (event: Event) => {
+  const submit = (event: Event) => {
     event.preventDefault();
-    setBusy(true);
-    setErrors({});
-    setFailure(undefined);
-    try {
+    void run(async () => {
       await patch('/settings/public-url', { public_url: value });
       setValue('');
       await props.reload();
-    } catch (error) {
-      if (error instanceof ApiError && error.issues.length > 0) setErrors(error.fieldErrors());
-      else setFailure(error as Error);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   return (
     <>
@@ -249,22 +236,15 @@ const TUNNEL_TONES = { stopped: 'muted', online: 'good', reconnecting: 'busy' } 
 
 function TunnelControls(props: { tunnel: Tunnel | undefined; error: ApiError | undefined; reload: () => Promise<void> }) {
   const [token, setToken] = useState('');
-  const [failure, setFailure] = useState<Error | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
+  const submission = useSubmission();
+  const { busy, failure } = submission;
   const { tunnel } = props;
-  const run = async (work: () => Promise<unknown>) => {
-    setBusy(true);
-    setFailure(undefined);
-    try {
+  const run = (work: () => Promise<unknown>) =>
+    submission.run(async () => {
       await work();
       setToken('');
       await props.reload();
-    } catch (error) {
-      setFailure(error as Error);
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   if (props.error?.status === 404) {
     return (
       <Notice>
@@ -318,20 +298,14 @@ function Members(props: { tenant: string; me: string }) {
   const path = `/tenants/${encodeURIComponent(props.tenant)}/members`;
   const members = useResource<Member[]>(path);
   const [email, setEmail] = useState('');
-  const [errors, setErrors] = useState<Record<string, string>>({});
-  const [failure, setFailure] = useState<Error | undefined>(undefined);
+  const submission = useSubmission();
+  const { errors, failure } = submission;
   const owner = members.data?.some((member) => member.email === props.me && member.role === 'owner') ?? false;
-  const run = async (work: () => Promise<unknown>) => {
-    setErrors({});
-    setFailure(undefined);
-    try {
+  const run = (work: () => Promise<unknown>) =>
+    submission.run(async () => {
       await work();
       await members.reload();
-    } catch (error) {
-      if (error instanceof ApiError && error.issues.length > 0) setErrors(error.fieldErrors());
-      else setFailure(error as Error);
-    }
-  };
+    });
   return (
     <section class="card" aria-labelledby="members-title">
       <h2 id="members-title">Members of {props.tenant}</h2>
