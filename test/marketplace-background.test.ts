@@ -190,7 +190,7 @@ describe('start-up', () => {
       try {
         await waitFor('the public URL at the hub', async () => hub.domainOf('operator') === 'https://operator.example.org');
         const stored = await second.request({ method: 'GET', url: '/api/v1/settings/public-url', token: ADMIN_KEY });
-        expect(stored.json()).toEqual({ public_url: 'https://operator.example.org' });
+        expect(stored.json()).toEqual({ public_url: 'https://operator.example.org', source: 'configured' });
       } finally {
         await second.close({ keepData: true });
       }
@@ -208,6 +208,7 @@ describe('start-up', () => {
         return url ?? undefined;
       });
       expect(stored).toBe('http://203.0.113.9:8181');
+      expect((await t.request({ method: 'GET', url: '/api/v1/settings/public-url' })).json().source).toBe('detected');
     } finally {
       await t.close();
       await ipService.stop(true);
@@ -225,7 +226,7 @@ describe('start-up', () => {
     try {
       await waitFor('the warning', async () => logs.lines.some((line) => line.includes('the public IP could not be detected')));
       expect((await t.request({ method: 'GET', url: '/api/v1/health' })).statusCode).toBe(200);
-      expect((await t.request({ method: 'GET', url: '/api/v1/settings/public-url' })).json()).toEqual({ public_url: null });
+      expect((await t.request({ method: 'GET', url: '/api/v1/settings/public-url' })).json()).toEqual({ public_url: null, source: null });
     } finally {
       await t.close();
       await ipService.stop(true);

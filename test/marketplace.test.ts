@@ -723,7 +723,7 @@ describe('marketplace: publish, satellite tokens, queries', () => {
       const before = hub.requests.length;
       const response = await patchUrl('https://alice.example.net/');
       expect(response.statusCode).toBe(200);
-      expect(response.json()).toEqual({ public_url: 'https://alice.example.net' });
+      expect(response.json()).toEqual({ public_url: 'https://alice.example.net', source: 'set' });
       expect(hub.domainOf('alice')).toBe('https://alice.example.net');
       const calls = hub.requests.slice(before).map((request) => `${request.method} ${request.path}`);
       expect(calls).toEqual(['PUT /api/v1/users/me', 'POST /api/v1/endpoints/sync']);

@@ -19,15 +19,15 @@ describe('settings in development mode (no SVC_ADMIN_API_KEY)', () => {
   test('GET public-url needs no credentials and is null before one is set', async () => {
     const response = await t.request({ method: 'GET', url: URL_PATH });
     expect(response.statusCode).toBe(200);
-    expect(response.json()).toEqual({ public_url: null });
+    expect(response.json()).toEqual({ public_url: null, source: null });
   });
 
   test('PATCH public-url needs no credentials and acts on the default tenant', async () => {
     const response = await t.request({ method: 'PATCH', url: URL_PATH, payload: { public_url: 'https://knode.example.com' } });
     expect(response.statusCode).toBe(200);
-    expect(response.json()).toEqual({ public_url: 'https://knode.example.com' });
+    expect(response.json()).toEqual({ public_url: 'https://knode.example.com', source: 'set' });
     expect(await publicUrlOf(t, 'default')).toBe('https://knode.example.com');
-    expect((await t.request({ method: 'GET', url: URL_PATH })).json()).toEqual({ public_url: 'https://knode.example.com' });
+    expect((await t.request({ method: 'GET', url: URL_PATH })).json()).toEqual({ public_url: 'https://knode.example.com', source: 'set' });
   });
 
   test('PATCH accepts http as well as https', async () => {
@@ -69,7 +69,7 @@ describe('settings in development mode (no SVC_ADMIN_API_KEY)', () => {
   test('a refused PATCH leaves the stored URL unchanged', async () => {
     await t.request({ method: 'PATCH', url: URL_PATH, payload: { public_url: 'https://kept.example.com' } });
     await t.request({ method: 'PATCH', url: URL_PATH, payload: { public_url: 'ftp://nope' } });
-    expect((await t.request({ method: 'GET', url: URL_PATH })).json()).toEqual({ public_url: 'https://kept.example.com' });
+    expect((await t.request({ method: 'GET', url: URL_PATH })).json()).toEqual({ public_url: 'https://kept.example.com', source: 'set' });
   });
 });
 
@@ -121,10 +121,10 @@ describe('settings with SVC_ADMIN_API_KEY', () => {
       payload: { public_url: 'https://admin.example.com' },
     });
     expect(patched.statusCode).toBe(200);
-    expect(patched.json()).toEqual({ public_url: 'https://admin.example.com' });
+    expect(patched.json()).toEqual({ public_url: 'https://admin.example.com', source: 'set' });
     const read = await t.request({ method: 'GET', url: URL_PATH, token: ADMIN_KEY });
     expect(read.statusCode).toBe(200);
-    expect(read.json()).toEqual({ public_url: 'https://admin.example.com' });
+    expect(read.json()).toEqual({ public_url: 'https://admin.example.com', source: 'set' });
     expect(await publicUrlOf(t, 'default')).toBe('https://admin.example.com');
   });
 
@@ -142,6 +142,7 @@ describe('settings with SVC_ADMIN_API_KEY', () => {
     expect(one.statusCode).toBe(200);
     expect((await t.request({ method: 'GET', url: URL_PATH, token: ADMIN_KEY, headers: as(other.tenant) })).json()).toEqual({
       public_url: null,
+      source: null,
     });
     await t.request({
       method: 'PATCH',
@@ -153,12 +154,15 @@ describe('settings with SVC_ADMIN_API_KEY', () => {
 
     expect((await t.request({ method: 'GET', url: URL_PATH, token: ADMIN_KEY, headers: as(user.tenant) })).json()).toEqual({
       public_url: 'https://one.example.com',
+      source: 'set',
     });
     expect((await t.request({ method: 'GET', url: URL_PATH, token: ADMIN_KEY, headers: as(other.tenant) })).json()).toEqual({
       public_url: 'https://two.example.com',
+      source: 'set',
     });
     expect((await t.request({ method: 'GET', url: URL_PATH, token: ADMIN_KEY })).json()).toEqual({
       public_url: 'https://default.example.com',
+      source: 'set',
     });
   });
 
@@ -209,9 +213,10 @@ describe('settings across a restart', () => {
       try {
         expect((await second.request({ method: 'GET', url: URL_PATH, token: ADMIN_KEY })).json()).toEqual({
           public_url: 'https://persist.example.com',
+          source: 'set',
         });
         const tenant = await second.request({ method: 'GET', url: URL_PATH, token: ADMIN_KEY, headers: { 'x-tenant-name': user.tenant } });
-        expect(tenant.json()).toEqual({ public_url: 'https://tenant-persist.example.com' });
+        expect(tenant.json()).toEqual({ public_url: 'https://tenant-persist.example.com', source: 'set' });
       } finally {
         await second.close({ keepData: true });
       }

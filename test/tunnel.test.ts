@@ -68,7 +68,7 @@ describe('the tunnel (/settings/proxy)', () => {
       (
         await t.request({ method: 'GET', url: '/api/v1/settings/public-url', token: ADMIN_KEY, headers: { 'x-tenant-name': user.tenant } })
       ).json(),
-    ).toEqual({ public_url: url });
+    ).toEqual({ public_url: url, source: 'tunnel' });
     expect((await proxy('GET', undefined, user.tenant)).json()).toEqual({
       connected: true,
       public_url: url,

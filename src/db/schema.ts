@@ -147,9 +147,14 @@ export interface MarketplaceTable {
   updated_at: string;
 }
 
+/** Where a public URL came from: the settings route, SVC_PUBLIC_URL, the detected public IP, or the tunnel. */
+export type PublicUrlSource = 'set' | 'configured' | 'detected' | 'tunnel';
+
 export interface TenantSettingsTable {
   tenant_id: string;
   public_url: string | null;
+  /** Where the public URL came from (migration 0011); null on URLs stored before it. */
+  public_url_source: PublicUrlSource | null;
   /** Encrypted (SecretBox); null when no tunnel is configured. */
   tunnel_token: string | null;
   updated_at: string;

@@ -110,7 +110,7 @@ export class PublishingTasks {
     const tenant = await this.deps.tenants.findByName(DEFAULT_TENANT);
     if (!tenant) return;
     try {
-      const adopted = await this.deps.publicUrl.adoptPublicUrl(tenant, url);
+      const adopted = await this.deps.publicUrl.adoptPublicUrl(tenant, url, config.publicUrl === '' ? 'detected' : 'configured');
       log.info({ publicUrl: adopted }, 'public URL set from SVC_PUBLIC_URL');
     } catch (error) {
       log.warn(

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { PublicUrlSource } from '../db/schema.ts';
 import type { Tenant } from '../domain/principal.ts';
 import type { MarketplaceRepository } from '../marketplaces/repository.ts';
 import type { HubClients } from '../syfthub/hub-client.ts';
@@ -22,22 +23,26 @@ export interface PublicUrlDeps {
 export class PublicUrlService {
   constructor(private readonly deps: PublicUrlDeps) {}
 
-  async publicUrl(tenant: Tenant): Promise<{ public_url: string | null }> {
-    return { public_url: await this.deps.settings.getPublicUrl(tenant.id) };
+  async publicUrl(tenant: Tenant): Promise<{ public_url: string | null; source: PublicUrlSource | null }> {
+    return this.deps.settings.getPublicUrlAndSource(tenant.id);
   }
 
   /**
    * Pushes, then stores; a hub that refuses or cannot be reached leaves the stored URL as it was (502/503).
    * null clears the URL (the tunnel closed).
    */
-  async setPublicUrl(tenant: Tenant, publicUrl: string | null): Promise<{ public_url: string | null }> {
+  async setPublicUrl(
+    tenant: Tenant,
+    publicUrl: string | null,
+    source: PublicUrlSource = 'set',
+  ): Promise<{ public_url: string | null; source: PublicUrlSource | null }> {
     const normalized = publicUrl === null ? null : normalize(publicUrl);
     await this.push(tenant, normalized);
-    await this.deps.settings.setPublicUrl(tenant.id, normalized);
+    await this.deps.settings.setPublicUrl(tenant.id, normalized, source);
     await this.deps.publishing
       .sync(tenant)
       .catch((error: unknown) => this.deps.log.warn({ tenant: tenant.name, err: error }, 'sync after a public URL change failed'));
-    return { public_url: normalized };
+    return { public_url: normalized, source: normalized === null ? null : source };
   }
 
   /**
@@ -45,9 +50,9 @@ export class PublicUrlService {
    * says, so it is stored first and pushed after (a failed push is thrown, for the caller to log; the
    * heartbeats carry the URL anyway). The start-up sync that follows covers the endpoints.
    */
-  async adoptPublicUrl(tenant: Tenant, publicUrl: string): Promise<string> {
+  async adoptPublicUrl(tenant: Tenant, publicUrl: string, source: 'configured' | 'detected'): Promise<string> {
     const normalized = normalize(publicUrl);
-    await this.deps.settings.setPublicUrl(tenant.id, normalized);
+    await this.deps.settings.setPublicUrl(tenant.id, normalized, source);
     await this.push(tenant, normalized);
     return normalized;
   }

@@ -1,6 +1,7 @@
 import type { NotNull } from 'kysely';
 import type { DbOrTransaction } from '../db/database.ts';
 import { now } from '../db/database.ts';
+import type { PublicUrlSource } from '../db/schema.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 
 /**
@@ -18,12 +19,26 @@ export class TenantSettingsRepository {
     return row?.public_url ?? null;
   }
 
-  async setPublicUrl(tenantId: string, publicUrl: string | null): Promise<void> {
+  /** The public URL and where it came from (`set` for a URL stored before sources were kept). */
+  async getPublicUrlAndSource(tenantId: string): Promise<{ public_url: string | null; source: PublicUrlSource | null }> {
+    const row = await this.db
+      .selectFrom('tenant_settings')
+      .select(['public_url', 'public_url_source'])
+      .where('tenant_id', '=', tenantId)
+      .executeTakeFirst();
+    const publicUrl = row?.public_url ?? null;
+    return { public_url: publicUrl, source: publicUrl === null ? null : (row?.public_url_source ?? 'set') };
+  }
+
+  async setPublicUrl(tenantId: string, publicUrl: string | null, source: PublicUrlSource = 'set'): Promise<void> {
     const updatedAt = now();
+    const publicUrlSource = publicUrl === null ? null : source;
     await this.db
       .insertInto('tenant_settings')
-      .values({ tenant_id: tenantId, public_url: publicUrl, tunnel_token: null, updated_at: updatedAt })
-      .onConflict((oc) => oc.column('tenant_id').doUpdateSet({ public_url: publicUrl, updated_at: updatedAt }))
+      .values({ tenant_id: tenantId, public_url: publicUrl, public_url_source: publicUrlSource, tunnel_token: null, updated_at: updatedAt })
+      .onConflict((oc) =>
+        oc.column('tenant_id').doUpdateSet({ public_url: publicUrl, public_url_source: publicUrlSource, updated_at: updatedAt }),
+      )
       .execute();
   }
 

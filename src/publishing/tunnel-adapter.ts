@@ -35,7 +35,7 @@ export function tunnelAdapter(deps: TunnelAdapterDeps): TunnelHooks {
       return `${marketplace.username.toLowerCase()}.${deps.tunnelDomain}`;
     },
     publish: async (tenant, url) => {
-      await deps.publicUrl.setPublicUrl(tenant, url);
+      await deps.publicUrl.setPublicUrl(tenant, url, 'tunnel');
     },
   };
 }

@@ -51,6 +51,7 @@ describe('the tunnel in the console', () => {
     await page.keyboard.press('Enter');
     await waitForText(page, '[data-settings="tunnel"]', 'Online at https://tina.tunnels.example');
     await waitForText(page, '[data-settings="public-url"]', 'from the tunnel');
+
     expect(provider.requests.at(-1)).toMatchObject({ token: 'ngrok-token-tina', domain: 'tina.tunnels.example' });
 
     // The service drops the tunnel and is down: the page says when knode tries again, and why.

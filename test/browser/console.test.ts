@@ -417,7 +417,7 @@ describe('the console in a browser', () => {
       // The public URL, by keyboard: the hub is told first, then it is shown.
       await typeInto(page, { label: 'Public URL' }, 'https://ada.example.net');
       await page.keyboard.press('Enter');
-      await waitForText(page, '[data-settings="public-url"]', 'https://ada.example.net');
+      await waitForText(page, '[data-settings="public-url"]', 'https://ada.example.net (from set here or through the API)');
       expect(hub.domainOf('ada')).toBe('https://ada.example.net');
       // A member is added by e-mail, then removed.
       await typeInto(page, { label: 'Add a member by e-mail' }, 'grace@example.com');

@@ -27,6 +27,19 @@ interface Storage {
   datasets: { id: string; name: string; bytes: number }[];
 }
 
+interface PublicUrl {
+  public_url: string | null;
+  source: 'set' | 'configured' | 'detected' | 'tunnel' | null;
+}
+
+/** Where the public URL came from, in words. */
+const SOURCES = {
+  set: 'set here or through the API',
+  configured: 'SVC_PUBLIC_URL',
+  detected: "detected: this machine's public IP address",
+  tunnel: 'the tunnel',
+} as const;
+
 interface Member {
   email: string;
   role: 'owner' | 'member';
@@ -153,7 +166,7 @@ function MarketplaceItem(props: { marketplace: Marketplace; reload: () => Promis
 
 /** The public URL and the tunnel: operator settings (the admin key, or this machine in development mode). */
 function PublicAddress() {
-  const url = useResource<{ public_url: string | null }>('/settings/public-url');
+  const url = useResource<PublicUrl>('/settings/public-url');
   const tunnel = useResource<Tunnel>('/settings/proxy');
   // While the tunnel reconnects, its countdown and reason are kept current.
   usePoll(tunnel.reload, 2000, tunnel.data?.state === 'reconnecting');
@@ -168,7 +181,7 @@ function PublicAddress() {
         </Notice>
       ) : (
         <>
-          <PublicUrl current={url.data?.public_url ?? null} tunnel={tunnel.data} error={url.error} reload={url.reload} />
+          <PublicUrlForm current={url.data} error={url.error} reload={url.reload} />
           <TunnelControls
             tunnel={tunnel.data}
             error={tunnel.error}
@@ -182,15 +195,9 @@ function PublicAddress() {
   );
 }
 
-function PublicUrl(props: {
-  current: string | null;
-  tunnel: Tunnel | undefined;
-  error: ApiError | undefined;
-  reload: () => Promise<void>;
-}) {
+function PublicUrlForm(props: { current: PublicUrl | undefined; error: ApiError | undefined; reload: () => Promise<void> }) {
   const [value, setValue] = useState('');
   const { busy, errors, failure, run } = useSubmission();
-  const fromTunnel = props.current !== null && props.tunnel?.state === 'online' && props.tunnel.public_url === props.current;
   const submit = (event: Event) => {
     event.preventDefault();
     void run(async () => {
@@ -203,10 +210,9 @@ function PublicUrl(props: {
     <>
       <ErrorNotice error={props.error} />
       <p data-settings="public-url">
-        {props.current ? (
+        {props.current?.public_url ? (
           <>
-            Consumers reach this knode at <strong>{props.current}</strong> (
-            {fromTunnel ? 'from the tunnel' : 'set here or by SVC_PUBLIC_URL'}).
+            Consumers reach this knode at <strong>{props.current.public_url}</strong> (from {SOURCES[props.current.source ?? 'set']}).
           </>
         ) : (
           'No public URL yet: the marketplace cannot send consumers here. Set one, or start the tunnel.'

@@ -9,6 +9,7 @@ import * as generationDefaults from './0007-generation-defaults.ts';
 import * as twoPhaseIndexing from './0008-two-phase-indexing.ts';
 import * as payments from './0009-payments.ts';
 import * as usageAnalytics from './0010-usage-analytics.ts';
+import * as publicUrlSource from './0011-public-url-source.ts';
 
 /**
  * Every migration, in order. They are imported (not read from disk) so the compiled binary carries them.
@@ -25,4 +26,5 @@ export const migrations: Record<string, Migration> = {
   '0008-two-phase-indexing': twoPhaseIndexing,
   '0009-payments': payments,
   '0010-usage-analytics': usageAnalytics,
+  '0011-public-url-source': publicUrlSource,
 };
