@@ -7,6 +7,7 @@
  * a file of 640 lines waits ten seconds. The tests act as soon as the file is searchable, then let the
  * double answer at once.
  */
+import { Database } from 'bun:sqlite';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -214,6 +215,13 @@ describe('two-phase indexing across a restart', () => {
     });
     await first.close({ keepData: true });
     const beforeRestart = embeddedTexts().length;
+    // What the vectors' record says when knode stopped (windows in flight then were dropped, not written).
+    const stored = new Database(join(dataDir, 'knode.db'), { readonly: true });
+    const { embedded } = stored.query("SELECT embedded FROM vector_sets WHERE file_key = 'long.txt' AND state = 'visible'").get() as {
+      embedded: number;
+    };
+    stored.close();
+    expect(embedded).toBeGreaterThanOrEqual(256);
     fake.behave({});
 
     const second = await createTestApp({}, dataDir);
@@ -224,10 +232,11 @@ describe('two-phase indexing across a restart', () => {
       expect((await again.search('markerharbours1499', keyword)).length).toBe(1);
       const [file] = await again.indexed();
       expect(file).toMatchObject({ status: 'indexed', chunks: 1500, chunks_embedded: 1500 });
-      // Resumed after the vectors written before the restart, not from the first chunk.
+      // Resumed after the vectors written before the restart: no chunk that had its vector is embedded again.
+      // (A request the first app sent just before it stopped may still be counted here: its chunks come after.)
       const resumed = embeddedTexts().slice(beforeRestart);
-      expect(resumed.some((text) => text.includes('markerharbours0.'))).toBe(false);
-      expect(resumed.length).toBeLessThanOrEqual(1500 - 256);
+      const chunkIndexes = resumed.map((text) => Number(/markerharbours(\d+)\./.exec(text)?.[1]));
+      expect(chunkIndexes.filter((index) => index < embedded)).toEqual([]);
       expect(await storedVectors(second, again)).toBe(1500);
       const firstLine = lines('harbours', 1).trimEnd();
       expect((await again.search(firstLine, { ...vector, limit: 1 }))[0]?.content).toBe(firstLine);
