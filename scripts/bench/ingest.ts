@@ -13,8 +13,8 @@
  *
  * Reported: chunks per second of each engine alone and of the pipeline; the time until the first file is
  * keyword-searchable, until 90% are, and until every chunk is embedded; peak RSS of the knode process
- * (the kernel's high-water mark, model loading included); the API's latency during the ingest; the
- * longest write transaction (knode logs it with its progress). Targets of the indexing issue: 90%
+ * (the kernel's high-water mark, model loading included); the API's latency during the ingest, and
+ * knode's own event-loop lag (/metrics); the longest write transaction (knode logs it with its progress). Targets of the indexing issue: 90%
  * searchable in under 15% of the time full embedding takes, peak RSS under 500 MB, health p99 under 50 ms.
  *
  * Usage: bun scripts/bench/ingest.ts [files, default 1000] [--engines=tfjs,onnx] (`--engines=` skips them)
@@ -253,6 +253,11 @@ try {
         `max ${sorted.at(-1)?.toFixed(1)} ms (${sorted.length} calls${name === 'health' ? '; target: p99 under 50 ms' : ''})`,
     );
   }
+  // knode's own view of its main thread (since it started, model loading included): /metrics, open to
+  // this machine in development mode. A lag there is time no request could be answered.
+  const metrics = await (await fetch(`${url}/metrics`)).text();
+  const lag = (name: string) => Number(new RegExp(`^knode_nodejs_eventloop_lag_${name}_seconds (\\S+)$`, 'm').exec(metrics)?.[1]) * 1000;
+  console.log(`  knode's event-loop lag: p50 ${lag('p50').toFixed(1)} ms, p99 ${lag('p99').toFixed(1)} ms, max ${lag('max').toFixed(0)} ms`);
 } finally {
   if (knode) {
     knode.child.kill('SIGTERM');
