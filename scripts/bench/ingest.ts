@@ -257,7 +257,9 @@ try {
   // this machine in development mode. A lag there is time no request could be answered.
   const metrics = await (await fetch(`${url}/metrics`)).text();
   const lag = (name: string) => Number(new RegExp(`^knode_nodejs_eventloop_lag_${name}_seconds (\\S+)$`, 'm').exec(metrics)?.[1]) * 1000;
-  console.log(`  knode's event-loop lag: p50 ${lag('p50').toFixed(1)} ms, p99 ${lag('p99').toFixed(1)} ms, max ${lag('max').toFixed(0)} ms`);
+  console.log(
+    `  knode's event-loop lag: p50 ${lag('p50').toFixed(1)} ms, p99 ${lag('p99').toFixed(1)} ms, max ${lag('max').toFixed(0)} ms`,
+  );
 } finally {
   if (knode) {
     knode.child.kill('SIGTERM');
