@@ -194,7 +194,7 @@ export class RunningQuery {
       } catch (error) {
         // The refusal's answer shows what the policies that ran before it did, the refusing one last.
         if (error instanceof PolicyError) error.metadata.entries = [...this.entries(), error.entry];
-        await this.finish(failedOutcome(undefined), error, recorded(error));
+        await this.finish(failedOutcome(undefined), error);
         throw error;
       }
       this.hooksPassed.push(hook);
@@ -220,6 +220,11 @@ export class RunningQuery {
     return this.entries()
       .filter((entry) => entry.status === 'charged' && entry.transaction?.rail === 'mpp')
       .reduce((sum, entry) => sum + (entry.amount ?? 0), 0);
+  }
+
+  /** What the caller pays for the answer: the search's and the model's declared costs, and any MPP charge. */
+  private totalCost(references: References | undefined, summary: Summary | null): number {
+    return (references?.cost ?? 0) + (summary?.cost ?? 0) + this.charged();
   }
 
   /**
@@ -271,7 +276,7 @@ export class RunningQuery {
       }
       await this.settle();
     } catch (error) {
-      await this.finish(failedOutcome(references), error, recorded(error));
+      await this.finish(failedOutcome(references), error);
       throw error;
     }
     await this.finish(succeededOutcome(references, summary));
@@ -279,7 +284,7 @@ export class RunningQuery {
       summary,
       ...(references ? { references: this.forResponse(references) } : {}),
       policy_metadata: this.policyMetadata(),
-      cost: (references?.cost ?? 0) + (summary?.cost ?? 0) + this.charged(),
+      cost: this.totalCost(references, summary),
       currency: 'USD',
     };
   }
@@ -303,14 +308,14 @@ export class RunningQuery {
       }
       await this.settle();
     } catch (error) {
-      await this.finish(failedOutcome(references), error, recorded(error));
+      await this.finish(failedOutcome(references), error);
       throw error;
     }
     await this.finish(succeededOutcome(references, summary));
     yield {
       type: 'done',
       summary,
-      totalCost: (references?.cost ?? 0) + (summary?.cost ?? 0) + this.charged(),
+      totalCost: this.totalCost(references, summary),
       policyMetadata: this.policyMetadata(),
     };
   }
@@ -397,7 +402,7 @@ export class RunningQuery {
    * once an MPP payment was collected: the caller paid for this answer, and an error now would make its
    * client pay again for a new one (API-CONTRACT 10.3), so the failure is only logged.
    */
-  async finish(outcome: QueryOutcome, failure?: unknown, record = true): Promise<void> {
+  async finish(outcome: QueryOutcome, failure?: unknown): Promise<void> {
     if (this.finished) return;
     this.finished = true;
     let postFailure: unknown;
@@ -410,9 +415,9 @@ export class RunningQuery {
       }
     }
     const paid = !failure && this.charged() > 0;
-    this.observe(outcome, failure ?? (paid ? undefined : postFailure));
-    if (record) {
-      const error = failure ?? (paid ? undefined : postFailure);
+    const error = failure ?? (paid ? undefined : postFailure);
+    this.observe(outcome, error);
+    if (recorded(failure)) {
       const payment = this.entries().find((entry) => entry.kind === 'payment' && entry.status === 'charged' && entry.transaction);
       try {
         await this.deps.usage.record({
@@ -457,11 +462,11 @@ export class RunningQuery {
 }
 
 /**
- * Whether a failure is written to the usage: every failure but a policy refusal, unless the policy asks
- * (a payment credential turned down is; a 402 that only hands out a challenge is not).
+ * Whether a query's end is written to the usage: every one, refusals included, but those the refusing
+ * policy keeps out (a 402 that only hands out a challenge: its paid retry is the query).
  */
-function recorded(error: unknown): boolean {
-  return !(error instanceof PolicyError) || error.recorded;
+function recorded(failure: unknown): boolean {
+  return !(failure instanceof PolicyError) || failure.recorded;
 }
 
 function succeededOutcome(references: References | undefined, summary: Summary | null): QueryOutcome {

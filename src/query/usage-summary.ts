@@ -95,12 +95,14 @@ export function summarise(rows: readonly UsageRow[], range: { bucket: Bucket; fr
 
 function figures(rows: readonly UsageRow[]): UsageFigures {
   const refusedBy: Record<string, number> = {};
+  const statuses = { success: 0, error: 0, refused: 0 };
   let cost = 0;
   let charged = 0;
   let promptTokens = 0;
   let completionTokens = 0;
   const latencies: number[] = [];
   for (const row of rows) {
+    statuses[row.status]++;
     if (row.status === 'refused') {
       const policy = row.refused_by ?? 'unknown';
       refusedBy[policy] = (refusedBy[policy] ?? 0) + 1;
@@ -114,9 +116,9 @@ function figures(rows: readonly UsageRow[]): UsageFigures {
   latencies.sort((a, b) => a - b);
   return {
     queries: rows.length,
-    succeeded: rows.filter((row) => row.status === 'success').length,
-    failed: rows.filter((row) => row.status === 'error').length,
-    refused: rows.filter((row) => row.status === 'refused').length,
+    succeeded: statuses.success,
+    failed: statuses.error,
+    refused: statuses.refused,
     refused_by: refusedBy,
     prompt_tokens: promptTokens,
     completion_tokens: completionTokens,
