@@ -42,7 +42,10 @@ export function useResource<T>(path: string | null): Resource<T> {
   return { data, error, loading, reload };
 }
 
-/** A form's submission: `busy` while it runs; a 422's issues by field (`errors`), any other failure as `failure`. */
+/**
+ * A form's submission: `busy` while it runs; a 422's issues by field (`errors`, which a form's own checks may
+ * also set), any other failure as `failure`.
+ */
 export function useSubmission() {
   const [busy, setBusy] = useState(false);
   const [errors, setErrors] = useState<Record<string, string>>({});
@@ -63,7 +66,7 @@ export function useSubmission() {
       setBusy(false);
     }
   }, []);
-  return { busy, errors, failure, run };
+  return { busy, errors, setErrors, failure, run };
 }
 
 /** Calls `tick` every `ms` while `active`, one call at a time, and not while the tab is hidden. */

@@ -1,11 +1,11 @@
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { ApiError, type Dataset, post } from '../api.ts';
+import { type Dataset, post } from '../api.ts';
 import { FolderPicker } from '../components/folder-picker.tsx';
 import { errorsUnder, type FormValues, initialValues, SchemaForm, toConfiguration, type WidgetProps } from '../components/schema-form.tsx';
 import { ErrorNotice, Loading, Notice, PageHeader, SelectField, TextField } from '../components/ui.tsx';
 import { baseName } from '../lib/format.ts';
-import { useFirstRender, useTitle } from '../lib/hooks.ts';
+import { useFirstRender, useSubmission, useTitle } from '../lib/hooks.ts';
 import { typeLabel, typeNamed, useTypes } from '../lib/types.ts';
 
 export function DatasetNew() {
@@ -27,9 +27,7 @@ function Form(props: { kinds: NonNullable<ReturnType<typeof useTypes>['data']>['
   const [name, setName] = useState('');
   const [nameTouched, setNameTouched] = useState(false);
   const [summary, setSummary] = useState('');
-  const [errors, setErrors] = useState<Record<string, string>>({});
-  const [failure, setFailure] = useState<Error | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
+  const { busy, errors, setErrors, failure, run } = useSubmission();
 
   const choose = (next: string) => {
     setDtype(next);
@@ -43,18 +41,10 @@ function Form(props: { kinds: NonNullable<ReturnType<typeof useTypes>['data']>['
       setErrors(Object.fromEntries(Object.entries(local).map(([key, message]) => [`configuration.${key}`, message])));
       return;
     }
-    setBusy(true);
-    setErrors({});
-    setFailure(undefined);
-    try {
+    await run(async () => {
       const created = await post<Dataset>('/datasets/', { name, dtype, summary, configuration });
       route(`/datasets/${created.id}`);
-    } catch (error) {
-      if (error instanceof ApiError && error.issues.length > 0) setErrors(error.fieldErrors());
-      else setFailure(error as Error);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
 
   const widgets = {

@@ -1,9 +1,9 @@
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { ApiError, type Dataset, type Endpoint, type Model, post } from '../api.ts';
+import { type Dataset, type Endpoint, type Model, post } from '../api.ts';
 import { ErrorNotice, Field, Loading, Notice, PageHeader, SelectField, TextField } from '../components/ui.tsx';
 import { slugify } from '../lib/format.ts';
-import { useFirstRender, useResource, useTitle } from '../lib/hooks.ts';
+import { useFirstRender, useResource, useSubmission, useTitle } from '../lib/hooks.ts';
 import { RESPONSE_TYPES } from './endpoint-list.tsx';
 
 export function EndpointNew() {
@@ -35,19 +35,14 @@ function Form(props: { datasets: Dataset[]; models: Model[] }) {
   const [modelId, setModelId] = useState(props.models[0]?.id ?? '');
   const [responseType, setResponseType] = useState<Endpoint['response_type']>('both');
   const [fullAnswers, setFullAnswers] = useState(true);
-  const [errors, setErrors] = useState<Record<string, string>>({});
-  const [failure, setFailure] = useState<Error | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
+  const { busy, errors, failure, run } = useSubmission();
 
   const allowed = allowedTypes(datasetId, modelId);
   const chosenType = allowed.includes(responseType) ? responseType : (allowed[0] ?? 'both');
 
   const submit = async (event: Event) => {
     event.preventDefault();
-    setBusy(true);
-    setErrors({});
-    setFailure(undefined);
-    try {
+    await run(async () => {
       const created = await post<Endpoint>('/endpoints/', {
         name,
         slug: slug || slugify(name),
@@ -59,12 +54,7 @@ function Form(props: { datasets: Dataset[]; models: Model[] }) {
         ...(fullAnswers && modelId ? { generation_defaults: { stop_sequences: [] } } : {}),
       });
       route(`/endpoints/${created.slug}`);
-    } catch (error) {
-      if (error instanceof ApiError && error.issues.length > 0) setErrors(error.fieldErrors());
-      else setFailure(error as Error);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
 
   return (

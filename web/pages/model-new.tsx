@@ -1,12 +1,12 @@
 import { useEffect, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { ApiError, type Model, post, type TypeInfo } from '../api.ts';
+import { type Model, post, type TypeInfo } from '../api.ts';
 import { FolderPicker } from '../components/folder-picker.tsx';
 import { type Discovered, discover, ModelChooser, OLLAMA_URL } from '../components/model-chooser.tsx';
 import { errorsUnder, type FormValues, initialValues, SchemaForm, toConfiguration, type WidgetProps } from '../components/schema-form.tsx';
 import { ErrorNotice, Loading, Notice, PageHeader, TextField } from '../components/ui.tsx';
 import { baseName } from '../lib/format.ts';
-import { useFirstRender, useTitle } from '../lib/hooks.ts';
+import { useFirstRender, useSubmission, useTitle } from '../lib/hooks.ts';
 import { typeLabel, typeNamed, useTypes } from '../lib/types.ts';
 
 export function ModelNew() {
@@ -31,9 +31,7 @@ function Form(props: { kinds: TypeInfo[] }) {
   const schema = typeNamed(props.kinds, dtype)?.configuration_schema ?? {};
   const [values, setValues] = useState<FormValues>(() => initialValues(schema));
   const [name, setName] = useState('');
-  const [errors, setErrors] = useState<Record<string, string>>({});
-  const [failure, setFailure] = useState<Error | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
+  const { busy, errors, setErrors, failure, run } = useSubmission();
   const [ollama, setOllama] = useState<Discovered | undefined>(undefined);
 
   const choose = (next: string) => {
@@ -56,18 +54,10 @@ function Form(props: { kinds: TypeInfo[] }) {
       setErrors(Object.fromEntries(Object.entries(local).map(([key, message]) => [`configuration.${key}`, message])));
       return;
     }
-    setBusy(true);
-    setErrors({});
-    setFailure(undefined);
-    try {
+    await run(async () => {
       const created = await post<Model>('/models/', { name: name || suggestedName(values), dtype, configuration });
       route(`/models/${created.id}`);
-    } catch (error) {
-      if (error instanceof ApiError && error.issues.length > 0) setErrors(error.fieldErrors());
-      else setFailure(error as Error);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
 
   const widgets = {

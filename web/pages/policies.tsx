@@ -2,7 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { ApiError, del, type Endpoint, type JsonSchema, type Policy, patch, post, type TypeInfo } from '../api.ts';
 import { errorsUnder, type FormValues, initialValues, labelOf, SchemaForm, toConfiguration } from '../components/schema-form.tsx';
 import { Badge, Empty, ErrorNotice, Field, Loading, Notice, TextField } from '../components/ui.tsx';
-import { useDebounced, useFirstRender } from '../lib/hooks.ts';
+import { useDebounced, useFirstRender, useSubmission } from '../lib/hooks.ts';
 import { typeLabel, typeNamed, useTypes } from '../lib/types.ts';
 
 /**
@@ -139,9 +139,7 @@ function PolicyForm(props: {
 }) {
   const [name, setName] = useState(props.name);
   const [values, setValues] = useState<FormValues>(() => initialValues(props.schema, props.initial));
-  const [errors, setErrors] = useState<Record<string, string>>({});
-  const [failure, setFailure] = useState<Error | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
+  const { busy, errors, setErrors, failure, run } = useSubmission();
   const { configuration } = toConfiguration(props.schema, values);
 
   const submit = async (event: Event) => {
@@ -151,17 +149,9 @@ function PolicyForm(props: {
       setErrors(Object.fromEntries(Object.entries(built.errors).map(([key, message]) => [`configuration.${key}`, message])));
       return;
     }
-    setBusy(true);
-    setErrors({});
-    setFailure(undefined);
-    try {
+    await run(async () => {
       await props.onSubmit(name.trim() || props.defaultName || 'policy', built.configuration);
-    } catch (error) {
-      if (error instanceof ApiError && error.issues.length > 0) setErrors(error.fieldErrors());
-      else setFailure(error as Error);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   const configurationErrors = errorsUnder(errors, 'configuration');
   const checksEmails = props.schema.properties?.patterns !== undefined && props.schema.properties?.mode !== undefined;

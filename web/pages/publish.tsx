@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
-import { ApiError, type Endpoint, post } from '../api.ts';
+import { type Endpoint, post } from '../api.ts';
 import { Badge, Empty, ErrorNotice, Field, Loading, Notice, TextField } from '../components/ui.tsx';
-import { useFirstRender, useResource } from '../lib/hooks.ts';
+import { useFirstRender, useResource, useSubmission } from '../lib/hooks.ts';
 
 export interface Marketplace {
   id: string;
@@ -151,27 +151,17 @@ export function Connect(props: { first: boolean; onConnected: () => Promise<void
   const [url, setUrl] = useState('');
   const [username, setUsername] = useState('');
   const [password, setPassword] = useState('');
-  const [errors, setErrors] = useState<Record<string, string>>({});
-  const [failure, setFailure] = useState<Error | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
+  const { busy, errors, failure, run } = useSubmission();
   const [open, setOpen] = useState(props.first);
 
   const submit = async (event: Event) => {
     event.preventDefault();
-    setBusy(true);
-    setErrors({});
-    setFailure(undefined);
-    try {
+    await run(async () => {
       await post('/marketplaces/', { name, url, username, password });
       setPassword('');
       setOpen(false);
       await props.onConnected();
-    } catch (error) {
-      if (error instanceof ApiError && error.issues.length > 0) setErrors(error.fieldErrors());
-      else setFailure(error as Error);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
 
   if (!open) {
