@@ -117,6 +117,47 @@ describe('chunks without vectors', () => {
     expect(await store.filesToEmbed(id)).toEqual([]);
   });
 
+  test('a window of several files is written in short transactions, each file keeping its own progress', async () => {
+    const id = await newIndex();
+    const files = { 'long.txt': 100, 'empty-tail.txt': 5, 'short.txt': 30 };
+    for (const [name, count] of Object.entries(files)) await write(id, name, source(name.split('.')[0] as string, count));
+    const waiting = await Promise.all(
+      Object.keys(files).map((name) => store.unembedded(id, name, undefined, { texts: 1_000, characters: 1_000_000 })),
+    );
+    const parts = Object.entries(files).map(([fileKey, count], index) => ({
+      fileKey,
+      from: waiting[index]?.from as number,
+      vectors: Array.from({ length: fileKey === 'empty-tail.txt' ? 0 : count }, (_, axis) => unit(axis)),
+    }));
+    // Between two transactions the event loop turns: a reader sees the long file half embedded.
+    const seen = new Set<number>();
+    let done = false;
+    const writing = store.addVectorsOf(id, parts).finally(() => {
+      done = true;
+    });
+    while (!done) {
+      await new Promise((resolve) => setImmediate(resolve));
+      seen.add(
+        await opened.exclusive(
+          (sqlite) =>
+            (
+              sqlite.query("SELECT embedded FROM vector_sets WHERE dataset_id = ? AND file_key = 'long.txt'").get(id) as {
+                embedded: number;
+              }
+            ).embedded,
+        ),
+      );
+    }
+    expect([...seen].some((embedded) => embedded > 0 && embedded < 100)).toBe(true);
+    expect(await writing).toEqual([
+      { embedded: 100, count: 100 },
+      { embedded: 0, count: 5 },
+      { embedded: 30, count: 30 },
+    ]);
+    expect(await store.filesToEmbed(id)).toEqual(['empty-tail.txt']);
+    expect((await store.search(id, unit(0), '', options('vector', 200))).length).toBe(130);
+  });
+
   test('vectors of chunks that were replaced meanwhile are not written', async () => {
     const id = await newIndex();
     await write(id, 'a.txt', source('old', 2));

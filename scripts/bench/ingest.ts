@@ -18,6 +18,8 @@
  * searchable in under 15% of the time full embedding takes, peak RSS under 500 MB, health p99 under 50 ms.
  *
  * Usage: bun scripts/bench/ingest.ts [files, default 1000] [--engines=tfjs,onnx] (`--engines=` skips them)
+ * BENCH_BUN_FLAGS is passed to the knode process: `BENCH_BUN_FLAGS='--cpu-prof --cpu-prof-dir=/tmp/prof'`
+ * writes a CPU profile of its main thread, where a stalled event loop shows as a long run of samples.
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -87,7 +89,7 @@ async function embedderAlone(engine: Engine, all: readonly string[]): Promise<nu
 
 /** A knode process on `dataDir`; resolves with its URL once it listens. Its log lines go to `onLine`. */
 async function startKnode(root: string, dataDir: string, onLine: (line: string) => void) {
-  const child = Bun.spawn(['./node_modules/.bin/bun', 'src/main.ts'], {
+  const child = Bun.spawn(['./node_modules/.bin/bun', ...(process.env.BENCH_BUN_FLAGS?.split(' ').filter(Boolean) ?? []), 'src/main.ts'], {
     cwd: join(import.meta.dir, '../..'),
     env: {
       PATH: process.env.PATH ?? '',

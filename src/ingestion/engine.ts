@@ -531,7 +531,7 @@ export class IngestionEngine {
           limits,
         ),
       embed: (texts, signal) => this.embedding.embed(datasetId, embedder, texts, signal),
-      // One window: its files' vectors in one transaction, their progress in one statement.
+      // One window: its files' vectors in short transactions (VECTOR_ROWS), their progress in one statement.
       write: (parts) =>
         serial.run(async () => {
           const wanted = new Set(await files.stillSearchable(datasetId, [...new Set(parts.map((part) => part.file))]));

@@ -34,6 +34,9 @@ export class Metrics {
     const registers = [this.registry];
     // Process and runtime figures: knode_process_resident_memory_bytes, knode_nodejs_eventloop_lag_p99_seconds...
     collectDefaultMetrics({ register: this.registry, prefix: 'knode_' });
+    // Bun answers v8.getHeapSpaceStatistics() by walking the whole heap: 70 ms of a stalled event loop at
+    // every scrape while indexing (scripts/bench/ingest.ts, profiled). knode_nodejs_heap_size_* stay.
+    for (const kind of ['total', 'used', 'available']) this.registry.removeSingleMetric(`knode_nodejs_heap_space_size_${kind}_bytes`);
     this.httpRequests = new Counter({
       name: 'knode_http_requests_total',
       help: 'HTTP requests answered, by method, route (its pattern) and status code.',

@@ -1,5 +1,6 @@
 import type { Database as SqliteDatabase } from 'bun:sqlite';
 import { now, type OpenedDatabase } from '../db/database.ts';
+import { nextTurn } from '../util/next-turn.ts';
 import type { Calibration } from './calibration.ts';
 import {
   addVectors,
@@ -146,10 +147,11 @@ const COLLECT_ROWS = 512;
 /** Chunk rows deleted per transaction when a dataset's index is dropped (plain rows: cheaper). */
 const DROP_ROWS = 5_000;
 
-/** Lets the event loop answer requests between two write transactions. */
-function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
+/**
+ * The most vectors one write transaction takes: sqlite-vec inserts one in about 0.2 ms, so a window of
+ * the embedding lane (256) is written in four transactions of about 12 ms, with requests answered between.
+ */
+const VECTOR_ROWS = 64;
 
 /**
  * Chunks of every dataset, searchable by vector (sqlite-vec `vec0`, cosine) and keyword (FTS5, BM25).
@@ -214,7 +216,7 @@ export class VectorStore {
             .query('DELETE FROM vector_chunks WHERE row_id IN (SELECT row_id FROM vector_chunks WHERE dataset_id = ? LIMIT ?)')
             .run(tables.datasetId, DROP_ROWS).changes,
       );
-    while ((await batch()) === DROP_ROWS) await nextTurn();
+    while ((await batch()) === DROP_ROWS);
     await this.write((sqlite) => {
       for (const statement of dropTablesSql(tables)) sqlite.run(statement);
       sqlite.query('DELETE FROM vector_chunks WHERE dataset_id = ?').run(tables.datasetId);
@@ -266,7 +268,6 @@ export class VectorStore {
           staged.set ??= reserveSet(sqlite, tables, fileKey, source.count);
           writeBatch(sqlite, tables, index, staged);
         });
-        await nextTurn();
       }
     } catch (error) {
       await this.discard(staged);
@@ -335,7 +336,7 @@ export class VectorStore {
       .then(async () => {
         this.queuedCollection = undefined;
         this.runningCollection = collection;
-        while (!this.closed && (await this.write((sqlite) => collectGarbage(sqlite, COLLECT_ROWS)))) await nextTurn();
+        while (!this.closed && (await this.write((sqlite) => collectGarbage(sqlite, COLLECT_ROWS))));
       })
       .finally(() => {
         if (this.runningCollection === collection) this.runningCollection = undefined;
@@ -432,20 +433,34 @@ export class VectorStore {
     return (await this.addVectorsOf(datasetId, [{ fileKey, from: firstRow, vectors }]))[0];
   }
 
-  /** `addVectors` for several files in one transaction (a window of the embedding lane). */
+  /**
+   * `addVectors` for several files (a window of the embedding lane), in transactions of at most
+   * VECTOR_ROWS vectors: each commits its vectors with the count of them, so a crash loses none it wrote.
+   */
   async addVectorsOf(
     datasetId: string,
     parts: readonly { fileKey: string; from: number; vectors: readonly Float32Array[] }[],
   ): Promise<(EmbeddingProgress | undefined)[]> {
     const tables = datasetTables(datasetId);
-    return this.write((sqlite) => {
-      const index = requireIndex(sqlite, tables);
-      return parts.map(({ fileKey, from, vectors }) => {
-        const set = addVectors(sqlite, tables, index.dimension, fileKey, from, vectors);
-        return set && { embedded: set.embedded, count: set.count };
+    const progress: (EmbeddingProgress | undefined)[] = parts.map(() => undefined);
+    const gone = new Set<number>();
+    for (const slice of vectorSlices(parts, VECTOR_ROWS)) {
+      await this.write((sqlite) => {
+        const index = requireIndex(sqlite, tables);
+        for (const { part, from, vectors } of slice) {
+          if (gone.has(part)) continue;
+          const set = addVectors(sqlite, tables, index.dimension, (parts[part] as { fileKey: string }).fileKey, from, vectors);
+          if (set) progress[part] = { embedded: set.embedded, count: set.count };
+          else {
+            gone.add(part); // no longer the file's visible chunks: the rest of its vectors have no place
+            progress[part] = undefined;
+          }
+        }
       });
-    });
+    }
+    return progress;
   }
+
   /**
    * The dataset's best chunks for a query (API-CONTRACT 5): candidates from BM25 and/or the vector index,
    * scored with the mode's calibrated model (ranking.ts), chunks below `similarityThreshold` dropped,
@@ -481,8 +496,9 @@ export class VectorStore {
     return this.opened.exclusive((sqlite) => candidatesNow(sqlite, tables, queryEmbedding, queryText, mode, { wanted, limit }));
   }
 
-  /** One write transaction, timed. */
-  private write<T>(work: (sqlite: SqliteDatabase) => T): Promise<T> {
+  /** One write transaction, timed, in a turn of its own: requests get in between two writes. */
+  private async write<T>(work: (sqlite: SqliteDatabase) => T): Promise<T> {
+    await nextTurn();
     return this.opened.exclusive((sqlite) => {
       const started = performance.now();
       try {
@@ -492,6 +508,33 @@ export class VectorStore {
       }
     });
   }
+}
+
+/** The parts' vectors in consecutive slices of at most `rows`, a part split where a slice ends. */
+function vectorSlices(
+  parts: readonly { from: number; vectors: readonly Float32Array[] }[],
+  rows: number,
+): { part: number; from: number; vectors: readonly Float32Array[] }[][] {
+  const slices: { part: number; from: number; vectors: readonly Float32Array[] }[][] = [];
+  let slice: (typeof slices)[number] = [];
+  let room = rows;
+  for (const [part, { from, vectors }] of parts.entries()) {
+    // A part with no vectors still gets its place: writing it records that the file has all of them.
+    let offset = 0;
+    do {
+      const taken = vectors.slice(offset, offset + room);
+      slice.push({ part, from: from + offset, vectors: taken });
+      offset += taken.length;
+      room -= taken.length;
+      if (room === 0) {
+        slices.push(slice);
+        slice = [];
+        room = rows;
+      }
+    } while (offset < vectors.length);
+  }
+  if (slice.length > 0) slices.push(slice);
+  return slices;
 }
 
 function fitsOneWrite(source: ChunkSource): boolean {
