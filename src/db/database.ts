@@ -27,7 +27,7 @@ export function kyselyAdapter(sqlite: SqliteDatabase) {
   return {
     close: () => sqlite.close(),
     prepare(sqlText: string) {
-      const statement = sqlite.query(sqlText); // cached per SQL text by bun:sqlite
+      const statement = sqlite.query(sqlText); // cached per SQL text by bun:sqlite (QUERY_CACHE_SIZE)
       return {
         reader: statement.columnNames.length > 0,
         all: (parameters: ReadonlyArray<unknown>) => statement.all(...(parameters as never[])) as unknown[],
@@ -39,12 +39,21 @@ export function kyselyAdapter(sqlite: SqliteDatabase) {
 }
 
 /**
+ * Prepared statements bun:sqlite keeps per connection, most recently used first. Its default, 20, is fewer
+ * than the statements one ingesting file runs (Kysely's and the store's, several per dataset's tables): each
+ * was compiled again every time, 7% of the main thread's work while indexing (a CPU profile of
+ * scripts/bench/ingest.ts). A statement is a few kilobytes.
+ */
+const QUERY_CACHE_SIZE = 1_000;
+
+/**
  * Opens (creating if needed) `<dataDir>/knode.db`, applies the pragmas, loads the extensions and runs
  * pending migrations. Extensions come first: once the schema holds a table of an extension's module
  * (sqlite-vec's vec0), SQLite cannot even parse the schema without it.
  */
 export async function openDatabase(dataDir: string, extensions: readonly string[] = []): Promise<OpenedDatabase> {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  SqliteDatabase.MAX_QUERY_CACHE_SIZE = Math.max(SqliteDatabase.MAX_QUERY_CACHE_SIZE, QUERY_CACHE_SIZE);
   const sqlite = new SqliteDatabase(join(dataDir, 'knode.db'), { create: true });
   for (const extension of extensions) sqlite.loadExtension(extension);
   sqlite.run('PRAGMA journal_mode = WAL');

@@ -437,19 +437,16 @@ export class VectorStore {
    * `addVectors` for several files (a window of the embedding lane), in transactions of at most
    * VECTOR_ROWS vectors: each commits its vectors with the count of them, so a crash loses none it wrote.
    */
-  async addVectorsOf(
-    datasetId: string,
-    parts: readonly { fileKey: string; from: number; vectors: readonly Float32Array[] }[],
-  ): Promise<(EmbeddingProgress | undefined)[]> {
+  async addVectorsOf(datasetId: string, parts: readonly VectorPart[]): Promise<(EmbeddingProgress | undefined)[]> {
     const tables = datasetTables(datasetId);
     const progress: (EmbeddingProgress | undefined)[] = parts.map(() => undefined);
     const gone = new Set<number>();
     for (const slice of vectorSlices(parts, VECTOR_ROWS)) {
       await this.write((sqlite) => {
         const index = requireIndex(sqlite, tables);
-        for (const { part, from, vectors } of slice) {
+        for (const { part, fileKey, from, vectors } of slice) {
           if (gone.has(part)) continue;
-          const set = addVectors(sqlite, tables, index.dimension, (parts[part] as { fileKey: string }).fileKey, from, vectors);
+          const set = addVectors(sqlite, tables, index.dimension, fileKey, from, vectors);
           if (set) progress[part] = { embedded: set.embedded, count: set.count };
           else {
             gone.add(part); // no longer the file's visible chunks: the rest of its vectors have no place
@@ -510,20 +507,23 @@ export class VectorStore {
   }
 }
 
+interface VectorPart {
+  readonly fileKey: string;
+  readonly from: number;
+  readonly vectors: readonly Float32Array[];
+}
+
 /** The parts' vectors in consecutive slices of at most `rows`, a part split where a slice ends. */
-function vectorSlices(
-  parts: readonly { from: number; vectors: readonly Float32Array[] }[],
-  rows: number,
-): { part: number; from: number; vectors: readonly Float32Array[] }[][] {
-  const slices: { part: number; from: number; vectors: readonly Float32Array[] }[][] = [];
+function vectorSlices(parts: readonly VectorPart[], rows: number): (VectorPart & { part: number })[][] {
+  const slices: (VectorPart & { part: number })[][] = [];
   let slice: (typeof slices)[number] = [];
   let room = rows;
-  for (const [part, { from, vectors }] of parts.entries()) {
+  for (const [part, { fileKey, from, vectors }] of parts.entries()) {
     // A part with no vectors still gets its place: writing it records that the file has all of them.
     let offset = 0;
     do {
       const taken = vectors.slice(offset, offset + room);
-      slice.push({ part, from: from + offset, vectors: taken });
+      slice.push({ part, fileKey, from: from + offset, vectors: taken });
       offset += taken.length;
       room -= taken.length;
       if (room === 0) {
