@@ -1,9 +1,9 @@
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { ApiError, del, type Endpoint, type GenerationDefaults, patch } from '../api.ts';
+import { del, type Endpoint, type GenerationDefaults, patch } from '../api.ts';
 import { errorsUnder } from '../components/schema-form.tsx';
 import { ErrorNotice, Field, Notice, TextField } from '../components/ui.tsx';
-import { useFirstRender } from '../lib/hooks.ts';
+import { useFirstRender, useSubmission } from '../lib/hooks.ts';
 
 /** Name, summary and description, and what a query that omits them gets (`generation_defaults`). */
 export function EndpointSettings(props: { endpoint: Endpoint; reload: () => Promise<void> }) {
@@ -19,10 +19,8 @@ export function EndpointSettings(props: { endpoint: Endpoint; reload: () => Prom
   const [maxTokens, setMaxTokens] = useState(defaults.max_tokens === undefined ? '' : String(defaults.max_tokens));
   const [specStops, setSpecStops] = useState(defaults.stop_sequences === undefined);
   const [stops, setStops] = useState((defaults.stop_sequences ?? []).map((stop) => JSON.stringify(stop).slice(1, -1)).join('\n'));
-  const [errors, setErrors] = useState<Record<string, string>>({});
-  const [failure, setFailure] = useState<Error | undefined>(undefined);
   const [saved, setSaved] = useState(false);
-  const [busy, setBusy] = useState(false);
+  const { busy, errors, failure, run } = useSubmission();
 
   const save = async (event: Event) => {
     event.preventDefault();
@@ -43,30 +41,20 @@ export function EndpointSettings(props: { endpoint: Endpoint; reload: () => Prom
           }
         });
     }
-    setBusy(true);
     setSaved(false);
-    setErrors({});
-    setFailure(undefined);
-    try {
+    await run(async () => {
       await patch(`/endpoints/${encodeURIComponent(endpoint.slug)}`, { name, summary, description, generation_defaults: generation });
       setSaved(true);
       await props.reload();
-    } catch (error) {
-      if (error instanceof ApiError && error.issues.length > 0) setErrors(error.fieldErrors());
-      else setFailure(error as Error);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
 
   const remove = async () => {
     if (!confirm(`Delete the endpoint '${endpoint.name}'? It is also taken off the marketplaces it is published on.`)) return;
-    try {
+    await run(async () => {
       await del(`/endpoints/${encodeURIComponent(endpoint.slug)}`);
       route('/endpoints');
-    } catch (error) {
-      setFailure(error as Error);
-    }
+    });
   };
 
   const generationErrors = errorsUnder(errors, 'generation_defaults');

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { ApiError, del, get, type Model, patch, post } from '../api.ts';
+import { del, get, type Model, patch, post } from '../api.ts';
 import { FolderPicker } from '../components/folder-picker.tsx';
 import { ModelChooser } from '../components/model-chooser.tsx';
 import { errorsUnder, type FormValues, initialValues, SchemaForm, toConfiguration, type WidgetProps } from '../components/schema-form.tsx';
@@ -174,8 +174,7 @@ function Editor(props: { model: Model; onSaved: () => Promise<void> }) {
   const schema = typeNamed(types.data?.model, props.model.dtype)?.configuration_schema;
   const [name, setName] = useState(props.model.name);
   const [values, setValues] = useState<FormValues | undefined>(undefined);
-  const [errors, setErrors] = useState<Record<string, string>>({});
-  const [failure, setFailure] = useState<Error | undefined>(undefined);
+  const { busy, errors, setErrors, failure, run } = useSubmission();
 
   useEffect(() => {
     if (schema) setValues(initialValues(schema, props.model.configuration));
@@ -189,13 +188,10 @@ function Editor(props: { model: Model; onSaved: () => Promise<void> }) {
       setErrors(Object.fromEntries(Object.entries(local).map(([key, message]) => [`configuration.${key}`, message])));
       return;
     }
-    try {
+    await run(async () => {
       await patch(`/models/${props.model.id}`, { name, configuration });
       await props.onSaved();
-    } catch (error) {
-      if (error instanceof ApiError && error.issues.length > 0) setErrors(error.fieldErrors());
-      else setFailure(error as Error);
-    }
+    });
   };
   const widgets = {
     model: (widget: WidgetProps) => <ModelChooser {...widget} />,
@@ -216,7 +212,9 @@ function Editor(props: { model: Model; onSaved: () => Promise<void> }) {
       {configurationErrors._ && <Notice kind="error">{configurationErrors._}</Notice>}
       <ErrorNotice error={failure} />
       <div class="form-actions">
-        <button type="submit">Save</button>
+        <button type="submit" disabled={busy}>
+          {busy ? 'Saving…' : 'Save'}
+        </button>
       </div>
     </form>
   );

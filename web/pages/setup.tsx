@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
-import { ApiError, post } from '../api.ts';
+import { post } from '../api.ts';
 import { Notice, TextField } from '../components/ui.tsx';
-import { useFirstRender, useTitle } from '../lib/hooks.ts';
+import { useFirstRender, useSubmission, useTitle } from '../lib/hooks.ts';
 import { session } from '../session.ts';
 
 /** A tenant name from an e-mail's local part: letters, digits, `_`, `.` and `-`, starting with a letter or digit. */
@@ -19,9 +19,7 @@ export function Setup(props: { registrationOpen: boolean; onDone: () => void }) 
   const [confirm, setConfirm] = useState('');
   const [tenant, setTenant] = useState('');
   const [tenantTouched, setTenantTouched] = useState(false);
-  const [errors, setErrors] = useState<Record<string, string>>({});
-  const [failure, setFailure] = useState<string | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
+  const { busy, errors, setErrors, failure, run } = useSubmission();
 
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -30,20 +28,12 @@ export function Setup(props: { registrationOpen: boolean; onDone: () => void }) 
       setErrors({ confirm: 'The two passwords differ' });
       return;
     }
-    setBusy(true);
-    setErrors({});
-    setFailure(undefined);
-    try {
+    const done = await run(async () => {
       await post('/auth/register', { email, password, tenant_name: tenantName }, { anonymous: true });
       const { access_token } = await post<{ access_token: string }>('/auth/login', { email, password }, { anonymous: true });
       session.start(access_token);
-      props.onDone();
-    } catch (error) {
-      if (error instanceof ApiError && error.issues.length > 0) setErrors(error.fieldErrors());
-      else setFailure(error instanceof Error ? error.message : String(error));
-    } finally {
-      setBusy(false);
-    }
+    });
+    if (done) props.onDone();
   };
 
   return (
@@ -106,7 +96,7 @@ export function Setup(props: { registrationOpen: boolean; onDone: () => void }) 
               setTenantTouched(true);
             }}
           />
-          {failure && <Notice kind="error">{failure}</Notice>}
+          {failure && <Notice kind="error">{failure.message}</Notice>}
           <button type="submit" disabled={busy}>
             {busy ? 'Creating…' : 'Create the owner account'}
           </button>
