@@ -70,6 +70,8 @@ interface Window {
 
 export class EmbeddingLane {
   private queue: Entry[] = [];
+  /** The queue's entries by path: a file queued again cancels its older entry without a walk of the queue. */
+  private readonly queued = new Map<string, Entry>();
   private readonly windows = new Set<Window>();
   private writing: Promise<void> = Promise.resolve();
   private wake: (() => void) | undefined;
@@ -88,14 +90,22 @@ export class EmbeddingLane {
   /** Queues a file (after the ones already waiting); an older entry of the same path is dropped. */
   add(file: LaneFile): void {
     if (this.stopped) return;
-    this.forget((other) => other.path === file.path);
-    this.queue.push({ file, cancelled: false, read: false });
+    const older = this.queued.get(file.path);
+    if (older) older.cancelled = true;
+    this.forgetInWindows((other) => other.path === file.path);
+    const entry: Entry = { file, cancelled: false, read: false };
+    this.queue.push(entry);
+    this.queued.set(file.path, entry);
     this.poke();
   }
 
   /** Drops the files `matches` picks (changed, removed, reindexed): a window holding only them is abandoned. */
   forget(matches: (file: LaneFile) => boolean): void {
     for (const entry of this.queue) if (matches(entry.file)) entry.cancelled = true;
+    this.forgetInWindows(matches);
+  }
+
+  private forgetInWindows(matches: (file: LaneFile) => boolean): void {
     for (const window of this.windows) {
       for (const part of window.parts) if (matches(part.entry.file)) part.entry.cancelled = true;
       if (window.parts.every((part) => part.entry.cancelled)) window.controller.abort(new Error('the files were cancelled'));
@@ -141,8 +151,10 @@ export class EmbeddingLane {
   }
 
   private dropCancelled(): void {
-    if (this.queue.some((entry) => entry.cancelled || entry.read))
-      this.queue = this.queue.filter((entry) => !entry.cancelled && !entry.read);
+    if (!this.queue.some((entry) => entry.cancelled || entry.read)) return;
+    this.queue = this.queue.filter((entry) => !entry.cancelled && !entry.read);
+    this.queued.clear();
+    for (const entry of this.queue) this.queued.set(entry.file.path, entry);
   }
 
   /** The next chunks to embed, from the first waiting files, up to the window's limits, in one read. */

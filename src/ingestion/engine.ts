@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import { errorMessage } from '../domain/errors.ts';
 import { datasetEmbedder, type Embedder } from '../embeddings/embedder.ts';
+import { nextTurn } from '../util/next-turn.ts';
 import { isInsideAny } from '../util/paths.ts';
 import { SerialQueue } from '../util/serial-queue.ts';
 import type { ChunkSource, VectorStore } from '../vectors/store.ts';
@@ -38,6 +39,8 @@ const EMBED_WINDOWS_IN_FLIGHT = 2;
  * long: a file that takes minutes to parse (a 500-page PDF) does not hold every dataset's vectors back.
  */
 const KEYWORD_FIRST_MS = 2_000;
+/** Files of a folder's scan recorded in one transaction (about 10 ms). */
+const SEEN_BATCH = 100;
 /** How often a busy dataset logs its progress. */
 const PROGRESS_LOG_MS = 10_000;
 /** How long closing waits for datasets still starting (loading their embedder). */
@@ -365,9 +368,11 @@ export class IngestionEngine {
    */
   private async reconcile(runtime: Runtime): Promise<void> {
     const found = await scanFolder(runtime.root, runtime.fileTypes);
-    for (const file of found) {
+    // In batches, a turn between two: recorded one after the other, 5,000 files held the API for 0.8 s.
+    for (let start = 0; start < found.length; start += SEEN_BATCH) {
       if (runtime.stopped || this.closed) return;
-      await this.deps.files.seen(runtime.datasetId, file);
+      await this.deps.files.seenAll(runtime.datasetId, found.slice(start, start + SEEN_BATCH));
+      await nextTurn();
     }
     const present = new Set(found.map((file) => file.path));
     for (const path of await this.deps.files.livePaths(runtime.datasetId)) {

@@ -1,5 +1,5 @@
 import { type SqlBool, sql } from 'kysely';
-import type { Db } from '../db/database.ts';
+import type { Db, DbOrTransaction } from '../db/database.ts';
 import { now } from '../db/database.ts';
 import type { DatasetFileTable } from '../db/schema.ts';
 import type { FileFacts } from './folder.ts';
@@ -33,40 +33,14 @@ export class FileRepository {
    * before; a file already indexed or failed with the same facts is left alone (nothing to redo).
    */
   async seen(datasetId: string, file: FileFacts): Promise<boolean> {
-    const updatedAt = now();
-    const result = await this.db
-      .insertInto('dataset_files')
-      .values({
-        dataset_id: datasetId,
-        path: file.path,
-        size: file.size,
-        mtime_ms: file.mtimeMs,
-        status: 'queued',
-        chunks: 0,
-        generation: 1,
-        updated_at: updatedAt,
-      })
-      .onConflict((oc) =>
-        oc
-          .columns(['dataset_id', 'path'])
-          .doUpdateSet({
-            size: file.size,
-            mtime_ms: file.mtimeMs,
-            status: 'queued',
-            error: null,
-            generation: sql`dataset_files.generation + 1`,
-            updated_at: updatedAt,
-          })
-          .where((eb) =>
-            eb.or([
-              eb('dataset_files.status', 'in', ['removed', 'queued', 'indexing']),
-              eb('dataset_files.size', '!=', file.size),
-              eb('dataset_files.mtime_ms', '!=', file.mtimeMs),
-            ]),
-          ),
-      )
-      .executeTakeFirst();
-    return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+    return recordSeen(this.db, datasetId, file);
+  }
+
+  /** `seen` for several files in one transaction: a folder's scan commits once per batch, not once per file. */
+  async seenAll(datasetId: string, files: readonly FileFacts[]): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      for (const file of files) await recordSeen(trx, datasetId, file);
+    });
   }
 
   /** Every file of the dataset is indexed again from scratch (its hash forgotten). */
@@ -337,4 +311,42 @@ export class FileRepository {
       .executeTakeFirstOrThrow();
     return Number(row.count);
   }
+}
+
+/** FileRepository.seen, in a transaction or not. */
+async function recordSeen(db: DbOrTransaction, datasetId: string, file: FileFacts): Promise<boolean> {
+  const updatedAt = now();
+  const result = await db
+    .insertInto('dataset_files')
+    .values({
+      dataset_id: datasetId,
+      path: file.path,
+      size: file.size,
+      mtime_ms: file.mtimeMs,
+      status: 'queued',
+      chunks: 0,
+      generation: 1,
+      updated_at: updatedAt,
+    })
+    .onConflict((oc) =>
+      oc
+        .columns(['dataset_id', 'path'])
+        .doUpdateSet({
+          size: file.size,
+          mtime_ms: file.mtimeMs,
+          status: 'queued',
+          error: null,
+          generation: sql`dataset_files.generation + 1`,
+          updated_at: updatedAt,
+        })
+        .where((eb) =>
+          eb.or([
+            eb('dataset_files.status', 'in', ['removed', 'queued', 'indexing']),
+            eb('dataset_files.size', '!=', file.size),
+            eb('dataset_files.mtime_ms', '!=', file.mtimeMs),
+          ]),
+        ),
+    )
+    .executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
 }
