@@ -258,6 +258,10 @@ describe('the console in a browser', () => {
       await press(page, { text: 'Run the prompt' });
       await waitForText(page, '.answer-text', 'The fake model answers');
       await checkpoint('06-model');
+      await press(page, { text: 'Edit', selector: 'button' });
+      await typeInto(page, { label: 'Name' }, 'Fake model'); // the field's text is selected as it takes the focus
+      await press(page, { text: 'Save', selector: '.form-actions button' });
+      await waitForText(page, 'h1', 'Fake model');
 
       // An endpoint on the dataset and the model.
       phase = 'An endpoint on the dataset and the model';
@@ -321,9 +325,18 @@ describe('the console in a browser', () => {
       await page.keyboard.press('Enter');
       await waitForText(page, '.policy-entries', 'access: applied', 30_000);
 
+      await checkpoint('10-policy-added');
+
+      // The endpoint's settings are saved.
+      phase = "The endpoint's settings";
+      await press(page, { text: 'Settings', selector: '.tabs a' });
+      await typeInto(page, { label: 'Summary' }, 'Answers from my documents.');
+      await press(page, { text: 'Save', selector: '.form-actions button' });
+      await waitForText(page, '.notice', 'Saved.');
+      await checkpoint('15-endpoint-settings');
+
       // Nothing complained anywhere, and every control had a label.
       phase = 'Nothing complained anywhere';
-      await checkpoint('10-policy-added');
       for (const seen of checked)
         expect({ page: seen.page, problems: seen.problems, unlabelled: seen.unlabelled }).toEqual({
           page: seen.page,
