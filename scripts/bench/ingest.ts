@@ -8,8 +8,9 @@
  * 3. The pipeline: a real knode process (`bun src/main.ts`, default embedder engine) on a fresh data
  *    directory. A small dataset is indexed first, so the model is loaded before the clock starts; then a
  *    dataset is created on the folder and the clock runs until every chunk has its vector. Meanwhile
- *    GET /api/v1/health and GET /api/v1/datasets/{id} are called every 25 ms over loopback HTTP, and the
- *    process's resident memory is read from /proc.
+ *    GET /api/v1/health and GET /api/v1/datasets/{id} are called every 25 ms over loopback HTTP (and every
+ *    fourth time, a search of the dataset, keyword and hybrid by turns), and the process's resident memory
+ *    is read from /proc.
  *
  * Reported: chunks per second of each engine alone and of the pipeline; the time until the first file is
  * keyword-searchable, until 90% are, and until every chunk is embedded; peak RSS of the knode process
@@ -201,7 +202,7 @@ try {
     `\nknode ready (model loaded): RSS ${ready.rss.toFixed(0)} MB (${ready.anon.toFixed(0)} anonymous, ${ready.file.toFixed(0)} files), ` +
       `high-water mark ${ready.peak.toFixed(0)} MB`,
   );
-  const latencies = { health: [] as number[], dataset: [] as number[] };
+  const latencies = { health: [] as number[], dataset: [] as number[], keyword: [] as number[], hybrid: [] as number[] };
   let rssMax = 0;
   const started = performance.now();
   const dataset = await call(
@@ -213,7 +214,15 @@ try {
   let firstSearchable: number | undefined;
   let mostSearchable: number | undefined;
   let view: Counters;
-  for (;;) {
+  for (let poll = 0; ; poll++) {
+    // Every fourth poll, a search of the dataset, in keyword and hybrid mode by turns: what a user trying
+    // the dataset meanwhile waits (hybrid embeds the question behind the ingestion's batches).
+    if (poll % 4 === 0) {
+      const mode = poll % 8 === 0 ? 'keyword' : 'hybrid';
+      const asked = performance.now();
+      await call('POST', `/api/v1/datasets/${dataset.id}/search`, { query: 'river mountain history', mode }, token);
+      latencies[mode].push(performance.now() - asked);
+    }
     const t0 = performance.now();
     await fetch(`${url}/api/v1/health`);
     const t1 = performance.now();
@@ -247,12 +256,31 @@ try {
       `${rssMax.toFixed(0)} MB at most while sampled during the ingest; target: under 500 MB)`,
   );
   console.log(`  longest write transaction ${longestWriteMs} ms (target: under 200 ms)`);
-  for (const [name, values] of Object.entries(latencies)) {
+  const described: Record<keyof typeof latencies, string> = {
+    health: 'GET /api/v1/health',
+    dataset: 'GET /api/v1/datasets/{id}',
+    keyword: 'POST /api/v1/datasets/{id}/search (keyword)',
+    hybrid: 'POST /api/v1/datasets/{id}/search (hybrid)',
+  };
+  for (const [name, values] of Object.entries(latencies) as [keyof typeof latencies, number[]][]) {
     const sorted = [...values].sort((a, b) => a - b);
     console.log(
-      `  GET ${name === 'health' ? '/api/v1/health' : '/api/v1/datasets/{id}'} during the ingest: ` +
+      `  ${described[name]} during the ingest: ` +
         `p50 ${percentile(sorted, 50).toFixed(1)} ms, p99 ${percentile(sorted, 99).toFixed(1)} ms, ` +
         `max ${sorted.at(-1)?.toFixed(1)} ms (${sorted.length} calls${name === 'health' ? '; target: p99 under 50 ms' : ''})`,
+    );
+  }
+  // The same searches once the dataset is indexed: what the ingest itself costs them.
+  for (const mode of ['keyword', 'hybrid'] as const) {
+    const times: number[] = [];
+    for (let i = 0; i < 40; i++) {
+      const asked = performance.now();
+      await call('POST', `/api/v1/datasets/${dataset.id}/search`, { query: 'river mountain history', mode }, token);
+      times.push(performance.now() - asked);
+    }
+    times.sort((a, b) => a - b);
+    console.log(
+      `  ${described[mode]} after the ingest: p50 ${percentile(times, 50).toFixed(1)} ms, max ${times.at(-1)?.toFixed(1)} ms (40 calls)`,
     );
   }
   // knode's own view of its main thread (since it started, model loading included): /metrics, open to
