@@ -51,7 +51,7 @@ export function keywordQuery(sqlite: SqliteDatabase, tables: DatasetTables, chun
   return { expression, words: searched.map((entry) => ({ word: entry.word, weight: Math.log(1 + chunkCount / entry.chunks) })) };
 }
 
-/** For each chunk, the summed weight of the query words it holds (in its text, title or file name). */
+/** For each chunk, the summed weight of the query words it holds (in its text, title or file name); each word's matches read once (see keywordScoresOf). */
 export function matchedWeights(
   sqlite: SqliteDatabase,
   tables: DatasetTables,
@@ -61,7 +61,8 @@ export function matchedWeights(
   const matched = new Map<number, number>();
   if (rowids.length === 0) return matched;
   const holding = sqlite.query(
-    `SELECT rowid FROM ${tables.keywords} WHERE ${tables.keywords} MATCH ? AND rowid IN (${rowids.map(() => '?').join(', ')})`,
+    `WITH matching AS MATERIALIZED (SELECT rowid FROM ${tables.keywords} WHERE ${tables.keywords} MATCH ?) ` +
+      `SELECT rowid FROM matching WHERE rowid IN (${rowids.map(() => '?').join(', ')})`,
   );
   for (const { word, weight } of query.words) {
     for (const { rowid } of holding.all(matchExpression([word]) as string, ...rowids) as { rowid: number }[]) {
@@ -92,7 +93,12 @@ export function keywordCandidates(
   return new Map(rows.map((row) => [row.rowid, -row.score]));
 }
 
-/** The BM25 scores of chosen chunks (the vector search's candidates); a chunk matching no word has none. */
+/**
+ * The BM25 scores of chosen chunks (the vector search's candidates); a chunk matching no word has none.
+ * The matches are scored once and then picked (MATERIALIZED): with `rowid IN (...)` inside, FTS5 runs the
+ * query again for each rowid and bm25() counts the word's chunks again each time, 1 ms a candidate for a
+ * common word at 20,000 chunks (40 ms a query, against 13 ms scored once; scripts/bench/ingest.ts searches).
+ */
 export function keywordScoresOf(
   sqlite: SqliteDatabase,
   tables: DatasetTables,
@@ -103,8 +109,8 @@ export function keywordScoresOf(
   if (rowids.length === 0) return new Map();
   const rows = sqlite
     .query(
-      `SELECT rowid, ${bm25(tables, layout)} AS score FROM ${tables.keywords} WHERE ${tables.keywords} MATCH ? ` +
-        `AND rowid IN (${rowids.map(() => '?').join(', ')})`,
+      `WITH scored AS MATERIALIZED (SELECT rowid, ${bm25(tables, layout)} AS score FROM ${tables.keywords} WHERE ${tables.keywords} MATCH ?) ` +
+        `SELECT rowid, score FROM scored WHERE rowid IN (${rowids.map(() => '?').join(', ')})`,
     )
     .all(query.expression, ...rowids) as { rowid: number; score: number }[];
   return new Map(rows.map((row) => [row.rowid, -row.score]));
