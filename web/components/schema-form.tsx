@@ -1,6 +1,6 @@
 import { type ComponentChildren, Fragment, type JSX } from 'preact';
 import type { Configuration, JsonSchema } from '../api.ts';
-import { Field } from './ui.tsx';
+import { CheckboxField, Field } from './ui.tsx';
 
 /**
  * A form built from a type's JSON Schema (`GET /api/v1/types`): every property becomes a labelled control
@@ -186,18 +186,14 @@ function Control(props: {
   const label = labelOf(name);
   if (kind === 'boolean') {
     return (
-      <Field label={label} hint={props.hint} error={props.error} inline>
-        {({ id, describedBy }) => (
-          <input
-            id={id}
-            type="checkbox"
-            name={name}
-            checked={props.value === true}
-            aria-describedby={describedBy}
-            onChange={(event) => props.onChange(event.currentTarget.checked)}
-          />
-        )}
-      </Field>
+      <CheckboxField
+        label={label}
+        hint={props.hint}
+        error={props.error}
+        name={name}
+        checked={props.value === true}
+        onChange={props.onChange}
+      />
     );
   }
   const text = typeof props.value === 'string' ? props.value : '';

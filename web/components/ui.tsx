@@ -41,6 +41,31 @@ export function Field(props: {
   );
 }
 
+/** A labelled checkbox, the box before its label. */
+export function CheckboxField(props: {
+  label: ComponentChildren;
+  hint?: ComponentChildren;
+  error?: string | undefined;
+  name?: string;
+  checked: boolean;
+  onChange: (checked: boolean) => void;
+}) {
+  return (
+    <Field label={props.label} hint={props.hint} error={props.error} inline>
+      {({ id, describedBy }) => (
+        <input
+          id={id}
+          type="checkbox"
+          name={props.name}
+          checked={props.checked}
+          aria-describedby={describedBy}
+          onChange={(event) => props.onChange(event.currentTarget.checked)}
+        />
+      )}
+    </Field>
+  );
+}
+
 export function TextField(
   props: {
     label: ComponentChildren;
@@ -127,6 +152,15 @@ export function Notice(props: { kind?: 'error' | 'info' | 'success' | 'warning';
 }
 
 /** An API failure, with the field problems listed when the form could not place them. */
+/** A form's submit button: disabled, and saying what is happening, while the form is being sent. */
+export function SubmitButton(props: { busy: boolean; busyLabel: string; disabled?: boolean; children: ComponentChildren }) {
+  return (
+    <button type="submit" disabled={props.busy || props.disabled}>
+      {props.busy ? props.busyLabel : props.children}
+    </button>
+  );
+}
+
 export function ErrorNotice(props: { error: ApiError | Error | undefined | null; title?: string }) {
   if (!props.error) return null;
   return (

@@ -3,7 +3,7 @@ import { useLocation } from 'preact-iso';
 import { type Dataset, post } from '../api.ts';
 import { FolderPicker } from '../components/folder-picker.tsx';
 import { errorsUnder, type FormValues, initialValues, SchemaForm, toConfiguration, type WidgetProps } from '../components/schema-form.tsx';
-import { ErrorNotice, Loading, Notice, PageHeader, SelectField, TextField } from '../components/ui.tsx';
+import { ErrorNotice, Loading, Notice, PageHeader, SelectField, SubmitButton, TextField } from '../components/ui.tsx';
 import { baseName } from '../lib/format.ts';
 import { useFirstRender, useSubmission, useTitle } from '../lib/hooks.ts';
 import { typeLabel, typeNamed, useTypes } from '../lib/types.ts';
@@ -99,9 +99,9 @@ function Form(props: { kinds: NonNullable<ReturnType<typeof useTypes>['data']>['
         {configurationErrors._ && <Notice kind="error">{configurationErrors._}</Notice>}
         <ErrorNotice error={failure} />
         <div class="form-actions">
-          <button type="submit" disabled={busy}>
-            {busy ? 'Adding…' : 'Add the dataset'}
-          </button>
+          <SubmitButton busy={busy} busyLabel="Adding…">
+            Add the dataset
+          </SubmitButton>
           <a class="button secondary" href="/datasets">
             Cancel
           </a>

@@ -3,7 +3,18 @@ import { useLocation } from 'preact-iso';
 import { type Dataset, type DatasetFile, del, get, type Page, post, type References } from '../api.ts';
 import { DatasetStatus, isBusy } from '../components/dataset-status.tsx';
 import { References as ReferenceList } from '../components/references.tsx';
-import { Empty, ErrorNotice, Field, Loading, Notice, PageHeader, ProgressBar, SelectField, TextField } from '../components/ui.tsx';
+import {
+  Empty,
+  ErrorNotice,
+  Field,
+  Loading,
+  Notice,
+  PageHeader,
+  ProgressBar,
+  SelectField,
+  SubmitButton,
+  TextField,
+} from '../components/ui.tsx';
 import { count, date, duration, rate } from '../lib/format.ts';
 import { useFirstRender, usePoll, useResource, useSubmission, useTitle } from '../lib/hooks.ts';
 
@@ -271,9 +282,9 @@ function Search(props: { dataset: Dataset }) {
           onInput={setThreshold}
           error={errors.similarity_threshold}
         />
-        <button type="submit" disabled={busy}>
-          {busy ? 'Searching…' : 'Search'}
-        </button>
+        <SubmitButton busy={busy} busyLabel="Searching…">
+          Search
+        </SubmitButton>
       </form>
       <ErrorNotice error={failure} />
       {result && (

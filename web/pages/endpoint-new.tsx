@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { type Dataset, type Endpoint, type Model, post } from '../api.ts';
-import { ErrorNotice, Field, Loading, Notice, PageHeader, SelectField, TextField } from '../components/ui.tsx';
+import { CheckboxField, ErrorNotice, Loading, Notice, PageHeader, SelectField, SubmitButton, TextField } from '../components/ui.tsx';
 import { slugify } from '../lib/format.ts';
 import { useFirstRender, useResource, useSubmission, useTitle } from '../lib/hooks.ts';
 import { RESPONSE_TYPES } from './endpoint-list.tsx';
@@ -136,28 +136,19 @@ function Form(props: { datasets: Dataset[]; models: Model[] }) {
         </fieldset>
         {errors._ && <Notice kind="error">{errors._}</Notice>}
         {modelId && (
-          <Field
+          <CheckboxField
             label="Answer in full (no stop at the first line break)"
-            inline
             hint="Queries that name no stop sequences get none; the specification's default stops at the first new line."
-          >
-            {({ id, describedBy }) => (
-              <input
-                id={id}
-                type="checkbox"
-                checked={fullAnswers}
-                aria-describedby={describedBy}
-                onChange={(event) => setFullAnswers(event.currentTarget.checked)}
-              />
-            )}
-          </Field>
+            checked={fullAnswers}
+            onChange={setFullAnswers}
+          />
         )}
         {allowed.length === 0 && <Notice kind="warning">Choose a dataset, a model, or both.</Notice>}
         <ErrorNotice error={failure} />
         <div class="form-actions">
-          <button type="submit" disabled={busy || allowed.length === 0}>
-            {busy ? 'Creating…' : 'Create the endpoint'}
-          </button>
+          <SubmitButton busy={busy} busyLabel="Creating…" disabled={allowed.length === 0}>
+            Create the endpoint
+          </SubmitButton>
           <a class="button secondary" href="/endpoints">
             Cancel
           </a>

@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { del, type Endpoint, type GenerationDefaults, patch } from '../api.ts';
 import { errorsUnder } from '../components/schema-form.tsx';
-import { ErrorNotice, Field, Notice, TextField } from '../components/ui.tsx';
+import { CheckboxField, ErrorNotice, Notice, SubmitButton, TextField } from '../components/ui.tsx';
 import { useFirstRender, useSubmission } from '../lib/hooks.ts';
 
 /** Name, summary and description, and what a query that omits them gets (`generation_defaults`). */
@@ -116,21 +116,12 @@ export function EndpointSettings(props: { endpoint: Endpoint; reload: () => Prom
                 error={generationErrors.max_tokens}
               />
             </div>
-            <Field
+            <CheckboxField
               label="Stop at the first line break (the specification's default)"
-              inline
               hint="SyftHub's clients send no stop sequences: with this, their answers end at the first new line."
-            >
-              {({ id, describedBy }) => (
-                <input
-                  id={id}
-                  type="checkbox"
-                  checked={specStops}
-                  aria-describedby={describedBy}
-                  onChange={(event) => setSpecStops(event.currentTarget.checked)}
-                />
-              )}
-            </Field>
+              checked={specStops}
+              onChange={setSpecStops}
+            />
             {!specStops && (
               <TextField
                 label="Stop sequences"
@@ -147,9 +138,9 @@ export function EndpointSettings(props: { endpoint: Endpoint; reload: () => Prom
         <ErrorNotice error={failure} />
         {saved && <Notice kind="success">Saved.</Notice>}
         <div class="form-actions">
-          <button type="submit" disabled={busy}>
-            {busy ? 'Saving…' : 'Save'}
-          </button>
+          <SubmitButton busy={busy} busyLabel="Saving…">
+            Save
+          </SubmitButton>
         </div>
       </form>
       <section class="card danger-zone" aria-labelledby="delete-title">

@@ -1,7 +1,7 @@
 import { useMemo, useState } from 'preact/hooks';
 import type { Endpoint, Page, Usage, UsageSummary } from '../api.ts';
 import { TimeChart } from '../components/chart.tsx';
-import { Empty, ErrorNotice, Field, Loading, SelectField } from '../components/ui.tsx';
+import { CheckboxField, Empty, ErrorNotice, Loading, SelectField } from '../components/ui.tsx';
 import { count, date, money } from '../lib/format.ts';
 import { type Resource, useFirstRender, useResource } from '../lib/hooks.ts';
 
@@ -31,11 +31,7 @@ export function EndpointUsage(props: { endpoint: Endpoint }) {
         </div>
         <div class="usage-controls">
           <SelectField label="Range" value={bucket} onChange={setBucket} options={RANGES} />
-          <Field label="Include my questions from the playground" inline>
-            {({ id }) => (
-              <input id={id} type="checkbox" checked={playground} onChange={(event) => setPlayground(event.currentTarget.checked)} />
-            )}
-          </Field>
+          <CheckboxField label="Include my questions from the playground" checked={playground} onChange={setPlayground} />
         </div>
         <ErrorNotice error={summary.error} />
         {summary.data ? <Summary summary={summary.data} /> : !summary.error && <Loading what="the usage" />}

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { ApiError, post } from '../api.ts';
-import { Notice, TextField } from '../components/ui.tsx';
+import { Notice, SubmitButton, TextField } from '../components/ui.tsx';
 import { useFirstRender, useTitle } from '../lib/hooks.ts';
 import { session } from '../session.ts';
 
@@ -36,9 +36,9 @@ export function Login() {
           <TextField label="E-mail" type="email" autoComplete="username" required value={email} onInput={setEmail} />
           <TextField label="Password" type="password" autoComplete="current-password" required value={password} onInput={setPassword} />
           {failure && <Notice kind="error">{failure}</Notice>}
-          <button type="submit" disabled={busy}>
-            {busy ? 'Logging in…' : 'Log in'}
-          </button>
+          <SubmitButton busy={busy} busyLabel="Logging in…">
+            Log in
+          </SubmitButton>
         </form>
       </div>
     </main>

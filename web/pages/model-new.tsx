@@ -4,7 +4,7 @@ import { type Model, post, type TypeInfo } from '../api.ts';
 import { FolderPicker } from '../components/folder-picker.tsx';
 import { type Discovered, discover, ModelChooser, OLLAMA_URL } from '../components/model-chooser.tsx';
 import { errorsUnder, type FormValues, initialValues, SchemaForm, toConfiguration, type WidgetProps } from '../components/schema-form.tsx';
-import { ErrorNotice, Loading, Notice, PageHeader, TextField } from '../components/ui.tsx';
+import { ErrorNotice, Loading, Notice, PageHeader, SubmitButton, TextField } from '../components/ui.tsx';
 import { baseName } from '../lib/format.ts';
 import { useFirstRender, useSubmission, useTitle } from '../lib/hooks.ts';
 import { typeLabel, typeNamed, useTypes } from '../lib/types.ts';
@@ -108,9 +108,9 @@ function Form(props: { kinds: TypeInfo[] }) {
         {configurationErrors._ && <Notice kind="error">{configurationErrors._}</Notice>}
         <ErrorNotice error={failure} />
         <div class="form-actions">
-          <button type="submit" disabled={busy}>
-            {busy ? 'Adding…' : 'Add the model'}
-          </button>
+          <SubmitButton busy={busy} busyLabel="Adding…">
+            Add the model
+          </SubmitButton>
           <a class="button secondary" href="/models">
             Cancel
           </a>

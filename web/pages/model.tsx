@@ -4,7 +4,7 @@ import { del, get, type Model, patch, post } from '../api.ts';
 import { FolderPicker } from '../components/folder-picker.tsx';
 import { ModelChooser } from '../components/model-chooser.tsx';
 import { errorsUnder, type FormValues, initialValues, SchemaForm, toConfiguration, type WidgetProps } from '../components/schema-form.tsx';
-import { Badge, ErrorNotice, Loading, Notice, PageHeader, TextField } from '../components/ui.tsx';
+import { Badge, ErrorNotice, Loading, Notice, PageHeader, SubmitButton, TextField } from '../components/ui.tsx';
 import { money } from '../lib/format.ts';
 import { useFirstRender, useResource, useSubmission, useTitle } from '../lib/hooks.ts';
 import { typeLabel, typeNamed, useTypes } from '../lib/types.ts';
@@ -151,9 +151,9 @@ function TestCard(props: { model: Model }) {
       <form onSubmit={run}>
         <TextField label="Prompt" multiline rows={2} required value={prompt} onInput={setPrompt} error={errors.prompt} />
         <TextField label="Max tokens" type="number" min={1} max={256} value={maxTokens} onInput={setMaxTokens} error={errors.max_tokens} />
-        <button type="submit" disabled={busy}>
-          {busy ? 'Generating…' : 'Run the prompt'}
-        </button>
+        <SubmitButton busy={busy} busyLabel="Generating…">
+          Run the prompt
+        </SubmitButton>
       </form>
       <ErrorNotice error={failure} />
       {answer && (
@@ -212,9 +212,9 @@ function Editor(props: { model: Model; onSaved: () => Promise<void> }) {
       {configurationErrors._ && <Notice kind="error">{configurationErrors._}</Notice>}
       <ErrorNotice error={failure} />
       <div class="form-actions">
-        <button type="submit" disabled={busy}>
-          {busy ? 'Saving…' : 'Save'}
-        </button>
+        <SubmitButton busy={busy} busyLabel="Saving…">
+          Save
+        </SubmitButton>
       </div>
     </form>
   );

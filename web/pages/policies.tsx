@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, del, type Endpoint, type JsonSchema, type Policy, patch, post, type TypeInfo } from '../api.ts';
 import { errorsUnder, type FormValues, initialValues, labelOf, SchemaForm, toConfiguration } from '../components/schema-form.tsx';
-import { Badge, Empty, ErrorNotice, Field, Loading, Notice, TextField } from '../components/ui.tsx';
+import { Badge, Empty, ErrorNotice, Field, Loading, Notice, SubmitButton, TextField } from '../components/ui.tsx';
 import { useDebounced, useFirstRender, useSubmission } from '../lib/hooks.ts';
 import { typeLabel, typeNamed, useTypes } from '../lib/types.ts';
 
@@ -163,9 +163,9 @@ function PolicyForm(props: {
       {configurationErrors._ && <Notice kind="error">{configurationErrors._}</Notice>}
       <ErrorNotice error={failure} />
       <div class="form-actions">
-        <button type="submit" disabled={busy}>
-          {busy ? 'Saving…' : props.submitLabel}
-        </button>
+        <SubmitButton busy={busy} busyLabel="Saving…">
+          {props.submitLabel}
+        </SubmitButton>
       </div>
     </form>
   );

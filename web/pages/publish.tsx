@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { type Endpoint, post } from '../api.ts';
-import { Badge, Empty, ErrorNotice, Field, Loading, Notice, TextField } from '../components/ui.tsx';
+import { Badge, CheckboxField, Empty, ErrorNotice, Loading, Notice, SubmitButton, TextField } from '../components/ui.tsx';
 import { useFirstRender, useResource, useSubmission } from '../lib/hooks.ts';
 
 export interface Marketplace {
@@ -93,16 +93,11 @@ function Publication(props: { endpoint: Endpoint; marketplaces: Marketplace[]; r
                     </p>
                   </div>
                 ) : (
-                  <Field label={`${marketplace.name} (${marketplace.url} as ${marketplace.username})`} inline>
-                    {({ id }) => (
-                      <input
-                        id={id}
-                        type="checkbox"
-                        checked={chosen.has(marketplace.id)}
-                        onChange={(event) => toggle(marketplace.id, event.currentTarget.checked)}
-                      />
-                    )}
-                  </Field>
+                  <CheckboxField
+                    label={`${marketplace.name} (${marketplace.url} as ${marketplace.username})`}
+                    checked={chosen.has(marketplace.id)}
+                    onChange={(checked) => toggle(marketplace.id, checked)}
+                  />
                 )}
                 {published && (
                   <button type="button" class="secondary small" disabled={busy} onClick={() => run('unpublish', [marketplace.id])}>
@@ -208,9 +203,9 @@ export function Connect(props: { first: boolean; onConnected: () => Promise<void
       />
       <ErrorNotice error={failure} />
       <div class="form-actions">
-        <button type="submit" disabled={busy}>
-          {busy ? 'Connecting…' : 'Connect'}
-        </button>
+        <SubmitButton busy={busy} busyLabel="Connecting…">
+          Connect
+        </SubmitButton>
       </div>
     </form>
   );

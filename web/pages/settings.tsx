@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { ApiError, del, type Me, patch, post } from '../api.ts';
-import { Badge, Empty, ErrorNotice, Loading, Notice, PageHeader, TextField } from '../components/ui.tsx';
+import { Badge, Empty, ErrorNotice, Loading, Notice, PageHeader, SubmitButton, TextField } from '../components/ui.tsx';
 import { bytes, date } from '../lib/format.ts';
 import { useFirstRender, usePoll, useResource, useSubmission, useTitle } from '../lib/hooks.ts';
 import { Connect, type Marketplace } from './publish.tsx';
@@ -229,9 +229,9 @@ function PublicUrlForm(props: { current: PublicUrl | undefined; error: ApiError 
           onInput={setValue}
           error={errors.public_url}
         />
-        <button type="submit" disabled={busy}>
-          {busy ? 'Saving…' : 'Save the URL'}
-        </button>
+        <SubmitButton busy={busy} busyLabel="Saving…">
+          Save the URL
+        </SubmitButton>
       </form>
       <ErrorNotice error={failure} />
     </>
@@ -290,9 +290,9 @@ function TunnelControls(props: { tunnel: Tunnel | undefined; error: ApiError | u
             value={token}
             onInput={setToken}
           />
-          <button type="submit" disabled={busy}>
-            {busy ? 'Starting…' : 'Start the tunnel'}
-          </button>
+          <SubmitButton busy={busy} busyLabel="Starting…">
+            Start the tunnel
+          </SubmitButton>
         </form>
       )}
       <ErrorNotice error={failure} />

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { post } from '../api.ts';
-import { Notice, TextField } from '../components/ui.tsx';
+import { ErrorNotice, Notice, SubmitButton, TextField } from '../components/ui.tsx';
 import { useFirstRender, useSubmission, useTitle } from '../lib/hooks.ts';
 import { session } from '../session.ts';
 
@@ -96,10 +96,10 @@ export function Setup(props: { registrationOpen: boolean; onDone: () => void }) 
               setTenantTouched(true);
             }}
           />
-          {failure && <Notice kind="error">{failure.message}</Notice>}
-          <button type="submit" disabled={busy}>
-            {busy ? 'Creating…' : 'Create the owner account'}
-          </button>
+          <ErrorNotice error={failure} />
+          <SubmitButton busy={busy} busyLabel="Creating…">
+            Create the owner account
+          </SubmitButton>
         </form>
       </div>
     </main>
