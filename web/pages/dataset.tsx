@@ -3,18 +3,7 @@ import { useLocation } from 'preact-iso';
 import { type Dataset, type DatasetFile, del, get, type Page, post, type References } from '../api.ts';
 import { DatasetStatus, isBusy } from '../components/dataset-status.tsx';
 import { References as ReferenceList } from '../components/references.tsx';
-import {
-  Empty,
-  ErrorNotice,
-  Field,
-  Loading,
-  Notice,
-  PageHeader,
-  ProgressBar,
-  SelectField,
-  SubmitButton,
-  TextField,
-} from '../components/ui.tsx';
+import { Empty, ErrorNotice, Loading, Notice, PageHeader, ProgressBar, SelectField, SubmitButton, TextField } from '../components/ui.tsx';
 import { count, date, duration, rate } from '../lib/format.ts';
 import { useFirstRender, usePoll, useResource, useSubmission, useTitle } from '../lib/hooks.ts';
 
@@ -343,17 +332,7 @@ function Files(props: { dataset: Dataset }) {
     <section class="card" aria-labelledby="files-title">
       <div class="card-head">
         <h2 id="files-title">Files</h2>
-        <Field label="Show" inline={false}>
-          {({ id }) => (
-            <select id={id} value={filter} onChange={(event) => setFilter(event.currentTarget.value)}>
-              {FILE_FILTERS.map((option) => (
-                <option key={option.value} value={option.value}>
-                  {option.label}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
+        <SelectField label="Show" value={filter} onChange={setFilter} options={FILE_FILTERS} />
       </div>
       <ErrorNotice error={error} />
       {visible.length === 0 ? (

@@ -1,7 +1,7 @@
 import { useRef, useState } from 'preact/hooks';
 import { type Endpoint, failure, type Reference, send } from '../api.ts';
 import { References } from '../components/references.tsx';
-import { Field, Notice, TextField } from '../components/ui.tsx';
+import { Notice, SelectField, TextField } from '../components/ui.tsx';
 import { money } from '../lib/format.ts';
 import { useFirstRender } from '../lib/hooks.ts';
 
@@ -244,17 +244,7 @@ export function Playground(props: { endpoint: Endpoint }) {
           <div class="more-body options-grid">
             {endpoint.dataset && (
               <>
-                <Field label="Search mode">
-                  {({ id }) => (
-                    <select id={id} value={mode} onChange={(event) => setMode(event.currentTarget.value)}>
-                      {MODES.map((option) => (
-                        <option key={option.value} value={option.value}>
-                          {option.label}
-                        </option>
-                      ))}
-                    </select>
-                  )}
-                </Field>
+                <SelectField label="Search mode" value={mode} onChange={setMode} options={MODES} />
                 <TextField label="Passages" type="number" min={1} max={100} placeholder="5" value={limit} onInput={setLimit} />
                 <TextField
                   label="Threshold"
