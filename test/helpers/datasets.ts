@@ -5,6 +5,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
+import type { IngestionCounts } from '../../src/datasets/repository.ts';
 import { scanFolder } from '../../src/ingestion/folder.ts';
 import type { TestApp, TestUser } from './app.ts';
 import { waitFor } from './wait.ts';
@@ -26,15 +27,7 @@ export interface FileState {
 export interface DatasetView {
   status: string;
   error?: string | null;
-  ingestion: {
-    files_total: number;
-    files_searchable: number;
-    files_indexed: number;
-    files_pending: number;
-    files_failed: number;
-    chunks: number;
-    chunks_embedded: number;
-  };
+  ingestion: IngestionCounts;
 }
 
 export interface SearchHit {
