@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { Channel } from '../src/util/channel.ts';
+import { nextTurn } from '../src/util/next-turn.ts';
 
 async function collect<T>(channel: Channel<T>): Promise<T[]> {
   const items: T[] = [];
@@ -8,7 +9,7 @@ async function collect<T>(channel: Channel<T>): Promise<T[]> {
 }
 
 /** Lets the iteration run until it waits for an item. */
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+const turn = nextTurn;
 
 describe('Channel', () => {
   test('items pushed before and while iterating come out in order, until end()', async () => {

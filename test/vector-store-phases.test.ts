@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { Kysely, Migrator, SqliteDialect } from 'kysely';
 import { kyselyAdapter, type OpenedDatabase, openDatabase } from '../src/db/database.ts';
 import { migrations } from '../src/db/migrations/index.ts';
+import { nextTurn } from '../src/util/next-turn.ts';
 import type { Calibration } from '../src/vectors/calibration.ts';
 import { vectorExtensionPath } from '../src/vectors/extension.ts';
 import { type ChunkSource, type ChunkText, type SearchOptions, VectorStore } from '../src/vectors/store.ts';
@@ -136,7 +137,7 @@ describe('chunks without vectors', () => {
       done = true;
     });
     while (!done) {
-      await new Promise((resolve) => setImmediate(resolve));
+      await nextTurn();
       seen.add(
         await opened.exclusive(
           (sqlite) =>
