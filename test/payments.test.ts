@@ -204,7 +204,7 @@ describe('MPP payments', () => {
       });
     });
 
-    test('tiers: the first mpp policy whose applied_to matches sets the price; price 0 is a free entry', async () => {
+    test('tiers: the most specific mpp policy whose applied_to matches sets the price; price 0 is a free entry', async () => {
       const endpoint = await summaryEndpoint('tiers', { price: 0, applied_to: [owner.email] });
       await createPolicy(t, owner, { endpoint_id: endpoint.id, policy_type: 'mpp', configuration: { price: 1 } });
       const free = await query('tiers');
@@ -575,7 +575,7 @@ describe('MPP payments', () => {
     test('defaults: per request, anyone, USD', async () => {
       const response = await create({ price: 0.5 });
       expect(response.statusCode).toBe(201);
-      expect(response.json().configuration).toEqual({ price: 0.5, unit_type: 'request', applied_to: ['.*'], currency: 'USD' });
+      expect(response.json().configuration).toEqual({ price: 0.5, unit_type: 'request', applied_to: ['*'], currency: 'USD' });
       await t.request({ method: 'DELETE', url: `/api/v1/policies/${response.json().id}`, token: owner.token });
     });
 
@@ -653,7 +653,7 @@ describe('MPP on SyftHub', () => {
         version: '1.0',
         enabled: true,
         description: 'Ten cents',
-        config: { price: 0.1, unit_type: 'request', applied_to: ['.*'], currency: 'USD' },
+        config: { price: 0.1, unit_type: 'request', applied_to: ['*'], currency: 'USD' },
       },
     ]);
 

@@ -3,8 +3,8 @@ import { Type } from 'typebox';
 /**
  * What a policy's configuration may hold, per type (API-CONTRACT 4 and 10.3), with its defaults, served as
  * they are to clients that build forms. A key given as null counts as not given; keys the type does not know
- * are dropped. What no schema can say is checked in code (configuration.ts): every access or `applied_to`
- * pattern that is not a plain e-mail compiles as a regular expression, and a price has at most 6 decimals.
+ * are dropped. What no schema can say is checked in code (configuration.ts): every access pattern that is not a plain
+ * e-mail, and every `applied_to` entry written as a regular expression, compiles, and a price has at most 6 decimals.
  */
 
 export const POLICY_TYPES = ['access', 'rate_limit', 'accounting', 'mpp'] as const;
@@ -45,8 +45,9 @@ export const AccountingConfigurationSchema = Type.Object(
 /** The most an `mpp` price may be: far above any query, low enough that 6 decimals stay exact in a double. */
 export const MPP_MAX_PRICE = 1_000_000;
 
-const PATTERNS_RULE =
-  'A plain e-mail is compared literally; anything else is a case-insensitive regular expression that must match the whole e-mail';
+const PAYERS_RULE =
+  'An entry is an exact e-mail, an e-mail glob (* any characters, ? one: *@example.org), or a case-insensitive regular expression ' +
+  'that must match the whole e-mail; when several prices apply, the most specific wins (an exact e-mail before a glob)';
 
 export const MppConfigurationSchema = Type.Object(
   {
@@ -66,9 +67,9 @@ export const MppConfigurationSchema = Type.Object(
       Type.Array(Type.String({ minLength: 1, maxLength: 500 }), {
         minItems: 1,
         maxItems: 1000,
-        default: ['.*'],
-        description: `Who pays this price (anyone by default); a caller no pattern matches may not query. ${PATTERNS_RULE}`,
-        examples: [['.*'], ['.*@example\\.org']],
+        default: ['*'],
+        description: `Who pays this price (anyone by default); a caller no entry matches may not query. ${PAYERS_RULE}`,
+        examples: [['*'], ['*@example.org'], ['bob@example.com']],
       }),
     ),
     currency: Type.Optional(Type.Literal('USD', { default: 'USD' })),

@@ -1,28 +1,14 @@
-import { RE2JS } from 're2js';
 import { checkConfiguration, type Issues } from '../http/issues.ts';
 import type { Configuration } from '../security/secret-config.ts';
 import type { PolicySettings } from './codec.ts';
 import { POLICY_CONFIGURATION_SCHEMAS, type PolicyType } from './configuration-schema.ts';
+import { compileEmailPattern, isPlainEmailPattern } from './email-patterns.ts';
+import { payerPatternKind } from './price-tiers.ts';
 
 /** Decimals of an `mpp` price: pathUSD has 6 (API-CONTRACT 10.3). */
 const PRICE_DECIMALS = 6;
 
 export { POLICY_TYPES, type PolicyType } from './configuration-schema.ts';
-
-/** A pattern made only of e-mail characters is an exact address, compared literally (API-CONTRACT 4). */
-const PLAIN_EMAIL = /^[A-Za-z0-9._%+-]+@[A-Za-z0-9._%+-]+$/;
-
-export function isPlainEmailPattern(pattern: string): boolean {
-  return PLAIN_EMAIL.test(pattern);
-}
-
-/**
- * Regular expressions run on RE2's linear-time engine, so no pattern an endpoint owner writes can make
- * a query hang on catastrophic backtracking; they match case-insensitively and must match the whole e-mail.
- */
-export function compileEmailPattern(pattern: string): RE2JS {
-  return RE2JS.compile(pattern, RE2JS.CASE_INSENSITIVE);
-}
 
 /**
  * Checks a policy configuration against its type's schema (configuration-schema.ts), then that its access
@@ -33,8 +19,10 @@ export function normalizePolicySettings(type: PolicyType, input: Configuration):
   const schema = POLICY_CONFIGURATION_SCHEMAS[type];
   // Unknown keys are dropped below, but the bounds hold for every configuration the API takes.
   const { value, issues } = checkConfiguration(input, schema);
-  if (type === 'access' && Array.isArray(value.patterns)) checkPatterns(issues, value.patterns, 'patterns');
-  if (type === 'mpp' && Array.isArray(value.applied_to)) checkPatterns(issues, value.applied_to, 'applied_to');
+  if (type === 'access' && Array.isArray(value.patterns)) checkPatterns(issues, value.patterns, 'patterns', isPlainEmailPattern);
+  // A price's entries may also be globs or literals (API-CONTRACT 10.3 point 8): only a regular expression compiles.
+  if (type === 'mpp' && Array.isArray(value.applied_to))
+    checkPatterns(issues, value.applied_to, 'applied_to', (entry) => payerPatternKind(entry) !== 'regex');
   if (type === 'mpp' && typeof value.price === 'number' && !issues.has('price') && !hasAtMostDecimals(value.price, PRICE_DECIMALS)) {
     issues.add('price', `A price has at most ${PRICE_DECIMALS} decimals (the currency's smallest unit is 0.000001 USD)`, 'decimal_places');
   }
@@ -43,10 +31,10 @@ export function normalizePolicySettings(type: PolicyType, input: Configuration):
   return { policy_type: type, configuration: Object.fromEntries(known.map((key) => [key, value[key]])) } as PolicySettings;
 }
 
-/** Every pattern the schema let through that is not a plain e-mail must compile. */
-function checkPatterns(issues: Issues, patterns: readonly unknown[], key: string): void {
+/** Every pattern the schema let through that is a regular expression (not `isLiteral`) must compile. */
+function checkPatterns(issues: Issues, patterns: readonly unknown[], key: string, isLiteral: (pattern: string) => boolean): void {
   patterns.forEach((pattern, index) => {
-    if (typeof pattern !== 'string' || issues.has([key, index]) || isPlainEmailPattern(pattern)) return;
+    if (typeof pattern !== 'string' || issues.has([key, index]) || isLiteral(pattern)) return;
     try {
       compileEmailPattern(pattern);
     } catch (error) {

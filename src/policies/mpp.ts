@@ -2,15 +2,15 @@ import { PolicyError } from '../domain/errors.ts';
 import { type PolicyEntry, policyEntry } from '../domain/policy-metadata.ts';
 import type { PaymentWallet } from '../payments/codec.ts';
 import { type AcceptedPayment, formatUsd, type MppGateway, PaymentRefusal, type PaymentTerms, toBaseUnits } from '../payments/mpp.ts';
-import { matchesPattern } from './access.ts';
 import type { PolicyOfType } from './codec.ts';
 import type { PolicyContext, PolicyHook, QueryOutcome } from './hooks.ts';
+import { pricingTier } from './price-tiers.ts';
 
 const MPP = { policy_type: 'mpp', kind: 'payment' } as const;
 
 /**
- * The `mpp` policies of an endpoint (API-CONTRACT 10.3), as one hook: its price list. The first policy
- * (in creation order) whose `applied_to` matches the caller is the caller's tier; none → 403
+ * The `mpp` policies of an endpoint (API-CONTRACT 10.3), as one hook: its price list. The most specific
+ * policy whose `applied_to` matches the caller is the caller's tier (`price-tiers.ts`); none → 403
  * `NO_PRICING_TIER`; a price of 0 → free. Otherwise the query needs an `X-Payment` credential for the price
  * (per request: checked before the search; per document: `documents × price`, checked after it), else
  * 402 with a challenge. An accepted credential is only reserved: its transaction is broadcast by `settle`,
@@ -30,9 +30,7 @@ export class MppHook implements PolicyHook {
   ) {}
 
   async pre(context: PolicyContext): Promise<void> {
-    const tier = this.policies.find((policy) =>
-      policy.configuration.applied_to.some((pattern) => matchesPattern(context.senderEmail, pattern)),
-    );
+    const tier = pricingTier(this.policies, context.senderEmail);
     if (!tier) {
       const reason = `No price of this endpoint applies to ${context.senderEmail}`;
       throw violation(policyEntry({ ...MPP, status: 'rejected', reason_code: 'NO_PRICING_TIER', reason }), reason);

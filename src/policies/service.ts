@@ -1,9 +1,10 @@
 import type { Static } from 'typebox';
 import { now } from '../db/database.ts';
+import { type EndpointShape, searches } from '../domain/endpoint-shape.ts';
 import { NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
 import type { Publications } from '../domain/publications.ts';
-import type { PolicyConfiguration, PolicyRecord } from './codec.ts';
+import type { PolicyConfiguration, PolicyRecord, PolicySettings } from './codec.ts';
 import { normalizePolicySettings } from './configuration.ts';
 import type { PolicyRepository } from './repository.ts';
 import type { CreatePolicyBody, PolicyView, UpdatePolicyBody } from './schemas.ts';
@@ -13,16 +14,17 @@ export type PolicyViewData = Static<typeof PolicyView>;
 export class PolicyService {
   constructor(
     private readonly policies: PolicyRepository,
-    /** Whether an endpoint exists in a tenant (the endpoints' repository): a policy attaches to one. */
-    private readonly endpoints: { getById(tenantId: string, id: string): Promise<object | undefined> },
+    /** The endpoint a policy attaches to, in its tenant (the endpoints' repository). */
+    private readonly endpoints: { getById(tenantId: string, id: string): Promise<EndpointShape | undefined> },
     /** Published endpoints carry their policies to the marketplace: a change is sent there too. */
     private readonly publications?: Pick<Publications, 'refresh'>,
   ) {}
 
   async create(tenant: Tenant, body: Static<typeof CreatePolicyBody>): Promise<PolicyViewData> {
-    if (!(await this.endpoints.getById(tenant.id, body.endpoint_id))) {
-      throw new NotFoundError(`Endpoint '${body.endpoint_id}' not found`);
-    }
+    const endpoint = await this.endpoints.getById(tenant.id, body.endpoint_id);
+    if (!endpoint) throw new NotFoundError(`Endpoint '${body.endpoint_id}' not found`);
+    const settings = normalizePolicySettings(body.policy_type, body.configuration);
+    checkFitsEndpoint(settings, endpoint);
     const timestamp = now();
     const record: PolicyRecord = {
       id: crypto.randomUUID(),
@@ -31,7 +33,7 @@ export class PolicyService {
       name: body.name,
       created_at: timestamp,
       updated_at: timestamp,
-      ...normalizePolicySettings(body.policy_type, body.configuration),
+      ...settings,
     };
     await this.policies.insert(record);
     this.publications?.refresh(tenant, record.endpoint_id);
@@ -53,7 +55,12 @@ export class PolicyService {
       throw ValidationError.body([], 'At least one of name, configuration is required', 'missing');
     }
     let configuration: PolicyConfiguration | undefined;
-    if (body.configuration !== undefined) configuration = normalizePolicySettings(row.policy_type, body.configuration).configuration;
+    if (body.configuration !== undefined) {
+      const settings = normalizePolicySettings(row.policy_type, body.configuration);
+      const endpoint = await this.endpoints.getById(tenant.id, row.endpoint_id);
+      if (endpoint) checkFitsEndpoint(settings, endpoint);
+      configuration = settings.configuration;
+    }
     await this.policies.update(tenant.id, id, {
       updated_at: now(),
       ...(body.name !== undefined ? { name: body.name } : {}),
@@ -73,6 +80,20 @@ export class PolicyService {
     const row = await this.policies.get(tenant.id, id);
     if (!row) throw new NotFoundError(`Policy '${id}' not found`);
     return row;
+  }
+}
+
+/**
+ * A price per document needs documents: on an endpoint that never searches (no dataset, or a summary-only
+ * answer) it would never charge anything, so it is refused rather than left to make the endpoint free.
+ */
+function checkFitsEndpoint(settings: PolicySettings, endpoint: EndpointShape): void {
+  if (settings.policy_type === 'mpp' && settings.configuration.unit_type === 'document' && !searches(endpoint)) {
+    throw ValidationError.body(
+      ['configuration', 'unit_type'],
+      "A price per document needs an endpoint that searches a dataset (response type 'raw' or 'both'): use 'request'",
+      'value_error',
+    );
   }
 }
 

@@ -7,6 +7,7 @@ import type { EndpointRecord } from '../endpoints/codec.ts';
 import type { EndpointRepository } from '../endpoints/repository.ts';
 import type { MarketplaceRecord } from '../marketplaces/codec.ts';
 import type { MarketplaceRepository } from '../marketplaces/repository.ts';
+import { publishedPolicy } from '../policies/price-tiers.ts';
 import type { PolicyRepository } from '../policies/repository.ts';
 import { type HubEndpoint, hubEndpoint, unpublishableReason } from '../syfthub/endpoint-metadata.ts';
 import type { HubClients } from '../syfthub/hub-client.ts';
@@ -192,16 +193,13 @@ export class PublishingService {
   }
 
   private async metadata(tenant: Tenant, endpoint: EndpointRecord): Promise<HubEndpoint> {
-    return hubEndpoint(endpoint, await this.deps.policies.list(tenant.id, endpoint.id));
+    return hubEndpoint(endpoint, (await this.deps.policies.list(tenant.id, endpoint.id)).map(publishedPolicy));
   }
 
   private async metadataOf(tenant: Tenant, endpoints: EndpointRecord[]): Promise<HubEndpoint[]> {
     const policies = await this.deps.policies.list(tenant.id);
     return endpoints.map((endpoint) =>
-      hubEndpoint(
-        endpoint,
-        policies.filter((policy) => policy.endpoint_id === endpoint.id),
-      ),
+      hubEndpoint(endpoint, policies.filter((policy) => policy.endpoint_id === endpoint.id).map(publishedPolicy)),
     );
   }
 

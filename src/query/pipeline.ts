@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Static } from 'typebox';
 import { now } from '../db/database.ts';
 import type { FixedWindows } from '../db/fixed-windows.ts';
+import { searches } from '../domain/endpoint-shape.ts';
 import { errorMessage, ForbiddenError, NotFoundError, PolicyError } from '../domain/errors.ts';
 import type { PolicyEntry, PolicyMetadata } from '../domain/policy-metadata.ts';
 import type { Tenant } from '../domain/principal.ts';
@@ -142,10 +143,6 @@ export class QueryPipeline {
     }
     return cost;
   }
-}
-
-export function searches(endpoint: EndpointRecord): boolean {
-  return endpoint.dataset_id !== null && (endpoint.response_type === 'raw' || endpoint.response_type === 'both');
 }
 
 export function generates(endpoint: EndpointRecord): boolean {
