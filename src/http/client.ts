@@ -41,13 +41,33 @@ export function isForwarded(request: FastifyRequest): boolean {
 }
 
 /**
- * Made directly on this machine: a loopback peer, a loopback `Host` and no forwarding header. What
- * arrives through the tunnel (loopback peer, public host, X-Forwarded-For) or from another machine is not.
- * Development mode trusts only these requests.
+ * Made directly on this machine by a local tool or knode's own console: a loopback peer, a loopback `Host`,
+ * no forwarding header, and no `Origin` but knode's own. What arrives through the tunnel (loopback peer,
+ * public host, X-Forwarded-For) or from another machine is not, and neither is a web page of another origin
+ * in the owner's browser (a Vite dev server on localhost:5173, any local page): CORS may let it read
+ * answers, but it must bring a token like a remote client. Development mode trusts only these requests.
  */
 export function isDirectLocal(request: FastifyRequest): boolean {
   const host = requestHost(request);
-  return isLoopbackAddress(request.socket.remoteAddress) && host !== undefined && isLoopbackHost(host.hostname) && !isForwarded(request);
+  const origin = request.headers.origin;
+  return (
+    isLoopbackAddress(request.socket.remoteAddress) &&
+    host !== undefined &&
+    isLoopbackHost(host.hostname) &&
+    !isForwarded(request) &&
+    (origin === undefined || isSameOrigin(origin, request))
+  );
+}
+
+/** The page was served by this very server (e.g. a console at `/`): its origin's host is the request's Host. */
+export function isSameOrigin(origin: string, request: FastifyRequest): boolean {
+  try {
+    const page = new URL(origin);
+    // Parsed alike, so that `localhost:80` and `http://localhost` compare equal.
+    return request.headers.host !== undefined && page.host === new URL(`${page.protocol}//${request.headers.host}`).host;
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { type Config, DEV_FRONTEND_ORIGIN } from '../config.ts';
 import { ForbiddenError, MisdirectedRequestError, UnsupportedMediaTypeError } from '../domain/errors.ts';
-import { isLoopbackHost, requestHost } from './client.ts';
+import { isLoopbackHost, isSameOrigin, requestHost } from './client.ts';
 
 const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const JSON_TYPE = 'application/json';
@@ -71,15 +71,4 @@ function checkContentType(request: FastifyRequest): void {
   throw new UnsupportedMediaTypeError(
     request.routeOptions.config.forms === true ? `Content-Type must be ${JSON_TYPE} or ${FORM_TYPE}` : `Content-Type must be ${JSON_TYPE}`,
   );
-}
-
-/** The page was served by this very server (e.g. a console at `/`): its origin's host is the request's Host. */
-function isSameOrigin(origin: string, request: FastifyRequest): boolean {
-  try {
-    const page = new URL(origin);
-    // Parsed alike, so that `localhost:80` and `http://localhost` compare equal.
-    return request.headers.host !== undefined && page.host === new URL(`${page.protocol}//${request.headers.host}`).host;
-  } catch {
-    return false;
-  }
 }
