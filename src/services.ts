@@ -193,6 +193,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
       publicUrl,
       tenants: tenantRepository,
       marketplaces: marketplaceRepository,
+      hubs,
       tunnelDomain: config.tunnelDomain,
     }),
     log,

@@ -17,7 +17,8 @@ describe('the tunnel (/settings/proxy)', () => {
   const log = logCollector();
 
   beforeAll(async () => {
-    hub = await startFakeSyftHub();
+    // More accounts log in here than the hub's 10 a minute (a limit the marketplace tests check).
+    hub = await startFakeSyftHub({ loginsPerMinute: 1000 });
   });
   afterAll(() => hub.close());
 
@@ -205,6 +206,144 @@ describe('the tunnel (/settings/proxy)', () => {
     expect((await proxy('GET', undefined, second.user.tenant)).json()).toEqual(STOPPED);
     await proxy('DELETE', undefined, second.user.tenant);
     expect((await proxy('GET', undefined, first.user.tenant)).json().connected).toBe(true);
+  });
+
+  describe('started with the SyftHub account ({"from_marketplace": true})', () => {
+    /** The provider refuses a hub credential on any host but the one the hub bound it to, as ngrok does. */
+    const bindHubCredentials = () => {
+      provider.bindingOf = (token) => hub.tunnelCredentials.find((credential) => credential.auth_token === token)?.domain;
+    };
+    const credentialRequests = (username: string) =>
+      hub.requests.filter((request) => request.path === '/api/v1/users/me/tunnel-credentials' && request.username === username);
+
+    test("binds the host the hub names with the hub's credential, stores it encrypted and reuses it after a drop and a restart", async () => {
+      const dataDir = tempDir();
+      await fresh({ dataDir });
+      bindHubCredentials();
+      const { user, marketplace } = await tenantWithMarketplace('kilo');
+      const response = await proxy('POST', { from_marketplace: true }, user.tenant);
+      expect(response.statusCode).toBe(200);
+      // The hub's host (`<username>.syfthub.ngrok.app`), not `<username>.<SVC_TUNNEL_DOMAIN>`.
+      const host = `${marketplace.username}.syfthub.ngrok.app`;
+      const online = {
+        connected: true,
+        public_url: `https://${host}`,
+        has_token: true,
+        state: 'online',
+        retry_in_seconds: null,
+        error: null,
+      };
+      expect(response.json()).toEqual(online);
+      expect(credentialRequests(marketplace.username)).toHaveLength(1);
+      const credential = hub.tunnelCredentials.at(-1);
+      expect(credential).toMatchObject({ username: marketplace.username, domain: host });
+      const token = credential?.auth_token as string;
+      expect(provider.requests.at(-1)).toMatchObject({ token, domain: host });
+      expect(hub.domainOf(marketplace.username)).toBe(`https://${host}`);
+      // The credential is a secret like a pasted token: sealed in the database, never answered nor logged.
+      const rows = await t.services.database.db.selectFrom('tenant_settings').selectAll().execute();
+      expect(JSON.stringify(rows)).not.toContain(token);
+      expect(response.body + log.lines.join('')).not.toContain(token);
+
+      // A drop reconnects with the stored credential to the same host: the hub is not asked again.
+      provider.dropAll();
+      t.clock.advance(TUNNEL_BACKOFF.initialMs);
+      await waitFor('the reconnection', async () => (await proxy('GET', undefined, user.tenant)).json().connected === true);
+      expect(provider.requests.at(-1)).toMatchObject({ token, domain: host });
+
+      // So does a restart.
+      await t.close({ keepData: true });
+      await fresh({ dataDir });
+      bindHubCredentials();
+      await t.services.tunnels.start(8080);
+      await waitFor('the reconnection at start-up', async () => (await proxy('GET', undefined, user.tenant)).json().connected === true);
+      expect(provider.requests).toEqual([{ token, domain: host, port: 8080 }]);
+      expect((await proxy('GET', undefined, user.tenant)).json()).toEqual(online);
+      expect(credentialRequests(marketplace.username)).toHaveLength(1);
+
+      // Asked again, the hub hands out a new credential, which replaces the stored one.
+      const again = await proxy('POST', { from_marketplace: true }, user.tenant);
+      expect(again.statusCode).toBe(200);
+      expect(credentialRequests(marketplace.username)).toHaveLength(2);
+      expect(provider.requests.at(-1)?.token).toBe(hub.tunnelCredentials.at(-1)?.auth_token as string);
+      expect(provider.open).toBe(1);
+    });
+
+    test("the hub's 503 (not configured) and 502 (ngrok failed) are a 503 and a 502 that say so, and the running tunnel stays", async () => {
+      await fresh();
+      const { user, marketplace } = await tenantWithMarketplace('lima');
+      await proxy('POST', { tunnel_token: 'token-lima' }, user.tenant);
+      const running = (await proxy('GET', undefined, user.tenant)).json();
+      const attempts = provider.requests.length;
+      try {
+        hub.failTunnelCredentials(503);
+        const unconfigured = await proxy('POST', { from_marketplace: true }, user.tenant);
+        expect(unconfigured.statusCode).toBe(503);
+        expect(unconfigured.json().detail).toBe(
+          "Marketplace 'hub-lima-hub' does not hand out tunnel credentials (503: Tunnel credentials service is not configured): " +
+            'start the tunnel with an ngrok authtoken instead',
+        );
+        hub.failTunnelCredentials(502);
+        const failed = await proxy('POST', { from_marketplace: true }, user.tenant);
+        expect(failed.statusCode).toBe(502);
+        expect(failed.json().detail).toBe(
+          "Marketplace 'hub-lima-hub' could not get a tunnel credential from ngrok (502: Tunnel credential service returned an error)",
+        );
+      } finally {
+        hub.failTunnelCredentials(undefined);
+      }
+      // The hub refusing knode's stored password (changed at the hub since) is the hub failing knode: 502.
+      hub.setPassword(marketplace.username, 'changed at the hub');
+      hub.expireSessions({ refresh: true });
+      const refused = await proxy('POST', { from_marketplace: true }, user.tenant);
+      expect(refused.statusCode).toBe(502);
+      expect(refused.json().detail).toContain('refused the credentials');
+      expect(refused.body).not.toContain(marketplace.password);
+      expect(provider.requests.length).toBe(attempts);
+      expect((await proxy('GET', undefined, user.tenant)).json()).toEqual(running);
+    });
+
+    test("404 without a default marketplace (another tenant's is never used) or without a tunnel service", async () => {
+      await fresh();
+      const { user: owner, marketplace } = await tenantWithMarketplace('mike');
+      const other = await t.user('november');
+      const handedOut = hub.tunnelCredentials.length;
+      const missing = await proxy('POST', { from_marketplace: true }, other.tenant);
+      expect(missing.statusCode).toBe(404);
+      expect(missing.json().detail).toContain('marketplace');
+      expect(hub.tunnelCredentials.length).toBe(handedOut);
+      expect(provider.requests).toHaveLength(0);
+      expect((await proxy('GET', undefined, owner.tenant)).json()).toEqual(STOPPED);
+      // The tenant with the marketplace gets its own account's host.
+      const own = await proxy('POST', { from_marketplace: true }, owner.tenant);
+      expect(own.json().public_url).toBe(`https://${marketplace.username}.syfthub.ngrok.app`);
+      expect((await proxy('GET', undefined, other.tenant)).json()).toEqual(STOPPED);
+      // No tunnel service here: the hub is not asked for a credential that could not be used.
+      await t.close();
+      await fresh({ provider: new FakeTunnelProvider(false) });
+      const { user } = await tenantWithMarketplace('oscar');
+      const unavailable = await proxy('POST', { from_marketplace: true }, user.tenant);
+      expect(unavailable.statusCode).toBe(404);
+      expect(unavailable.json()).toEqual({ detail: 'Tunnel service not configured' });
+      expect(credentialRequests('oscar-hub')).toHaveLength(0);
+    });
+
+    test('validation and credentials: 401 without or with a bad credential, 403 for a user token, 422 for both or neither', async () => {
+      await fresh();
+      const { user } = await tenantWithMarketplace('papa');
+      const handedOut = hub.tunnelCredentials.length;
+      const payload = { from_marketplace: true };
+      expect((await t.request({ method: 'POST', url: '/api/v1/settings/proxy', payload })).statusCode).toBe(401);
+      expect((await t.request({ method: 'POST', url: '/api/v1/settings/proxy', payload, token: 'not-a-token' })).statusCode).toBe(401);
+      expect((await t.request({ method: 'POST', url: '/api/v1/settings/proxy', payload, token: 'x'.repeat(40) })).statusCode).toBe(401);
+      expect((await proxy('POST', payload, user.tenant, user.token)).statusCode).toBe(403);
+      const both = await proxy('POST', { from_marketplace: true, tunnel_token: 'x' }, user.tenant);
+      expect(issueLocs(both)).toEqual(['body.from_marketplace']);
+      expect(issueLocs(await proxy('POST', { from_marketplace: false }, user.tenant))).toEqual(['body.tunnel_token']);
+      expect(issueLocs(await proxy('POST', { from_marketplace: 'yes' }, user.tenant))).toEqual(['body.from_marketplace']);
+      expect(hub.tunnelCredentials.length).toBe(handedOut);
+      expect(provider.requests).toHaveLength(0);
+    });
   });
 });
 

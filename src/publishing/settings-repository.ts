@@ -3,6 +3,7 @@ import type { DbOrTransaction } from '../db/database.ts';
 import { now } from '../db/database.ts';
 import type { PublicUrlSource } from '../db/schema.ts';
 import type { SecretBox } from '../security/secret-box.ts';
+import type { TunnelCredential } from '../tunnel/manager.ts';
 
 /**
  * A tenant's settings (API-CONTRACT 8): its public URL and its tunnel token. The token is sealed
@@ -48,8 +49,8 @@ export class TenantSettingsRepository {
   }
 
   /** null forgets the token. */
-  async setTunnelToken(tenantId: string, token: string | null): Promise<void> {
-    const sealed = token === null ? null : this.box.encrypt(token);
+  async setTunnelToken(tenantId: string, credential: TunnelCredential | null): Promise<void> {
+    const sealed = credential === null ? null : this.box.encrypt(encodeTunnelCredential(credential));
     const updatedAt = now();
     await this.db
       .insertInto('tenant_settings')
@@ -59,14 +60,14 @@ export class TenantSettingsRepository {
   }
 
   /** Every tenant with a tunnel token (opened), for the reconnection at start-up. */
-  async tunnelTokens(): Promise<{ tenant_id: string; tunnel_token: string }[]> {
+  async tunnelTokens(): Promise<{ tenant_id: string; credential: TunnelCredential }[]> {
     const rows = await this.db
       .selectFrom('tenant_settings')
       .select(['tenant_id', 'tunnel_token'])
       .where('tunnel_token', 'is not', null)
       .$narrowType<{ tunnel_token: NotNull }>()
       .execute();
-    return rows.map((row) => ({ tenant_id: row.tenant_id, tunnel_token: this.box.decrypt(row.tunnel_token) }));
+    return rows.map((row) => ({ tenant_id: row.tenant_id, credential: decodeTunnelCredential(this.box.decrypt(row.tunnel_token)) }));
   }
 
   /** The ids of the tenants whose public URL has this host name (lower case; IPv6 in brackets). */
@@ -89,6 +90,25 @@ export class TenantSettingsRepository {
       .$narrowType<{ public_url: NotNull }>()
       .execute();
   }
+}
+
+/**
+ * What the sealed `tunnel_token` column holds: the credential as JSON, `{"token"}` or, for a marketplace's
+ * credential, `{"token", "domain"}` (the host its token is bound to: they are one credential, written and
+ * forgotten together, so they share the column instead of a new one). Rows written before are the bare token,
+ * which ngrok accepted (refused tokens are never stored), and an ngrok token never starts with `{`.
+ */
+function encodeTunnelCredential(credential: TunnelCredential): string {
+  return JSON.stringify(
+    credential.domain === undefined ? { token: credential.token } : { token: credential.token, domain: credential.domain },
+  );
+}
+
+function decodeTunnelCredential(opened: string): TunnelCredential {
+  if (!opened.startsWith('{')) return { token: opened };
+  const parsed = JSON.parse(opened) as { token?: unknown; domain?: unknown };
+  if (typeof parsed.token !== 'string') throw new Error('a stored tunnel credential has no token');
+  return typeof parsed.domain === 'string' ? { token: parsed.token, domain: parsed.domain } : { token: parsed.token };
 }
 
 function hostnameOf(url: string): string | undefined {

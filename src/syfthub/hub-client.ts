@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { type Clock, systemClock } from '../util/clock.ts';
 import type { HubEndpoint } from './endpoint-metadata.ts';
-import { HubAnswerError, HubCredentialsError, hubReason } from './hub-errors.ts';
+import { HubAnswerError, HubCredentialsError, HubUnavailableError, hubReason } from './hub-errors.ts';
 import { HUB_TIMEOUT_MS, type HubAccount, type HubRequest, HubSession } from './hub-session.ts';
 
 export interface HubHealthReport {
@@ -17,6 +17,18 @@ export type HubVerification =
 
 /** SyftHub answers a taken slug with 400 "slug already exists - already taken". */
 const SLUG_TAKEN = /slug.*(already|taken|exist)|(already|taken|exist).*slug/i;
+
+/** An ngrok credential the hub minted for its user, and the one host it may bind (`<username>.syfthub.ngrok.app`). */
+export interface HubTunnelCredentials {
+  authToken: string;
+  domain: string;
+}
+
+/** A DNS name (labels of letters, digits, `-` and `_`): what ngrok is asked to bind, so never a URL or a path. */
+const HOST_NAME = /^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)+$/;
+
+/** How much of the hub's reason a tunnel-credential failure quotes: enough to say what failed, never a page. */
+const SHORT_REASON = 120;
 
 /** The SyftHub operations knode uses (API-CONTRACT 9), each on the marketplace's one session. */
 export class HubClient {
@@ -95,6 +107,43 @@ export class HubClient {
       error: typeof body?.error === 'string' ? body.error : 'invalid_token',
       message: typeof body?.message === 'string' ? body.message : 'The marketplace did not accept the token',
     };
+  }
+
+  /**
+   * A fresh ngrok credential for the account's tunnel host (API-CONTRACT 9.1, Tunnel; also on the hub of
+   * 2026-07). The hub mints a new one in its ngrok account at each call and keeps none, so callers ask only
+   * when a tunnel is being started. The hub's failures say whose fault they are: 503 "not configured" (the
+   * hub hands out none: paste an ngrok token instead), 502 (ngrok failed the hub), 404 (a hub without the route).
+   */
+  async tunnelCredentials(): Promise<HubTunnelCredentials> {
+    const label = this.session.label;
+    const response = await this.session.request({ method: 'GET', path: '/api/v1/users/me/tunnel-credentials' });
+    if (!response.ok) {
+      if (response.status === 429) return this.session.fail(response, 'hand out tunnel credentials');
+      const reason = (await hubReason(response, this.session.secrets)).slice(0, SHORT_REASON);
+      const instead = 'start the tunnel with an ngrok authtoken instead';
+      if (response.status === 503) {
+        throw new HubUnavailableError(`${label} does not hand out tunnel credentials (503: ${reason}): ${instead}`);
+      }
+      if (response.status === 404) {
+        throw new HubAnswerError(`${label} does not offer tunnel credentials (404: ${reason}): ${instead}`, 404, reason);
+      }
+      if (response.status >= 500) {
+        throw new HubAnswerError(
+          `${label} could not get a tunnel credential from ngrok (${response.status}: ${reason})`,
+          response.status,
+          reason,
+        );
+      }
+      return this.session.fail(response, 'hand out tunnel credentials');
+    }
+    const body = (await response.json().catch(() => null)) as { auth_token?: unknown; domain?: unknown } | null;
+    const domain = typeof body?.domain === 'string' ? body.domain.trim().toLowerCase() : '';
+    if (typeof body?.auth_token !== 'string' || body.auth_token === '' || !HOST_NAME.test(domain)) {
+      // Nothing of the body is quoted: it may hold the token.
+      throw new HubAnswerError(`${label} answered without a usable tunnel credential (auth_token and domain)`, 200, 'no credential');
+    }
+    return { authToken: body.auth_token, domain };
   }
 
   private async expectOk(request: HubRequest, action: string): Promise<void> {

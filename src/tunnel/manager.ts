@@ -17,15 +17,29 @@ export interface TunnelStatus {
   error: string | null;
 }
 
+/**
+ * What a tunnel connects with: an ngrok authtoken and, for a credential handed out by the marketplace, the one
+ * host it is bound to (without one, the host is `domainFor`'s).
+ */
+export interface TunnelCredential {
+  token: string;
+  domain?: string;
+}
+
 /** The parts of knode a tunnel needs: where its token is kept, what host it gets, where its URL goes. */
 export interface TunnelHooks {
-  /** Keeps the token (encrypted at rest) or forgets it (null). */
-  saveToken(tenant: Tenant, token: string | null): Promise<void>;
-  /** Every tenant with a stored token, for the reconnection at start-up. */
-  storedTokens(): Promise<{ tenant: Tenant; token: string }[]>;
+  /** Keeps the credential (encrypted at rest) or forgets it (null). */
+  saveToken(tenant: Tenant, credential: TunnelCredential | null): Promise<void>;
+  /** Every tenant with a stored credential, for the reconnection at start-up. */
+  storedTokens(): Promise<{ tenant: Tenant; credential: TunnelCredential }[]>;
   hasToken(tenant: Tenant): Promise<boolean>;
   /** `<default marketplace username>.<SVC_TUNNEL_DOMAIN>`; NotFoundError when the tenant has no default marketplace. */
   domainFor(tenant: Tenant): Promise<string>;
+  /**
+   * A fresh credential from the tenant's default marketplace (its hub's tunnel credentials, bound to the host
+   * the hub names); NotFoundError without a default marketplace, the hub's failures as 502 or 503.
+   */
+  marketplaceCredential(tenant: Tenant): Promise<Required<TunnelCredential>>;
   /** Makes `url` the tenant's public URL (null clears it), pushed to its marketplace, endpoints synced. */
   publish(tenant: Tenant, url: string | null): Promise<void>;
 }
@@ -40,7 +54,7 @@ export const TUNNEL_BACKOFF: Backoff = { initialMs: 5_000, maxMs: 60_000 };
 
 interface TenantTunnel {
   tenant: Tenant;
-  token: string;
+  credential: TunnelCredential;
   connection?: TunnelConnection;
   cancelRetry?: () => void;
   delayMs: number;
@@ -72,26 +86,48 @@ export class TunnelManager {
     this.port = configuredPort;
   }
 
-  /** POST /settings/proxy: 404 without a provider or default marketplace, 400 with the provider's reason. */
+  /**
+   * POST /settings/proxy `{"tunnel_token"}`: 404 without a provider or default marketplace, 400 with the
+   * provider's reason.
+   */
   async open(tenant: Tenant, token: string): Promise<TunnelStatus> {
     const provider = await this.requireProvider();
     const domain = await this.hooks.domainFor(tenant);
+    return this.openWith(provider, tenant, { token }, domain);
+  }
+
+  /**
+   * POST /settings/proxy `{"from_marketplace": true}`: the tenant's default marketplace hands out the credential
+   * and names the host. Like a pasted token, the credential is stored (encrypted) and reused by every
+   * reconnection, after a drop or a restart, instead of being asked for again: the hub mints a new ngrok
+   * credential in its own ngrok account at each call and never deletes one, so asking at each attempt (every
+   * 5 to 60 s during an outage) would pile them up there, and a tunnel would then also need the hub to be up
+   * to come back. Asking again is the owner's choice: this call, once more.
+   */
+  async openFromMarketplace(tenant: Tenant): Promise<TunnelStatus> {
+    // The provider first: a credential the hub minted for a tunnel that cannot be opened here would be wasted.
+    const provider = await this.requireProvider();
+    const credential = await this.hooks.marketplaceCredential(tenant);
+    return this.openWith(provider, tenant, credential, credential.domain);
+  }
+
+  private async openWith(provider: TunnelProvider, tenant: Tenant, credential: TunnelCredential, domain: string): Promise<TunnelStatus> {
     await this.stop(tenant);
     let connection: TunnelConnection;
     try {
-      connection = await provider.connect({ token, domain, port: this.port });
+      connection = await provider.connect({ token: credential.token, domain, port: this.port });
     } catch (error) {
       if (error instanceof TunnelRefused) throw new BadRequestError(`Tunnel connection failed: ${error.message}`);
       throw error;
     }
     try {
       await this.hooks.publish(tenant, connection.url);
-      await this.hooks.saveToken(tenant, token);
+      await this.hooks.saveToken(tenant, credential);
     } catch (error) {
       await connection.close();
       throw error; // nothing changed: the marketplace refused the URL, the token is not kept
     }
-    const tunnel: TenantTunnel = { tenant, token, delayMs: this.backoff.initialMs, closed: false };
+    const tunnel: TenantTunnel = { tenant, credential, delayMs: this.backoff.initialMs, closed: false };
     this.attach(tunnel, connection);
     this.tunnels.set(tenant.id, tunnel);
     return this.status(tenant);
@@ -139,8 +175,8 @@ export class TunnelManager {
     // Stored tokens first: without one, the provider's library (ngrok's 11 MB addon) is never loaded.
     const stored = await this.hooks.storedTokens();
     if (stored.length === 0 || !this.provider || !(await this.provider.available())) return;
-    for (const { tenant, token } of stored) {
-      const tunnel: TenantTunnel = { tenant, token, delayMs: this.backoff.initialMs, closed: false };
+    for (const { tenant, credential } of stored) {
+      const tunnel: TenantTunnel = { tenant, credential, delayMs: this.backoff.initialMs, closed: false };
       this.tunnels.set(tenant.id, tunnel);
       void this.reconnect(tunnel);
     }
@@ -190,8 +226,9 @@ export class TunnelManager {
   private async reconnect(tunnel: TenantTunnel): Promise<void> {
     if (tunnel.closed || !this.provider) return;
     try {
-      const domain = await this.hooks.domainFor(tunnel.tenant);
-      const connection = await this.provider.connect({ token: tunnel.token, domain, port: this.port });
+      // A marketplace's credential binds only the host it came with; a pasted token follows the default marketplace.
+      const domain = tunnel.credential.domain ?? (await this.hooks.domainFor(tunnel.tenant));
+      const connection = await this.provider.connect({ token: tunnel.credential.token, domain, port: this.port });
       if (tunnel.closed) {
         await connection.close();
         return;

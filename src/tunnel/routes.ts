@@ -1,9 +1,18 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { Issues } from '../http/issues.ts';
 import { requirePrincipal } from '../http/principal.ts';
 import type { TunnelManager } from './manager.ts';
 
-const TunnelBody = Type.Object({ tunnel_token: Type.String({ minLength: 1, maxLength: 4096 }) });
+/**
+ * Either the ngrok authtoken to connect with (the specification's body), or `from_marketplace: true`: the
+ * tenant's default marketplace hands one out (SyftHub's tunnel credentials, API-CONTRACT 9.1). Both optional
+ * here so that a body without either is worded as the specification's missing `tunnel_token`.
+ */
+const TunnelBody = Type.Object({
+  tunnel_token: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
+  from_marketplace: Type.Optional(Type.Boolean()),
+});
 
 const TunnelView = Type.Object({
   connected: Type.Boolean(),
@@ -29,7 +38,16 @@ export function tunnelRoutes(tunnels: TunnelManager): FastifyPluginAsyncTypebox 
     app.post('/settings/proxy', {
       ...common,
       schema: { tags, body: TunnelBody, response: { 200: TunnelView } },
-      handler: async (request) => tunnels.open(requirePrincipal(request).tenant, request.body.tunnel_token),
+      handler: async (request) => {
+        const { tenant } = requirePrincipal(request);
+        const { tunnel_token: token, from_marketplace: fromMarketplace } = request.body;
+        const issues = new Issues();
+        if (fromMarketplace && token !== undefined)
+          issues.add('from_marketplace', 'Send either tunnel_token or from_marketplace, not both');
+        if (!fromMarketplace && token === undefined) issues.add('tunnel_token', 'Field required', 'missing');
+        issues.throwIfAny();
+        return token === undefined ? tunnels.openFromMarketplace(tenant) : tunnels.open(tenant, token);
+      },
     });
 
     app.delete('/settings/proxy', {

@@ -83,6 +83,10 @@ export interface FakeSyftHub {
   refuseDomains(reason: string | undefined): void;
   /** Every request but the key set answers this status (undefined: answer normally again). */
   failWith(status: number | undefined): void;
+  /** The ngrok credentials handed out by GET /users/me/tunnel-credentials, one per call (the hub mints one each time). */
+  readonly tunnelCredentials: { username: string; auth_token: string; domain: string }[];
+  /** That route answers like a hub without ngrok (503 "not configured") or whose ngrok call failed (502); undefined: hands out again. */
+  failTunnelCredentials(status: 502 | 503 | undefined): void;
   /** Stops listening (connections are refused) until `up`. */
   down(): Promise<void>;
   up(): Promise<void>;
@@ -109,6 +113,8 @@ export async function startFakeSyftHub(options: FakeSyftHubOptions = {}): Promis
   const counters = { logins: 0, refreshes: 0, verifications: 0, jwksFetches: 0 };
   let domainRefusal: string | undefined;
   let failure: number | undefined;
+  const tunnelCredentials: { username: string; auth_token: string; domain: string }[] = [];
+  let tunnelCredentialFailure: 502 | 503 | undefined;
 
   const keys: { kid: string; pair: KeyPair; jwk: JWK }[] = [];
   const addKey = async () => {
@@ -265,6 +271,7 @@ export async function startFakeSyftHub(options: FakeSyftHubOptions = {}): Promis
       if (typeof token !== 'string') return issue(['token'], 'Field required');
       return verify(user, token);
     }
+    if (method === 'GET' && path === '/api/v1/users/me/tunnel-credentials') return handOutTunnelCredential(user);
     if (method === 'PUT' && path === '/api/v1/users/me') {
       const domain = (body as { domain?: unknown } | null)?.domain;
       if (domain !== null && typeof domain !== 'string') return issue(['domain'], 'Input should be a valid string');
@@ -319,6 +326,19 @@ export async function startFakeSyftHub(options: FakeSyftHubOptions = {}): Promis
     }
     return detail(404, 'Not Found');
   }
+
+  /** The hub's answers (syfthub `api/endpoints/users.py`): a new credential bound to `<username>.<its ngrok domain>` each call. */
+  const handOutTunnelCredential = (user: HubUser): Response => {
+    if (tunnelCredentialFailure === 503) return detail(503, 'Tunnel credentials service is not configured');
+    if (tunnelCredentialFailure === 502) return detail(502, 'Tunnel credential service returned an error');
+    const credential = {
+      username: user.username,
+      auth_token: `ngrok-cred-${crypto.randomUUID()}`,
+      domain: `${user.username}.syfthub.ngrok.app`,
+    };
+    tunnelCredentials.push(credential);
+    return json(200, { auth_token: credential.auth_token, domain: credential.domain });
+  };
 
   const listen = () => {
     server = Bun.serve({ hostname: '127.0.0.1', port, fetch: handle });
@@ -381,6 +401,10 @@ export async function startFakeSyftHub(options: FakeSyftHubOptions = {}): Promis
     },
     failWith(status) {
       failure = status;
+    },
+    tunnelCredentials,
+    failTunnelCredentials(status) {
+      tunnelCredentialFailure = status;
     },
     async down() {
       await server?.stop(true);
