@@ -1,7 +1,7 @@
 import { PolicyError } from '../domain/errors.ts';
 import { type PolicyEntry, policyEntry } from '../domain/policy-metadata.ts';
 import type { AccessConfiguration } from './codec.ts';
-import { isPlainEmailPattern, matchesRegex } from './email-patterns.ts';
+import { isPlainEmailPattern, matchesRegex, PatternBudgetError } from './email-patterns.ts';
 import type { PolicyContext, PolicyHook } from './hooks.ts';
 
 const ACCESS = { policy_type: 'access', kind: 'access' } as const;
@@ -17,10 +17,18 @@ export class AccessHook implements PolicyHook {
   constructor(private readonly configuration: AccessConfiguration) {}
 
   async pre(context: PolicyContext): Promise<void> {
-    const matched = this.configuration.patterns.some((pattern) => matchesPattern(context.senderEmail, pattern));
-    const allowed = this.configuration.mode === 'allow' ? matched : !matched;
+    let allowed: boolean;
+    let reason = `Access denied for ${context.senderEmail}`;
+    try {
+      const matched = this.configuration.patterns.some((pattern) => matchesPattern(context.senderEmail, pattern));
+      allowed = this.configuration.mode === 'allow' ? matched : !matched;
+    } catch (error) {
+      // A pattern stored before patterns had a budget: refused rather than matched for seconds (fails closed).
+      if (!(error instanceof PatternBudgetError)) throw error;
+      allowed = false;
+      reason = `This endpoint's access policy cannot be checked (${error.message}): its owner must simplify it`;
+    }
     if (!allowed) {
-      const reason = `Access denied for ${context.senderEmail}`;
       const entry = policyEntry({ ...ACCESS, status: 'rejected', reason_code: 'ACCESS_DENIED', reason });
       throw new PolicyError('refused', 'Permission Denied', reason, entry, 'access_denied');
     }

@@ -2,7 +2,14 @@ import { checkConfiguration, type Issues } from '../http/issues.ts';
 import type { Configuration } from '../security/secret-config.ts';
 import type { PolicySettings } from './codec.ts';
 import { POLICY_CONFIGURATION_SCHEMAS, type PolicyType } from './configuration-schema.ts';
-import { compileEmailPattern, isPlainEmailPattern } from './email-patterns.ts';
+import {
+  compileEmailPattern,
+  estimatedProgramSize,
+  isPlainEmailPattern,
+  LIST_PROGRAM_MAX,
+  PATTERN_PROGRAM_MAX,
+  tooComplex,
+} from './email-patterns.ts';
 import { payerPatternKind } from './price-tiers.ts';
 
 /** Decimals of an `mpp` price: pathUSD has 6 (API-CONTRACT 10.3). */
@@ -31,16 +38,36 @@ export function normalizePolicySettings(type: PolicyType, input: Configuration):
   return { policy_type: type, configuration: Object.fromEntries(known.map((key) => [key, value[key]])) } as PolicySettings;
 }
 
-/** Every pattern the schema let through that is a regular expression (not `isLiteral`) must compile. */
+/**
+ * Every pattern the schema let through that is a regular expression (not `isLiteral`) must compile within
+ * its budget, and the list's expressions within theirs (email-patterns.ts): a query checks each caller
+ * against all of them on the event loop. A pattern over budget is refused before it is compiled.
+ */
 function checkPatterns(issues: Issues, patterns: readonly unknown[], key: string, isLiteral: (pattern: string) => boolean): void {
+  let listSize = 0;
   patterns.forEach((pattern, index) => {
     if (typeof pattern !== 'string' || issues.has([key, index]) || isLiteral(pattern)) return;
+    const estimate = estimatedProgramSize(pattern);
+    listSize += estimate;
+    if (estimate > PATTERN_PROGRAM_MAX) {
+      issues.add([key, index], tooComplex(estimate), 'regex_too_complex');
+      return;
+    }
     try {
-      compileEmailPattern(pattern);
+      const size = compileEmailPattern(pattern).programSize();
+      if (size > PATTERN_PROGRAM_MAX) issues.add([key, index], tooComplex(size), 'regex_too_complex');
     } catch (error) {
       issues.add([key, index], `Invalid regular expression: ${(error as Error).message}`, 'regex_invalid');
     }
   });
+  if (listSize > LIST_PROGRAM_MAX && !issues.has(key)) {
+    issues.add(
+      key,
+      `These regular expressions together compile to about ${listSize} instructions, at most ${LIST_PROGRAM_MAX}: ` +
+        'use fewer of them, or plain e-mails (which cost nothing to check)',
+      'too_complex',
+    );
+  }
 }
 
 /** Whether a number is a whole count of 10^-decimals (within what a double can tell at the schema's maximum). */

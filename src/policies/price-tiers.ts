@@ -1,6 +1,6 @@
 import { RE2JS } from 're2js';
 import type { MppConfiguration, PolicyOfType, PolicyRecord } from './codec.ts';
-import { isPlainEmailPattern, matchesRegex } from './email-patterns.ts';
+import { isPlainEmailPattern, matchesRegex, PatternBudgetError } from './email-patterns.ts';
 
 /**
  * Who pays which price (API-CONTRACT 10.3 points 8 and 9): the `applied_to` entries of `mpp` policies, read
@@ -27,10 +27,19 @@ export function globAsRegex(glob: string): string {
   return glob.replace(/[*?]|[^*?]+/g, (part) => (part === '*' ? '.*' : part === '?' ? '.' : RE2JS.quote(part)));
 }
 
+/**
+ * Whether an entry names this caller. A regular expression stored before patterns had a budget, and now
+ * over it, names no one (the caller falls to another tier, or none): never matched for seconds.
+ */
 export function matchesPayer(email: string, entry: string): boolean {
   const kind = payerPatternKind(entry);
   if (kind === 'email' || kind === 'literal') return email.toLowerCase() === entry.toLowerCase();
-  return matchesRegex(email, kind === 'glob' ? globAsRegex(entry) : entry);
+  try {
+    return matchesRegex(email, kind === 'glob' ? globAsRegex(entry) : entry);
+  } catch (error) {
+    if (error instanceof PatternBudgetError) return false;
+    throw error;
+  }
 }
 
 /**
