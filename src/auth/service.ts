@@ -1,8 +1,9 @@
 import { conflictAs } from '../db/conflicts.ts';
 import { type Db, inTransaction } from '../db/database.ts';
-import { ConflictError, UnauthorizedError } from '../domain/errors.ts';
+import { ConflictError, UnauthorizedError, ValidationError } from '../domain/errors.ts';
 import type { Principal } from '../domain/principal.ts';
 import { DEFAULT_TENANT } from '../domain/principal.ts';
+import { passwordProblem } from '../security/password-rule.ts';
 import { hashPassword, verifyAgainstNothing, verifyPassword } from '../security/passwords.ts';
 import type { TenantRepository } from '../tenants/repository.ts';
 import type { UserRepository } from '../tenants/users-repository.ts';
@@ -25,6 +26,8 @@ export class AuthService {
 
   /** Creates the user and a new tenant it owns, together or not at all. */
   async register(email: string, password: string, tenantName: string): Promise<RegisteredUser> {
+    const problem = passwordProblem(password);
+    if (problem) throw ValidationError.body('password', problem, 'password_too_weak');
     const normalizedEmail = email.trim().toLowerCase();
     if (await this.users.findByEmail(normalizedEmail)) {
       throw new ConflictError('A user with this email already exists');
