@@ -73,6 +73,15 @@ export async function typeInto(page: Page, target: Target, text: string): Promis
   await page.keyboard.type(text);
 }
 
+/** Replaces what a field holds (a suggested value) by keyboard: select all, then type over it. */
+export async function replaceInto(page: Page, target: Target, text: string): Promise<void> {
+  await tabTo(page, target);
+  await page.keyboard.down('Control');
+  await page.keyboard.press('KeyA');
+  await page.keyboard.up('Control');
+  await page.keyboard.type(text);
+}
+
 export async function press(page: Page, target: Target, key: 'Enter' | 'Space' = 'Enter'): Promise<void> {
   await tabTo(page, target);
   await page.keyboard.press(key);

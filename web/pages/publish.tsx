@@ -140,10 +140,13 @@ function Publication(props: { endpoint: Endpoint; marketplaces: Marketplace[]; r
   );
 }
 
+/** Where SyftHub runs: a newcomer's marketplace, so the form starts with it (another hub's URL replaces it). */
+export const SYFTHUB_URL = 'https://syfthub.openmined.org';
+
 /** Connects a marketplace account: knode logs in once to check it (400 with the hub's reason if refused). */
 export function Connect(props: { first: boolean; onConnected: () => Promise<void> }) {
   const [name, setName] = useState('SyftHub');
-  const [url, setUrl] = useState('');
+  const [url, setUrl] = useState(SYFTHUB_URL);
   const [username, setUsername] = useState('');
   const [password, setPassword] = useState('');
   const { busy, errors, failure, run } = useSubmission();
@@ -171,13 +174,15 @@ export function Connect(props: { first: boolean; onConnected: () => Promise<void
   return (
     <form class="card form" onSubmit={submit} aria-labelledby="connect-title">
       <h2 id="connect-title">Connect a marketplace</h2>
-      {props.first && <Empty>No marketplace yet: connect your SyftHub account to publish this endpoint.</Empty>}
+      {props.first && <Empty>No marketplace yet: connect your SyftHub account to publish your endpoints.</Empty>}
+      <p data-connect="about">SyftHub is the marketplace where people find your endpoints, get tokens to query them, and pay for them.</p>
       <TextField label="Name" required maxLength={200} value={name} onInput={setName} error={errors.name} />
       <TextField
         label="Marketplace URL"
         type="url"
         required
-        placeholder="https://hub.example.org"
+        placeholder={SYFTHUB_URL}
+        hint="SyftHub's address; replace it only to use another hub."
         value={url}
         onInput={setUrl}
         error={errors.url}

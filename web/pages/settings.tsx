@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { ApiError, del, type Me, patch, post } from '../api.ts';
-import { Badge, Empty, ErrorNotice, Loading, Notice, PageHeader, SubmitButton, TextField } from '../components/ui.tsx';
+import { Badge, ErrorNotice, Loading, Notice, PageHeader, SubmitButton, TextField } from '../components/ui.tsx';
 import { bytes, date } from '../lib/format.ts';
 import { useFirstRender, usePoll, useResource, useSubmission, useTitle } from '../lib/hooks.ts';
 import { Connect, type Marketplace } from './publish.tsx';
@@ -69,7 +69,6 @@ function Marketplaces() {
       <h2 id="marketplaces-title">Marketplaces</h2>
       <ErrorNotice error={list.error} />
       {!list.data && !list.error && <Loading what="your marketplaces" />}
-      {list.data && list.data.length === 0 && <Empty>No marketplace yet: connect your SyftHub account below.</Empty>}
       {list.data && list.data.length > 0 && (
         <ul class="policy-list" data-settings="marketplaces">
           {list.data.map((marketplace) => (
@@ -245,12 +244,18 @@ function TunnelControls(props: { tunnel: Tunnel | undefined; error: ApiError | u
   const submission = useSubmission();
   const { busy, failure } = submission;
   const { tunnel } = props;
+  // Which way the tunnel is being started, for the busy label of that button only.
+  const [via, setVia] = useState<'hub' | 'token'>('hub');
   const run = (work: () => Promise<unknown>) =>
     submission.run(async () => {
       await work();
       setToken('');
       await props.reload();
     });
+  const start = (how: 'hub' | 'token', body: object) => {
+    setVia(how);
+    return run(() => post('/settings/proxy', body));
+  };
   if (props.error?.status === 404) {
     return (
       <Notice>
@@ -274,26 +279,37 @@ function TunnelControls(props: { tunnel: Tunnel | undefined; error: ApiError | u
           Stop the tunnel
         </button>
       ) : (
-        <form
-          class="inline-form"
-          onSubmit={(event) => {
-            event.preventDefault();
-            void run(() => post('/settings/proxy', { tunnel_token: token }));
-          }}
-        >
-          <TextField
-            label="ngrok authtoken"
-            type="password"
-            required
-            autoComplete="off"
-            hint="From your ngrok dashboard; stored encrypted, so the tunnel comes back after a restart."
-            value={token}
-            onInput={setToken}
-          />
-          <SubmitButton busy={busy} busyLabel="Starting…">
-            Start the tunnel
-          </SubmitButton>
-        </form>
+        <>
+          <p>
+            Your SyftHub account hands knode a tunnel at your hub user name (<em>name</em>.syfthub.ngrok.app): one click, nothing to paste.
+            Or start it with an authtoken of your own ngrok account. Either is stored encrypted, so the tunnel comes back after a restart.
+          </p>
+          <p>
+            <button type="button" disabled={busy} onClick={() => void start('hub', { from_marketplace: true })}>
+              {busy && via === 'hub' ? 'Starting…' : 'Start the tunnel with my SyftHub account'}
+            </button>
+          </p>
+          <form
+            class="inline-form"
+            onSubmit={(event) => {
+              event.preventDefault();
+              void start('token', { tunnel_token: token });
+            }}
+          >
+            <TextField
+              label="ngrok authtoken"
+              type="password"
+              required
+              autoComplete="off"
+              hint="From your ngrok dashboard."
+              value={token}
+              onInput={setToken}
+            />
+            <SubmitButton busy={busy && via === 'token'} busyLabel="Starting…">
+              Start the tunnel
+            </SubmitButton>
+          </form>
+        </>
       )}
       <ErrorNotice error={failure} />
     </div>
