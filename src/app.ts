@@ -72,10 +72,27 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       security: [{ bearer: [] }],
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    // The page runs only its own files (swagger-ui's inline scripts by hash), may not be framed, and loads
+    // nothing from elsewhere (no validator badge); knode is served over plain http on a laptop, so no upgrade.
+    staticCSP: true,
+    transformStaticCSP: (header) =>
+      header
+        .replace("frame-ancestors 'self'", "frame-ancestors 'none'")
+        .replace(' validator.swagger.io', '')
+        .replaceAll(' https:', '')
+        .replace(/ ?upgrade-insecure-requests;/, ''),
+  });
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    // The documentation's pages and files (its static files skip swagger-ui's own hooks) are never framed.
+    if (request.routeOptions.url?.startsWith('/docs')) {
+      reply.header('x-frame-options', 'DENY');
+      reply.header('referrer-policy', 'no-referrer');
+      reply.header('x-content-type-options', 'nosniff');
+    }
     const config = request.routeOptions.config;
     await services.requestGuard.check(request);
     // An address that failed too often waits, on every route (a query with a guessed token too).
