@@ -1,4 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
+import { DomainError } from '../src/domain/errors.ts';
+import { HubClients } from '../src/syfthub/hub-client.ts';
 import { TUNNEL_BACKOFF } from '../src/tunnel/manager.ts';
 import { type FakeSyftHub, startFakeSyftHub } from './fakes/syfthub.ts';
 import { FakeTunnelProvider } from './fakes/tunnel.ts';
@@ -344,6 +346,73 @@ describe('the tunnel (/settings/proxy)', () => {
       expect(hub.tunnelCredentials.length).toBe(handedOut);
       expect(provider.requests).toHaveLength(0);
     });
+  });
+});
+
+describe("the hub's tunnel credentials (HubClient.tunnelCredentials)", () => {
+  const servers: ReturnType<typeof Bun.serve>[] = [];
+  /** A hub that logs anyone in and answers the tunnel-credentials route with `answer`. */
+  const hubAnswering = (answer: () => Response) => {
+    const server = Bun.serve({
+      hostname: '127.0.0.1',
+      port: 0,
+      fetch: (request) =>
+        new URL(request.url).pathname === '/api/v1/auth/login' ? Response.json({ access_token: 'a', refresh_token: 'r' }) : answer(),
+    });
+    servers.push(server);
+    const clients = new HubClients((sealed) => sealed);
+    return clients.client({
+      id: crypto.randomUUID(),
+      name: 'Test hub',
+      url: `http://127.0.0.1:${server.port}`,
+      username: 'ada',
+      password: 'pw',
+    });
+  };
+  afterAll(async () => {
+    for (const server of servers) await server.stop(true);
+  });
+  const failure = async (work: Promise<unknown>) => {
+    const outcome = await work.then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    if (!(outcome instanceof DomainError)) throw new Error(`expected a DomainError, got ${String(outcome)}`);
+    return outcome;
+  };
+
+  test('the credential and its host, in lower case', async () => {
+    const client = hubAnswering(() => Response.json({ auth_token: 'cred-1', domain: 'Ada.SyftHub.ngrok.app' }));
+    expect(await client.tunnelCredentials()).toEqual({ authToken: 'cred-1', domain: 'ada.syfthub.ngrok.app' });
+  });
+
+  test('an answer without a token, or whose domain is not a host name, is a 502 that quotes nothing of it', async () => {
+    for (const body of [
+      { domain: 'ada.syfthub.ngrok.app' },
+      { auth_token: '', domain: 'ada.syfthub.ngrok.app' },
+      { auth_token: 'cred-secret', domain: 'https://ada.syfthub.ngrok.app/x' },
+      { auth_token: 'cred-secret', domain: 'localhost' },
+      { auth_token: 'cred-secret' },
+    ]) {
+      const error = await failure(hubAnswering(() => Response.json(body)).tunnelCredentials());
+      expect({ kind: error.kind, detail: error.detail }).toEqual({
+        kind: 'upstream',
+        detail: "Marketplace 'Test hub' answered without a usable tunnel credential (auth_token and domain)",
+      });
+    }
+  });
+
+  test("a hub without the route is a 502, and the hub's reason is cut short", async () => {
+    const old = await failure(hubAnswering(() => Response.json({ detail: 'Not Found' }, { status: 404 })).tunnelCredentials());
+    expect({ kind: old.kind, detail: old.detail }).toEqual({
+      kind: 'upstream',
+      detail: "Marketplace 'Test hub' does not offer tunnel credentials (404: Not Found): start the tunnel with an ngrok authtoken instead",
+    });
+    const page = `<html><body>${'Bad gateway. '.repeat(200)}</body></html>`;
+    const long = await failure(hubAnswering(() => new Response(page, { status: 504 })).tunnelCredentials());
+    expect(long.kind).toBe('upstream');
+    expect(long.detail.length).toBeLessThan(240);
+    expect(long.detail).toStartWith("Marketplace 'Test hub' could not get a tunnel credential from ngrok (504: <html><body>Bad gateway.");
   });
 });
 
