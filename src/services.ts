@@ -39,6 +39,7 @@ import { EndpointHealth } from './publishing/endpoint-health.ts';
 import { HEARTBEAT_INTERVAL_MS } from './publishing/heartbeat.ts';
 import type { MarketplaceStatusDeps } from './publishing/marketplace-status.ts';
 import { PublicUrlService } from './publishing/public-url.ts';
+import { SatelliteRegistry } from './publishing/satellites.ts';
 import { PublishingService } from './publishing/service.ts';
 import { TenantSettingsRepository } from './publishing/settings-repository.ts';
 import { tunnelAdapter } from './publishing/tunnel-adapter.ts';
@@ -175,10 +176,26 @@ export async function createServices(config: Config, options: ServiceOptions = {
     policies: policyRepository,
     marketplaces: marketplaceRepository,
     hubs,
+    multiTenancy: config.multiTenancy,
     log,
   });
   const settingsRepository = new TenantSettingsRepository(db, box);
-  const publicUrl = new PublicUrlService({ settings: settingsRepository, marketplaces: marketplaceRepository, hubs, publishing, log });
+  // This knode's satellite at each marketplace (API-CONTRACT 9.1): its id is the audience of the hub's tokens.
+  const satelliteRegistry = new SatelliteRegistry({
+    marketplaces: marketplaceRepository,
+    hubs,
+    publicUrlOf: (tenantId) => settingsRepository.getPublicUrl(tenantId),
+    log,
+    clock,
+  });
+  const publicUrl = new PublicUrlService({
+    settings: settingsRepository,
+    marketplaces: marketplaceRepository,
+    hubs,
+    publishing,
+    satellites: satelliteRegistry,
+    log,
+  });
   const satellites = new HubSatelliteVerifier({
     hubs,
     marketplaces: marketplaceRepository,
@@ -211,6 +228,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     settingsRepository,
     publicUrl,
     publishing,
+    satellites: satelliteRegistry,
     hubs,
     health: new EndpointHealth(datasetRepository, modelRunner),
     heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS,
@@ -218,7 +236,10 @@ export async function createServices(config: Config, options: ServiceOptions = {
     onHeartbeatFailure: (label) => metrics.heartbeatFailed(label),
   });
 
-  const marketplaces = new MarketplaceService(db, marketplaceRepository, box, hubs);
+  const marketplaces = new MarketplaceService(db, marketplaceRepository, box, hubs, {
+    connected: (tenant, id) => satelliteRegistry.connected(tenant, id),
+    deleted: (id) => satelliteRegistry.forget(id),
+  });
   const walletRepository = new WalletRepository(db, box);
   const payments = new MppGateway({ wallets: walletRepository, consumed: new ConsumedStore(database) });
   const datasetSearch = new DatasetSearchService(config, datasetRepository, store, vectorStoreVersion);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { hubEndpoint } from '../src/syfthub/endpoint-metadata.ts';
+import { hubEndpoint, hubTags } from '../src/syfthub/endpoint-metadata.ts';
 import { HubClients } from '../src/syfthub/hub-client.ts';
 import { HubAnswerError, HubUnavailableError } from '../src/syfthub/hub-errors.ts';
 import { HUB_TIMEOUT_MS, LOGIN_RETRY_MS } from '../src/syfthub/hub-session.ts';
@@ -145,7 +145,7 @@ describe('hub errors', () => {
 });
 
 describe('endpoint metadata', () => {
-  const endpoint = { name: 'n', slug: 'my-ep', summary: '', description: 'd', dataset_id: null, model_id: null };
+  const endpoint = { name: 'n', slug: 'my-ep', summary: '', description: 'd', dataset_id: null, model_id: null, tags: '' };
 
   test('the description is the summary cut to 500 characters, never inside a character', () => {
     const summary = `${'x'.repeat(499)}😀😀`;
@@ -157,6 +157,15 @@ describe('endpoint metadata', () => {
     expect(hubEndpoint({ ...endpoint, dataset_id: 'd', model_id: 'm' }, []).type).toBe('model_data_source');
     expect(hubEndpoint({ ...endpoint, model_id: 'm' }, []).type).toBe('model');
     expect(hubEndpoint({ ...endpoint, dataset_id: 'd' }, []).type).toBe('data_source');
+  });
+
+  test('tags are cleaned as the hub would have them: at most 10, never a reason to refuse the endpoint', () => {
+    expect(hubTags('')).toEqual([]);
+    expect(hubTags(' Legal , LEGAL,law-2026,,  ')).toEqual(['legal', 'law-2026']);
+    // Refused by the hub's rule: other characters, an edge or double hyphen, more than 30 characters.
+    expect(hubTags(`a_b,-x,y-,c--d,é,ok,${'x'.repeat(31)},${'y'.repeat(30)}`)).toEqual(['ok', 'y'.repeat(30)]);
+    expect(hubTags(Array.from({ length: 12 }, (_, i) => `t${i}`).join(','))).toEqual(Array.from({ length: 10 }, (_, i) => `t${i}`));
+    expect(hubEndpoint({ ...endpoint, tags: 'One,two' }, []).tags).toEqual(['one', 'two']);
   });
 });
 

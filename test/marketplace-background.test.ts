@@ -104,6 +104,7 @@ describe('health heartbeat', () => {
       logged_in: true,
       last_heartbeat: { at: expect.stringMatching(ISO_UTC), ok: true, error: null },
       published_endpoints: ['hb-both-dead', 'hb-data'],
+      satellite_id: null, // this hub (2026-07) has no satellite registry
     });
     // The hub stops taking reports: the next beat says why.
     hub.failWith(503);

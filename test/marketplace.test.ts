@@ -226,6 +226,7 @@ describe('marketplace: publish, satellite tokens, queries', () => {
           },
           { type: 'rate_limit', version: '1.0', enabled: true, description: 'slowly', config: { rate: '100/m' } },
         ],
+        tags: [],
         connect: [{ type: 'https', enabled: true, description: '', config: { path: '/api/v1/endpoints/kbase/query' } }],
       });
       const view = await endpointView('kbase');
@@ -726,7 +727,9 @@ describe('marketplace: publish, satellite tokens, queries', () => {
       expect(response.json()).toEqual({ public_url: 'https://alice.example.net', source: 'set' });
       expect(hub.domainOf('alice')).toBe('https://alice.example.net');
       const calls = hub.requests.slice(before).map((request) => `${request.method} ${request.path}`);
-      expect(calls).toEqual(['PUT /api/v1/users/me', 'POST /api/v1/endpoints/sync']);
+      // This hub (2026-07) has no satellite registry (404): the URL is the account's domain, as before; alice's
+      // other active marketplace (alice-two) is asked for its registry too, and has none either.
+      expect(calls).toEqual(['POST /api/v1/satellites', 'PUT /api/v1/users/me', 'POST /api/v1/satellites', 'POST /api/v1/endpoints/sync']);
       expect(await storedUrl()).toBe('https://alice.example.net');
     });
 

@@ -143,6 +143,10 @@ export interface MarketplaceTable {
   accounting_password: string | null;
   /** hubAccountKey(url, username), unique across tenants; null only for a record deactivated as a duplicate. */
   account: string | null;
+  /** The hub's id of this knode's satellite (API-CONTRACT 9.1); null without the registry or before registration. */
+  satellite_id: string | null;
+  /** The origin that satellite was registered at, as the hub canonicalised it. */
+  satellite_url: string | null;
   created_at: string;
   updated_at: string;
 }

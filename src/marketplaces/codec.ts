@@ -22,6 +22,8 @@ export const MARKETPLACE_COLUMNS = [
   'accounting_email',
   'accounting_password',
   'account',
+  'satellite_id',
+  'satellite_url',
   'created_at',
   'updated_at',
 ] as const satisfies readonly (keyof MarketplaceTable)[];

@@ -31,21 +31,28 @@ export class MarketplaceRepository {
   }
 
   /**
-   * Active marketplaces whose hub username is one of `usernames` (compared case-insensitively), of the
-   * given tenants or of every tenant: the accounts a satellite token may be for (its audience). Internal to
-   * token verification, never reachable with a tenant's credentials.
+   * Active marketplaces whose hub username or satellite id is one of `audiences` (compared
+   * case-insensitively), of the given tenants or of every tenant: the accounts a satellite token may be for
+   * (API-CONTRACT 6 and 9.1: a hub with the registry names the satellite, an older one the username).
+   * Internal to token verification, never reachable with a tenant's credentials.
    */
-  async listActiveByUsernames(usernames: readonly string[], tenantIds?: readonly string[]): Promise<MarketplaceRecord[]> {
-    if (usernames.length === 0 || tenantIds?.length === 0) return [];
+  async listActiveByAudiences(audiences: readonly string[], tenantIds?: readonly string[]): Promise<MarketplaceRecord[]> {
+    if (audiences.length === 0 || tenantIds?.length === 0) return [];
+    const lowered = audiences.map((audience) => audience.toLowerCase());
     let query = this.select()
       .where('is_active', '=', 1)
-      .where(
-        sql<string>`lower(username)`,
-        'in',
-        usernames.map((name) => name.toLowerCase()),
-      );
+      .where((eb) => eb.or([eb(sql<string>`lower(username)`, 'in', lowered), eb(sql<string>`lower(satellite_id)`, 'in', lowered)]));
     if (tenantIds) query = query.where('tenant_id', 'in', tenantIds);
     const rows = await query.orderBy('created_at').orderBy(sql`rowid`).execute();
+    return rows.map(marketplaceCodec.toRecord);
+  }
+
+  /**
+   * Every active marketplace of every tenant (start-up registers this server's satellite with each).
+   * Internal to the background work, never reachable with a tenant's credentials.
+   */
+  async listAllActive(): Promise<MarketplaceRecord[]> {
+    const rows = await this.select().where('is_active', '=', 1).orderBy('created_at').orderBy(sql`rowid`).execute();
     return rows.map(marketplaceCodec.toRecord);
   }
 

@@ -14,6 +14,16 @@ import type { CreateMarketplaceBody, MarketplaceView, UpdateMarketplaceBody } fr
 type View = Static<typeof MarketplaceView>;
 
 /**
+ * What happens elsewhere when a marketplace is connected (publishing/satellites.ts: it registers this
+ * server as its satellite once the tenant has a public URL). Never throws: a hub failure there is logged
+ * and retried, and the connection stands.
+ */
+export interface MarketplaceHooks {
+  connected(tenant: Tenant, marketplaceId: string): Promise<void>;
+  deleted(marketplaceId: string): void;
+}
+
+/**
  * Marketplace records. Credentials are proven before they are stored: creating a marketplace, or
  * changing its URL, username or password, logs in to the hub once (400 with the hub's reason when it
  * refuses), and that session is kept for everything the marketplace is used for afterwards.
@@ -24,6 +34,7 @@ export class MarketplaceService {
     private readonly marketplaces: MarketplaceRepository,
     private readonly box: SecretBox,
     private readonly hubs: HubClients,
+    private readonly hooks?: MarketplaceHooks,
   ) {}
 
   /** The first marketplace of a tenant becomes its default; `is_default: true` moves the default here. */
@@ -52,6 +63,8 @@ export class MarketplaceService {
       accounting_email: body.accounting_email ?? null,
       accounting_password: body.accounting_password ? this.box.encrypt(body.accounting_password) : null,
       account,
+      satellite_id: null,
+      satellite_url: null,
       created_at: timestamp,
       updated_at: timestamp,
     };
@@ -71,6 +84,7 @@ export class MarketplaceService {
       this.hubs.forget(id);
       throw error;
     }
+    if (record.is_active) await this.hooks?.connected(tenant, id);
     return toView(record);
   }
 
@@ -97,10 +111,14 @@ export class MarketplaceService {
     // A record deactivated as a duplicate (migration 0005) has no account until it proves it is free.
     const claimsAccount = account !== row.account && (row.account !== null || body.is_active === true || row.is_active);
     if (claimsAccount) await this.requireFreeAccount(tenant, account, id);
-    if ((url !== undefined && url !== row.url) || username !== row.username || body.password !== undefined) {
+    const otherAccount = (url !== undefined && url !== row.url) || username !== row.username;
+    const credentials = otherAccount || body.password !== undefined;
+    if (credentials) {
       await this.hubs.connect(id, { name: body.name ?? row.name, url: url ?? row.url, username, password });
     }
     const changes: Partial<MarketplaceRecord> = { updated_at: now() };
+    // A satellite belongs to one account of one hub: another account starts without one.
+    if (otherAccount) Object.assign(changes, { satellite_id: null, satellite_url: null });
     if (claimsAccount) changes.account = account;
     if (body.name !== undefined) changes.name = body.name;
     if (url !== undefined) changes.url = url;
@@ -122,6 +140,8 @@ export class MarketplaceService {
         await this.marketplaces.update(tenant.id, id, changes, trx);
       }),
     );
+    const activated = body.is_active === true && !row.is_active;
+    if ((credentials || activated) && (body.is_active ?? row.is_active)) await this.hooks?.connected(tenant, id);
     return this.get(tenant, id);
   }
 
@@ -129,6 +149,7 @@ export class MarketplaceService {
   async delete(tenant: Tenant, id: string): Promise<void> {
     const row = await this.require(tenant, id);
     this.hubs.forget(id);
+    this.hooks?.deleted(id);
     await inTransaction(this.db, async (trx) => {
       await this.marketplaces.delete(tenant.id, id, trx);
       if (row.is_default) {

@@ -13,6 +13,7 @@ import type { EndpointHealth } from './endpoint-health.ts';
 import { HEARTBEAT_TTL_SECONDS, Heartbeat, type HeartbeatResult, type HeartbeatTarget } from './heartbeat.ts';
 import { detectPublicIp, publicUrlFor } from './public-ip.ts';
 import type { PublicUrlService } from './public-url.ts';
+import type { SatelliteRegistry } from './satellites.ts';
 import type { PublishingService } from './service.ts';
 import type { TenantSettingsRepository } from './settings-repository.ts';
 
@@ -25,6 +26,7 @@ export interface PublishingTaskDeps {
   settingsRepository: TenantSettingsRepository;
   publicUrl: PublicUrlService;
   publishing: PublishingService;
+  satellites: SatelliteRegistry;
   hubs: HubClients;
   health: EndpointHealth;
   heartbeatIntervalMs: number;
@@ -36,8 +38,10 @@ export interface PublishingTaskDeps {
 
 /**
  * What knode does with its marketplaces on its own, in the background (start-up never waits for it,
- * and nothing here can fail start-up): adopt SVC_PUBLIC_URL for the `default` tenant, sync every
- * tenant's published endpoints once, then send the health heartbeats until shutdown.
+ * and nothing here can fail start-up): adopt SVC_PUBLIC_URL for the `default` tenant, register (or move)
+ * this knode's satellite at every marketplace of a tenant with a public URL, sync every tenant's published
+ * endpoints once, then send the health heartbeats until shutdown (each beat first retries the
+ * registrations that failed).
  */
 export class PublishingTasks {
   private readonly heartbeat: Heartbeat;
@@ -79,7 +83,9 @@ export class PublishingTasks {
   }
 
   private async runStartup(): Promise<void> {
-    await this.adoptConfiguredPublicUrl();
+    const adopted = await this.adoptConfiguredPublicUrl();
+    if (this.closing.signal.aborted) return;
+    await this.registerSatellites(adopted);
     if (this.closing.signal.aborted) return;
     for (const tenantId of await this.deps.endpoints.tenantsWithPublications()) {
       if (this.closing.signal.aborted) return;
@@ -94,8 +100,26 @@ export class PublishingTasks {
     }
   }
 
-  /** SVC_PUBLIC_URL: unset keeps the stored URL; empty detects the public IP; anything else is the URL. */
-  private async adoptConfiguredPublicUrl(): Promise<void> {
+  /**
+   * Every active marketplace of a tenant with a public URL registers (or moves) this knode's satellite
+   * before the start-up sync, which then names it. `done`: the tenant whose marketplaces took the
+   * adopted SVC_PUBLIC_URL just now. A failure is logged and retried at the heartbeats.
+   */
+  private async registerSatellites(done: string | undefined): Promise<void> {
+    for (const marketplace of await this.deps.marketplaces.listAllActive()) {
+      if (this.closing.signal.aborted) return;
+      if (marketplace.tenant_id === done) continue;
+      const url = await this.deps.settingsRepository.getPublicUrl(marketplace.tenant_id);
+      const tenant = url ? await this.deps.tenants.findById(marketplace.tenant_id) : undefined;
+      if (url && tenant) await this.deps.satellites.ensureOrRetry(tenant, marketplace.id, url);
+    }
+  }
+
+  /**
+   * SVC_PUBLIC_URL: unset keeps the stored URL; empty detects the public IP; anything else is the URL.
+   * Answers the id of the tenant whose marketplaces took it.
+   */
+  private async adoptConfiguredPublicUrl(): Promise<string | undefined> {
     const { config, log } = this.deps;
     if (config.publicUrl === undefined) return;
     let url = config.publicUrl;
@@ -112,16 +136,33 @@ export class PublishingTasks {
     try {
       const adopted = await this.deps.publicUrl.adoptPublicUrl(tenant, url, config.publicUrl === '' ? 'detected' : 'configured');
       log.info({ publicUrl: adopted }, 'public URL set from SVC_PUBLIC_URL');
+      return tenant.id;
     } catch (error) {
       log.warn(
         { publicUrl: url, err: errorMessage(error) },
         'public URL stored, but the default marketplace did not take it (heartbeats will carry it)',
       );
+      return undefined;
+    }
+  }
+
+  /**
+   * The satellite registrations that failed earlier, tried again when their time has come; a tenant
+   * whose marketplace got its satellite has its endpoints synced, so that they are attached to it.
+   */
+  private async retrySatellites(): Promise<void> {
+    for (const tenant of await this.deps.satellites.retryDue()) {
+      await this.deps.publishing
+        .sync(tenant)
+        .catch((error: unknown) =>
+          this.deps.log.warn({ tenant: tenant.name, err: errorMessage(error) }, 'sync after a registration failed'),
+        );
     }
   }
 
   /** Every active marketplace with published endpoints, of every tenant that has a public URL. */
   private async heartbeatTargets(): Promise<HeartbeatTarget[]> {
+    await this.retrySatellites();
     const targets: HeartbeatTarget[] = [];
     for (const tenantId of await this.deps.endpoints.tenantsWithPublications()) {
       const url = await this.deps.settingsRepository.getPublicUrl(tenantId);
@@ -136,6 +177,8 @@ export class PublishingTasks {
           label: `${tenant.name}/${marketplace.name}`,
           client: this.deps.hubs.client(marketplace),
           report: async () => ({
+            // The satellite the report is for: the hub moves it to `url` and marks it seen.
+            ...(marketplace.satellite_id ? { satellite_id: marketplace.satellite_id } : {}),
             endpoints: await Promise.all(
               endpoints.map(async (endpoint) => ({
                 slug: endpoint.slug,

@@ -20,6 +20,11 @@ export const MarketplaceStatusView = Type.Object({
   ]),
   /** Slugs of the tenant's endpoints published there. */
   published_endpoints: Type.Array(Type.String()),
+  /**
+   * This knode's satellite at the hub (API-CONTRACT 9.1): the audience of the hub's tokens for it. Null on a
+   * hub without the registry, before the tenant has a public URL, or while its registration is retried.
+   */
+  satellite_id: Type.Union([Type.String(), Type.Null()]),
 });
 
 export interface MarketplaceStatusDeps {
@@ -39,6 +44,7 @@ export async function marketplaceStatus(deps: MarketplaceStatusDeps, tenant: Ten
     logged_in: deps.hubs.loggedIn(marketplace.id),
     last_heartbeat: heartbeat ? { ...heartbeat } : null,
     published_endpoints: (await deps.endpoints.listPublishedTo(tenant.id, marketplace.id)).map((endpoint) => endpoint.slug).sort(),
+    satellite_id: marketplace.satellite_id,
   };
 }
 

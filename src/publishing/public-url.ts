@@ -3,6 +3,7 @@ import type { PublicUrlSource } from '../db/schema.ts';
 import type { Tenant } from '../domain/principal.ts';
 import type { MarketplaceRepository } from '../marketplaces/repository.ts';
 import type { HubClients } from '../syfthub/hub-client.ts';
+import type { SatelliteOutcome, SatelliteRegistry } from './satellites.ts';
 import type { PublishingService } from './service.ts';
 import type { TenantSettingsRepository } from './settings-repository.ts';
 
@@ -12,13 +13,16 @@ export interface PublicUrlDeps {
   hubs: HubClients;
   /** The hub builds its consumers' URLs from the public URL: after a change every endpoint is sent again. */
   publishing: Pick<PublishingService, 'sync'>;
+  /** On a hub with the satellite registry, the public URL is this knode's satellite (API-CONTRACT 9.1). */
+  satellites: Pick<SatelliteRegistry, 'ensure' | 'ensureOrRetry' | 'failed'>;
   log: Logger;
 }
 
 /**
  * A tenant's settings (API-CONTRACT 8). The public URL is where the marketplace sends consumers: it is
- * pushed to the tenant's default marketplace (PUT /users/me {domain}) before it is stored, so a URL the
- * hub did not take is never kept (specification, Settings rule 1).
+ * pushed to the tenant's default marketplace before it is stored, so a URL the hub did not take is never
+ * kept (specification, Settings rule 1). On a hub with the satellite registry (9.1) the push registers or
+ * moves this knode's satellite; on an older hub it is the account's domain (PUT /users/me {domain}).
  */
 export class PublicUrlService {
   constructor(private readonly deps: PublicUrlDeps) {}
@@ -53,14 +57,33 @@ export class PublicUrlService {
   async adoptPublicUrl(tenant: Tenant, publicUrl: string, source: 'configured' | 'detected'): Promise<string> {
     const normalized = normalize(publicUrl);
     await this.deps.settings.setPublicUrl(tenant.id, normalized, source);
-    await this.push(tenant, normalized);
+    await this.push(tenant, normalized, true);
     return normalized;
   }
 
-  /** Tells the tenant's default marketplace where knode answers; nothing to do without an active one. */
-  private async push(tenant: Tenant, publicUrl: string | null): Promise<void> {
+  /**
+   * Tells the tenant's marketplaces where knode answers. The default one must take it (its failure is
+   * thrown; `retry`: also tried again later, the URL being stored already); the tenant's other
+   * marketplaces register their satellite there too, best effort (a failure is logged and retried).
+   */
+  private async push(tenant: Tenant, publicUrl: string | null, retry = false): Promise<void> {
     const marketplace = await this.deps.marketplaces.getDefault(tenant.id);
-    if (marketplace?.is_active) await this.deps.hubs.client(marketplace).setDomain(publicUrl);
+    if (marketplace?.is_active) {
+      let outcome: SatelliteOutcome = 'legacy';
+      try {
+        // Clearing the URL (the tunnel closed) leaves the satellite where it is: deleting it would delete its endpoints.
+        if (publicUrl !== null) outcome = await this.deps.satellites.ensure(tenant, marketplace.id, publicUrl);
+      } catch (error) {
+        if (retry) this.deps.satellites.failed(tenant, marketplace.id, error);
+        throw error;
+      }
+      // A hub of 2026-07 has no registry: the URL is the account's domain, as before.
+      if (outcome === 'legacy') await this.deps.hubs.client(marketplace).setDomain(publicUrl);
+    }
+    if (publicUrl === null) return;
+    for (const other of await this.deps.marketplaces.listActive(tenant.id)) {
+      if (other.id !== marketplace?.id) await this.deps.satellites.ensureOrRetry(tenant, other.id, publicUrl);
+    }
   }
 }
 

@@ -9,7 +9,7 @@ import type { MarketplaceRecord } from '../marketplaces/codec.ts';
 import type { MarketplaceRepository } from '../marketplaces/repository.ts';
 import { publishedPolicy } from '../policies/price-tiers.ts';
 import type { PolicyRepository } from '../policies/repository.ts';
-import { type HubEndpoint, hubEndpoint, unpublishableReason } from '../syfthub/endpoint-metadata.ts';
+import { type HubEndpoint, hubEndpoint, unpublishableReason, withTenantName } from '../syfthub/endpoint-metadata.ts';
 import type { HubClients } from '../syfthub/hub-client.ts';
 import type { PublicationAnswer, PublicationResult, PublishBody, SyncAnswer, UnpublishBody } from './schemas.ts';
 
@@ -25,6 +25,8 @@ export interface PublishingDeps {
   policies: PolicyRepository;
   marketplaces: MarketplaceRepository;
   hubs: HubClients;
+  /** SVC_MULTI_TENANCY: the metadata then names the endpoint's tenant (API-CONTRACT 9.1, point 5). */
+  multiTenancy: boolean;
   log: Logger;
 }
 
@@ -41,7 +43,7 @@ export class PublishingService {
     const ids = body.publish_to_all_marketplaces
       ? (await this.deps.marketplaces.listActive(tenant.id)).map((marketplace) => marketplace.id)
       : requiredIds(body.marketplace_ids, 'publish_to_all_marketplaces');
-    const metadata = await this.metadata(tenant, endpoint);
+    const metadata = this.inTenant(tenant, await this.metadata(tenant, endpoint));
     const results = await Promise.all(ids.map((id) => this.publishTo(tenant, endpoint, metadata, id)));
     if (results.some((result) => result.success) && !endpoint.published) {
       await this.deps.endpoints.update(tenant.id, endpoint.id, { published: true, updated_at: now() });
@@ -70,7 +72,7 @@ export class PublishingService {
       if (!endpoint) return;
       const ids = await this.publishedTo(endpoint);
       if (ids.length === 0) return;
-      const metadata = await this.metadata(tenant, endpoint);
+      const metadata = this.inTenant(tenant, await this.metadata(tenant, endpoint));
       for (const result of await Promise.all(ids.map((id) => this.publishTo(tenant, endpoint, metadata, id)))) {
         if (!result.success) {
           this.deps.log.warn(
@@ -140,11 +142,12 @@ export class PublishingService {
   private async syncMarketplace(tenant: Tenant, marketplace: MarketplaceRecord): Promise<string[]> {
     const rows = (await this.deps.endpoints.listPublishedTo(tenant.id, marketplace.id)).filter((row) => !unpublishableReason(row));
     if (rows.length === 0) return [];
-    const metadata = await this.metadataOf(tenant, rows);
+    const metadata = (await this.metadataOf(tenant, rows)).map((endpoint) => this.inTenant(tenant, endpoint));
     const client = this.deps.hubs.client(marketplace);
-    await client.sync(metadata.slice(0, HUB_SYNC_MAX));
-    // The sync replaced the account's list with the first 300: the others are added one by one.
-    for (const endpoint of metadata.slice(HUB_SYNC_MAX)) await client.publish(endpoint);
+    // With a satellite id, the sync replaces that satellite's endpoints only (the account may run other spaces).
+    await client.sync(metadata.slice(0, HUB_SYNC_MAX), marketplace.satellite_id);
+    // The sync replaced the list with the first 300: the others are added one by one.
+    for (const endpoint of metadata.slice(HUB_SYNC_MAX)) await client.publish(endpoint, marketplace.satellite_id);
     return metadata.map((endpoint) => endpoint.slug);
   }
 
@@ -158,7 +161,7 @@ export class PublishingService {
     if (unpublishable) return failure(id, marketplace.name, `Not published to '${marketplace.name}'`, unpublishable);
     let outcome: 'created' | 'updated';
     try {
-      outcome = await this.deps.hubs.client(marketplace).publish(metadata);
+      outcome = await this.deps.hubs.client(marketplace).publish(metadata, marketplace.satellite_id);
     } catch (error) {
       return failure(id, marketplace.name, `Could not publish to '${marketplace.name}'`, errorMessage(error));
     }
@@ -190,6 +193,11 @@ export class PublishingService {
     await this.deps.endpoints.removePublication(tenant.id, endpoint.id, marketplace.id);
     const message = outcome === 'removed' ? `Removed from '${marketplace.name}'` : `Not on '${marketplace.name}' (nothing to remove)`;
     return { marketplace_id: id, marketplace_name: marketplace.name, success: true, message, error: null };
+  }
+
+  /** With several tenants on this server, what a consumer needs to reach this one (see withTenantName). */
+  private inTenant(tenant: Tenant, metadata: HubEndpoint): HubEndpoint {
+    return this.deps.multiTenancy ? withTenantName(metadata, tenant.name) : metadata;
   }
 
   private async metadata(tenant: Tenant, endpoint: EndpointRecord): Promise<HubEndpoint> {

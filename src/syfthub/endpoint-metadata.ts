@@ -1,7 +1,8 @@
 /**
  * The endpoint metadata SyftHub stores (API-CONTRACT 9), built from a knode endpoint and its policies.
  * The hub lists these fields to consumers, and `connect` tells them where to send queries: the path is
- * joined to the owner's domain (the public URL pushed with PUT /users/me).
+ * joined to the base URL of the satellite serving the endpoint (API-CONTRACT 9.1), or, on a hub without
+ * the registry, to the owner's domain (the public URL pushed with PUT /users/me).
  */
 
 export type HubEndpointType = 'model_data_source' | 'model' | 'data_source';
@@ -23,7 +24,18 @@ export interface HubEndpoint {
   slug: string;
   readme: string;
   policies: HubPolicy[];
-  connect: { type: 'https'; enabled: true; description: ''; config: { path: string } }[];
+  /** At most 10, each as the hub accepts it (see hubTags); `[]` when the endpoint has none. */
+  tags: string[];
+  connect: { type: 'https'; enabled: true; description: ''; config: HubConnectConfig }[];
+}
+
+/**
+ * Where consumers send queries: the path, joined to the satellite's base URL (or the account's domain on
+ * an older hub); with multi-tenancy, the tenant, which the hub's clients send back as `X-Tenant-Name`.
+ */
+export interface HubConnectConfig {
+  path: string;
+  tenant_name?: string;
 }
 
 /** The fields of a knode endpoint and policy that the metadata is made of. */
@@ -34,6 +46,8 @@ export interface EndpointFacts {
   description: string;
   dataset_id: string | null;
   model_id: string | null;
+  /** knode's comma-separated list, as the owner typed it. */
+  tags: string;
 }
 
 export interface PolicyFacts {
@@ -49,6 +63,26 @@ export const HUB_DESCRIPTION_MAX = 500;
 export function endpointType(endpoint: Pick<EndpointFacts, 'dataset_id' | 'model_id'>): HubEndpointType {
   if (endpoint.dataset_id && endpoint.model_id) return 'model_data_source';
   return endpoint.model_id ? 'model' : 'data_source';
+}
+
+/** SyftHub's limits on tags (API-CONTRACT 9.1): at most 10, each 1-30 of [a-z0-9-], no edge or double hyphen. */
+export const HUB_TAGS_MAX = 10;
+const HUB_TAG = /^[a-z0-9](?:[a-z0-9-]{0,28}[a-z0-9])?$/;
+
+/**
+ * The tags the hub is sent: the list split, trimmed and lower-cased, those the hub would refuse and
+ * repeats left out, the first 10 kept. The hub refuses a whole publication (a sync: the whole batch) for
+ * one bad tag, and tags are only a help to find an endpoint: a tag never makes a publication fail.
+ */
+export function hubTags(tags: string): string[] {
+  const kept: string[] = [];
+  for (const raw of tags.split(',')) {
+    const tag = raw.trim().toLowerCase();
+    if (!HUB_TAG.test(tag) || tag.includes('--') || kept.includes(tag)) continue;
+    kept.push(tag);
+    if (kept.length === HUB_TAGS_MAX) break;
+  }
+  return kept;
 }
 
 export function hubEndpoint(endpoint: EndpointFacts, policies: readonly PolicyFacts[]): HubEndpoint {
@@ -68,7 +102,20 @@ export function hubEndpoint(endpoint: EndpointFacts, policies: readonly PolicyFa
       description: policy.name,
       config: { ...policy.configuration },
     })),
+    tags: hubTags(endpoint.tags),
     connect: [{ type: 'https', enabled: true, description: '', config: { path: `/api/v1/endpoints/${endpoint.slug}/query` } }],
+  };
+}
+
+/**
+ * The metadata of an endpoint of this tenant on a server with several (SVC_MULTI_TENANCY): its `connect`
+ * names the tenant, which the hub's clients send back as `X-Tenant-Name` (API-CONTRACT 9.1, point 5), so
+ * that a query reaches the right tenant whatever host the hub sends it to.
+ */
+export function withTenantName(endpoint: HubEndpoint, tenantName: string): HubEndpoint {
+  return {
+    ...endpoint,
+    connect: endpoint.connect.map((connect) => ({ ...connect, config: { ...connect.config, tenant_name: tenantName } })),
   };
 }
 

@@ -5,10 +5,26 @@ import { HubAnswerError, HubCredentialsError, HubUnavailableError, hubReason } f
 import { HUB_TIMEOUT_MS, type HubAccount, type HubRequest, HubSession } from './hub-session.ts';
 
 export interface HubHealthReport {
+  /** This knode's satellite at a hub with the registry (API-CONTRACT 9.1), so the hub need not guess among the account's spaces. */
+  satellite_id?: string;
   endpoints: { slug: string; status: 'healthy' | 'unhealthy'; checked_at: string }[];
   ttl_seconds: number;
   url: string;
 }
+
+/** A satellite as the hub's registry shows it (API-CONTRACT 9.1). */
+export interface HubSatellite {
+  id: string;
+  kind: string;
+  base_url: string;
+}
+
+/**
+ * What the registry answered: the satellite, or `absent` (a hub of 2026-07 has no registry: 404 on
+ * /api/v1/satellites), `gone` (no satellite of the account has that id: 404 NOT_FOUND) or `taken`
+ * (another satellite of the account holds that origin: 409 CONFLICT).
+ */
+export type SatelliteAnswer = { satellite: HubSatellite } | { absent: true } | { gone: true } | { taken: string };
 
 /** POST /api/v1/verify always answers 200: either who the token belongs to, or why it is not good. */
 export type HubVerification =
@@ -47,10 +63,14 @@ export class HubClient {
     await this.session.open();
   }
 
-  /** Creates the endpoint at the hub; when the slug is taken there, updates that endpoint instead. */
-  async publish(endpoint: HubEndpoint): Promise<'created' | 'updated'> {
+  /**
+   * Creates the endpoint at the hub (attached to our satellite when there is one); when the slug is taken
+   * there, updates that endpoint instead (the hub's PATCH takes no satellite: the endpoint keeps its own).
+   */
+  async publish(endpoint: HubEndpoint, satelliteId?: string | null): Promise<'created' | 'updated'> {
     const action = `publish endpoint '${endpoint.slug}'`;
-    const created = await this.session.request({ method: 'POST', path: '/api/v1/endpoints', json: endpoint });
+    const query = satelliteId ? `?satellite_id=${encodeURIComponent(satelliteId)}` : '';
+    const created = await this.session.request({ method: 'POST', path: `/api/v1/endpoints${query}`, json: endpoint });
     if (created.ok) return done(created, 'created');
     if (created.status !== 400) return this.session.fail(created, action);
     const reason = await hubReason(created, this.session.secrets);
@@ -71,9 +91,32 @@ export class HubClient {
     return this.session.fail(response, `remove endpoint '${slug}'`);
   }
 
-  /** Replaces all of the account's endpoints at the hub with these (at most 300). */
-  async sync(endpoints: HubEndpoint[]): Promise<void> {
-    await this.expectOk({ method: 'POST', path: '/api/v1/endpoints/sync', json: { endpoints } }, 'sync endpoints');
+  /**
+   * Replaces the endpoints at the hub with these (at most 300): those of our satellite when there is one
+   * (the account may run other spaces, whose endpoints stay), else all of the account's.
+   */
+  async sync(endpoints: HubEndpoint[], satelliteId?: string | null): Promise<void> {
+    const json = satelliteId ? { satellite_id: satelliteId, endpoints } : { endpoints };
+    await this.expectOk({ method: 'POST', path: '/api/v1/endpoints/sync', json }, 'sync endpoints');
+  }
+
+  /**
+   * Registers a satellite of kind `space` at this origin; the hub answers the one the account already has
+   * there, so calling again is harmless (API-CONTRACT 9.1).
+   */
+  async registerSatellite(baseUrl: string): Promise<SatelliteAnswer> {
+    const response = await this.session.request({ method: 'POST', path: '/api/v1/satellites', json: { kind: 'space', base_url: baseUrl } });
+    return this.satelliteAnswer(response, 'register this server as a satellite', false);
+  }
+
+  /** Moves a satellite to another origin (the same id: the tokens' audience does not change). */
+  async moveSatellite(id: string, baseUrl: string): Promise<SatelliteAnswer> {
+    const response = await this.session.request({
+      method: 'PUT',
+      path: `/api/v1/satellites/${encodeURIComponent(id)}`,
+      json: { base_url: baseUrl },
+    });
+    return this.satelliteAnswer(response, 'move this server’s satellite', true);
   }
 
   /** Tells the hub where this knode answers (null clears it). */
@@ -85,9 +128,13 @@ export class HubClient {
     await this.expectOk({ method: 'POST', path: '/api/v1/endpoints/health', json: report }, 'take the health report');
   }
 
-  /** Asks the hub who a satellite token belongs to; the hub checks that it was made for our account. */
-  async verify(token: string): Promise<HubVerification> {
-    const response = await this.session.request({ method: 'POST', path: '/api/v1/verify', json: { token } });
+  /**
+   * Asks the hub who a satellite token belongs to; the hub checks that it was made for our account, and,
+   * given our satellite's id, for that satellite only (a token for another space of the account is refused).
+   */
+  async verify(token: string, satelliteId?: string | null): Promise<HubVerification> {
+    const json = satelliteId ? { token, satellite_id: satelliteId } : { token };
+    const response = await this.session.request({ method: 'POST', path: '/api/v1/verify', json });
     if (!response.ok) return this.session.fail(response, 'verify a satellite token', [token]);
     const body = (await response.json().catch(() => null)) as Record<string, unknown> | null;
     if (body?.valid === true) {
@@ -107,6 +154,23 @@ export class HubClient {
       error: typeof body?.error === 'string' ? body.error : 'invalid_token',
       message: typeof body?.message === 'string' ? body.message : 'The marketplace did not accept the token',
     };
+  }
+
+  private async satelliteAnswer(response: Response, action: string, known: boolean): Promise<SatelliteAnswer> {
+    if (response.ok) {
+      const body = (await response.json().catch(() => null)) as Record<string, unknown> | null;
+      if (typeof body?.id !== 'string' || typeof body.base_url !== 'string') {
+        throw new HubAnswerError(`${this.session.label} answered the request to ${action} without a satellite`, response.status, 'no id');
+      }
+      return { satellite: { id: body.id, kind: String(body.kind ?? 'space'), base_url: body.base_url } };
+    }
+    if (response.status === 404) {
+      // The hub's own 404 names its code; FastAPI's "Not Found" for a route it lacks means no registry at all.
+      const code = await errorCode(response);
+      return known && code === 'NOT_FOUND' ? { gone: true } : { absent: true };
+    }
+    if (response.status === 409 && known) return { taken: await hubReason(response, this.session.secrets) };
+    return this.session.fail(response, action);
   }
 
   /**
@@ -151,6 +215,13 @@ export class HubClient {
     if (!response.ok) await this.session.fail(response, action);
     await done(response, undefined);
   }
+}
+
+/** The `code` of the hub's own errors (`{"detail": {"code", "message"}}`), if the answer has one. */
+async function errorCode(response: Response): Promise<string | undefined> {
+  const body = (await response.json().catch(() => null)) as { detail?: { code?: unknown } } | null;
+  const code = body?.detail && typeof body.detail === 'object' ? body.detail.code : undefined;
+  return typeof code === 'string' ? code : undefined;
 }
 
 async function done<T>(response: Response, value: T): Promise<T> {

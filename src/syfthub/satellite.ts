@@ -8,12 +8,17 @@ import type { HubClients, StoredMarketplace } from './hub-client.ts';
 /** A marketplace that may vouch for satellite tokens, with the tenant it belongs to. */
 export interface VerifyingMarketplace extends StoredMarketplace {
   tenant_id: string;
+  /** This knode's satellite at that hub (API-CONTRACT 9.1), null on a hub without the registry. */
+  satellite_id: string | null;
 }
 
 /** The marketplace records a token may be checked with (marketplaces/repository.ts implements it). */
 export interface VerifyingMarketplaces {
-  /** Active marketplaces whose hub username is one of `usernames` (case-insensitive), of these tenants (all when undefined). */
-  listActiveByUsernames(usernames: readonly string[], tenantIds?: readonly string[]): Promise<VerifyingMarketplace[]>;
+  /**
+   * Active marketplaces whose hub username or satellite id is one of `audiences` (case-insensitive), of
+   * these tenants (all when undefined).
+   */
+  listActiveByAudiences(audiences: readonly string[], tenantIds?: readonly string[]): Promise<VerifyingMarketplace[]>;
   /** The active default marketplace of a tenant; without a tenant id, of the `default` tenant. */
   activeDefault(tenantId: string | undefined): Promise<VerifyingMarketplace | undefined>;
 }
@@ -48,9 +53,12 @@ const TOKEN_PROBLEMS = new Set([
 ]);
 
 /**
- * Satellite tokens (API-CONTRACT 6 and 9). A JWT is checked locally first (RS256 signature with the hub's
- * key set, expiry, audience = the marketplace's hub username), so a bad token costs the hub nothing;
- * then the hub's /verify names the caller's e-mail, and that answer is kept until the token expires.
+ * Satellite tokens (API-CONTRACT 6, 9 and 9.1). A JWT is checked locally first (RS256 signature with the
+ * hub's key set, expiry, audience = this knode's satellite id at that hub, or, from a hub without the
+ * registry, the marketplace's hub username), so a bad token costs the hub nothing; then the hub's /verify
+ * names the caller's e-mail, and that answer is kept until the token expires. /verify is told our
+ * satellite id (for a token naming it, and for an opaque one): the hub then refuses a token made for
+ * another satellite of the same account, which would otherwise pass as "the account's".
  * Opaque `sat_live_`/`sat_test_` tokens can only be judged by /verify.
  *
  * The marketplace that vouches for a token also fixes the tenant it may query, and the token is only
@@ -79,7 +87,9 @@ export class HubSatelliteVerifier implements SatelliteVerifier {
   private async verifyNow(token: string, tenantIds: readonly string[] | undefined): Promise<SatelliteIdentity | null> {
     if (OPAQUE_TOKEN.test(token)) {
       const marketplace = await this.fallback(tenantIds, 'an opaque token');
-      return marketplace ? this.askOnce(marketplace, token, Date.now() + OPAQUE_CACHE_MS, marketplace.username.toLowerCase()) : null;
+      if (!marketplace) return null;
+      const audience = marketplace.satellite_id ?? marketplace.username.toLowerCase();
+      return this.askOnce(marketplace, token, Date.now() + OPAQUE_CACHE_MS, audience, marketplace.satellite_id);
     }
     let claims: JWTPayload;
     try {
@@ -90,22 +100,24 @@ export class HubSatelliteVerifier implements SatelliteVerifier {
     // An expired token is refused without asking anyone.
     if (typeof claims.exp !== 'number' || claims.exp * 1000 <= Date.now()) return null;
     const expiresAt = claims.exp * 1000;
-    const audiences = [
-      ...new Set((Array.isArray(claims.aud) ? claims.aud : [claims.aud]).filter((aud): aud is string => typeof aud === 'string')),
-    ];
-    const candidates = await this.deps.marketplaces.listActiveByUsernames(
+    const audiences = [...new Set(audiencesOf(claims))];
+    const candidates = await this.deps.marketplaces.listActiveByAudiences(
       audiences.map((aud) => aud.toLowerCase()),
       tenantIds,
     );
     if (candidates.length === 0) {
       // No marketplace account is named like the audience (e.g. it was entered as an e-mail): the default
-      // marketplace of the one tenant in question may still vouch; the hub's /verify checks the audience.
+      // marketplace of the one tenant in question may still vouch; the hub's /verify checks the audience,
+      // for our satellite only when we have one (a token for another satellite of the account is refused).
       const marketplace = await this.fallback(tenantIds, `audience '${audiences[0] ?? ''}'`);
       if (!marketplace || !(await this.signedFor(marketplace, token, false))) return null;
-      return this.askOnce(marketplace, token, expiresAt, audiences[0]);
+      return this.askOnce(marketplace, token, expiresAt, audiences[0], marketplace.satellite_id);
     }
     const vouching = await this.vouchingMarketplace(candidates, token, audiences[0] ?? '');
-    return vouching ? this.askOnce(vouching, token, expiresAt, audiences[0]) : null;
+    if (!vouching) return null;
+    // A token naming our satellite is verified for it; one naming the username (an older hub's) without it.
+    const satelliteId = namesSatellite(vouching, audiences) ? vouching.satellite_id : null;
+    return this.askOnce(vouching, token, expiresAt, audiences[0], satelliteId);
   }
 
   /**
@@ -141,14 +153,16 @@ export class HubSatelliteVerifier implements SatelliteVerifier {
     return accepted[0];
   }
 
-  /** Whether the token carries this marketplace's hub signature (and, with `audience`, names its account). */
+  /**
+   * Whether the token carries this marketplace's hub signature (and, with `audience`, names its account:
+   * our satellite there, or the hub username).
+   */
   private async signedFor(marketplace: VerifyingMarketplace, token: string, audience: boolean): Promise<boolean> {
+    const accepted = [marketplace.username.toLowerCase(), ...(marketplace.satellite_id ? [marketplace.satellite_id.toLowerCase()] : [])];
     try {
-      await jwtVerify(token, this.keySet(marketplace.url), {
-        algorithms: ['RS256'],
-        requiredClaims: ['exp'],
-        ...(audience ? { audience: marketplace.username.toLowerCase() } : {}),
-      });
+      const { payload } = await jwtVerify(token, this.keySet(marketplace.url), { algorithms: ['RS256'], requiredClaims: ['exp'] });
+      // jose compares audiences exactly: the hub's usernames and UUIDs are compared without case here.
+      if (audience && !audiencesOf(payload).some((aud) => accepted.includes(aud.toLowerCase()))) return false;
       return true;
     } catch (error) {
       if (isTokenProblem(error)) return false;
@@ -173,20 +187,26 @@ export class HubSatelliteVerifier implements SatelliteVerifier {
     token: string,
     expiresAt: number,
     audience: string | undefined,
+    satelliteId: string | null,
   ): Promise<SatelliteIdentity | null> {
     const key = `${marketplace.id}:${token}`;
     const known = this.verified.get(key);
     if (known) return known;
-    const identity = await this.ask(marketplace, token, audience);
+    const identity = await this.ask(marketplace, token, audience, satelliteId);
     if (identity) this.verified.set(key, identity, expiresAt);
     return identity;
   }
 
   /** The hub's word on the token; any failure to get it is a 503 (the caller may retry), never a 401. */
-  private async ask(marketplace: VerifyingMarketplace, token: string, audience: string | undefined): Promise<SatelliteIdentity | null> {
+  private async ask(
+    marketplace: VerifyingMarketplace,
+    token: string,
+    audience: string | undefined,
+    satelliteId: string | null,
+  ): Promise<SatelliteIdentity | null> {
     let answer: Awaited<ReturnType<ReturnType<HubClients['client']>['verify']>>;
     try {
-      answer = await this.deps.hubs.client(marketplace).verify(token);
+      answer = await this.deps.hubs.client(marketplace).verify(token, satelliteId);
     } catch (error) {
       if (error instanceof DomainError) throw new ServiceUnavailableError(error.detail);
       throw error;
@@ -207,6 +227,16 @@ export class HubSatelliteVerifier implements SatelliteVerifier {
     }
     return keys;
   }
+}
+
+function audiencesOf(claims: JWTPayload): string[] {
+  return (Array.isArray(claims.aud) ? claims.aud : [claims.aud]).filter((aud): aud is string => typeof aud === 'string');
+}
+
+/** Whether the token's audience is the marketplace's satellite (not its username). */
+function namesSatellite(marketplace: VerifyingMarketplace, audiences: readonly string[]): boolean {
+  const id = marketplace.satellite_id?.toLowerCase();
+  return id !== undefined && audiences.some((aud) => aud.toLowerCase() === id);
 }
 
 function isTokenProblem(error: unknown): boolean {
