@@ -293,7 +293,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     ingestionRoots,
     datasetSearch,
     metrics,
-    storage: { config, datasets: datasetRepository, store },
+    storage: { config, datasets: datasetRepository, store, owners: ingestionRoots },
     marketplaceStatus: { marketplaces: marketplaceRepository, endpoints: endpointRepository, hubs, heartbeats: publishingTasks },
     close: async () => {
       await tunnels.shutdown();

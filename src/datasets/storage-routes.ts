@@ -5,6 +5,7 @@ import { Type } from 'typebox';
 import type { Config } from '../config.ts';
 import type { Principal } from '../domain/principal.ts';
 import { requirePrincipal } from '../http/principal.ts';
+import type { IngestionRoots } from '../tenants/ingestion-roots.ts';
 import type { VectorStore } from '../vectors/store.ts';
 import type { DatasetRepository } from './repository.ts';
 
@@ -22,11 +23,16 @@ export interface StorageDeps {
   config: Pick<Config, 'adminApiKey' | 'dataDir'>;
   datasets: Pick<DatasetRepository, 'list'>;
   store: Pick<VectorStore, 'diskUse'>;
+  owners: Pick<IngestionRoots, 'isFirstOwner'>;
 }
 
-/** The operator: the admin key, or (in development mode) the person at this machine's console. */
-function isOperator(principal: Principal, developmentMode: boolean): boolean {
-  return principal.kind === 'admin' || developmentMode;
+/**
+ * The operator: the admin key (or, in development mode, this machine's tools without a token), or in
+ * development mode the laptop's owner (the first owner's tenant) at the console. Another tenant's user
+ * never learns where the data lives.
+ */
+async function isOperator(principal: Principal, developmentMode: boolean, owners: StorageDeps['owners']): Promise<boolean> {
+  return principal.kind === 'admin' || (developmentMode && (await owners.isFirstOwner(principal.tenant.id)));
 }
 
 function fileBytes(path: string): number {
@@ -46,7 +52,7 @@ export function storageRoutes(deps: StorageDeps): FastifyPluginAsyncTypebox {
       handler: async (request) => {
         const principal = requirePrincipal(request);
         const developmentMode = deps.config.adminApiKey === '';
-        const operator = isOperator(principal, developmentMode);
+        const operator = await isOperator(principal, developmentMode, deps.owners);
         const database = join(deps.config.dataDir, 'knode.db');
         const datasets = await deps.datasets.list(principal.tenant.id);
         return {

@@ -24,7 +24,7 @@ export class IngestionRoots {
   /** The real paths of the tenant's roots; a root that no longer exists is left out. */
   async of(tenantId: string): Promise<string[]> {
     const roots = [...(await this.tenants.grantedRoots(tenantId))];
-    if (await this.ownsConfiguredRoots(tenantId)) roots.push(...this.options.configured);
+    if (await this.isFirstOwner(tenantId)) roots.push(...this.options.configured);
     const real = roots.map((root) => realPath(root)).filter((root): root is string => root !== undefined);
     return [...new Set(real)];
   }
@@ -34,7 +34,11 @@ export class IngestionRoots {
     await this.tenants.setGrantedRoots(tenant.id, roots);
   }
 
-  private async ownsConfiguredRoots(tenantId: string): Promise<boolean> {
+  /**
+   * The first owner's tenant: `default`, and in development mode the tenant of the first user who
+   * registered (the laptop's owner). It owns SVC_INGESTION_ROOTS and sees what is the operator's.
+   */
+  async isFirstOwner(tenantId: string): Promise<boolean> {
     const tenant = await this.tenants.findById(tenantId);
     if (tenant?.name.toLowerCase() === DEFAULT_TENANT) return true;
     return this.options.developmentMode && (await this.tenants.firstOwnersTenantId()) === tenantId;
