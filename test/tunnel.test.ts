@@ -271,6 +271,46 @@ describe('the tunnel (/settings/proxy)', () => {
       expect(provider.open).toBe(1);
     });
 
+    test('a stored hub credential that ngrok refuses is replaced by a fresh one, once until the tunnel is back', async () => {
+      const dataDir = tempDir();
+      await fresh({ dataDir });
+      bindHubCredentials();
+      const { user, marketplace } = await tenantWithMarketplace('quebec');
+      const host = `${marketplace.username}.syfthub.ngrok.app`;
+      await proxy('POST', { from_marketplace: true }, user.tenant);
+      const first = hub.tunnelCredentials.at(-1)?.auth_token as string;
+      // The hub's operator deleted it from the hub's ngrok account.
+      provider.refused.set(first, 'ERR_NGROK_107: The authtoken you specified has been revoked');
+      provider.dropAll();
+      t.clock.advance(TUNNEL_BACKOFF.initialMs);
+      await waitFor('the reconnection', async () => (await proxy('GET', undefined, user.tenant)).json().connected === true);
+      expect(credentialRequests(marketplace.username)).toHaveLength(2);
+      const second = hub.tunnelCredentials.at(-1)?.auth_token as string;
+      expect(second).not.toBe(first);
+      expect(provider.requests.slice(-2)).toEqual([
+        { token: first, domain: host, port: 8080 },
+        { token: second, domain: host, port: 8080 },
+      ]);
+      expect(log.lines.join('')).not.toContain(second);
+
+      // Refused again and again (ngrok refuses every credential): one more is asked for, then only the backoff.
+      provider.bindingOf = () => 'elsewhere.example';
+      provider.dropAll();
+      const failures = () => log.lines.filter((line) => line.includes('tunnel connection failed') && line.includes(user.tenant));
+      t.clock.advance(TUNNEL_BACKOFF.initialMs);
+      await waitFor('the first failure', async () => failures()[0]);
+      t.clock.advance(TUNNEL_BACKOFF.initialMs * 2);
+      await waitFor('the second failure', async () => failures()[1]);
+      expect(credentialRequests(marketplace.username)).toHaveLength(3);
+
+      // The stored credential is the last one handed out: a restart uses it.
+      await t.close({ keepData: true });
+      await fresh({ dataDir });
+      await t.services.tunnels.start(8080);
+      await waitFor('the reconnection at start-up', async () => (await proxy('GET', undefined, user.tenant)).json().connected === true);
+      expect(provider.requests).toEqual([{ token: hub.tunnelCredentials.at(-1)?.auth_token as string, domain: host, port: 8080 }]);
+    });
+
     test("the hub's 503 (not configured) and 502 (ngrok failed) are a 503 and a 502 that say so, and the running tunnel stays", async () => {
       await fresh();
       const { user, marketplace } = await tenantWithMarketplace('lima');

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { BadRequestError, NotFoundError } from '../domain/errors.ts';
+import { BadRequestError, errorMessage, NotFoundError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
 import { type Clock, systemClock } from '../util/clock.ts';
 import { type TunnelConnection, type TunnelProvider, TunnelRefused } from './provider.ts';
@@ -63,6 +63,8 @@ interface TenantTunnel {
   retryAt?: number;
   /** Why the tunnel went down, until it is back. */
   lastError?: string;
+  /** Whether the marketplace was asked for a new credential since the tunnel was last online (once is enough). */
+  renewed?: boolean;
 }
 
 /**
@@ -205,6 +207,7 @@ export class TunnelManager {
     tunnel.delayMs = this.backoff.initialMs;
     tunnel.lastError = undefined;
     tunnel.retryAt = undefined;
+    tunnel.renewed = false;
     connection.onDrop((reason) => {
       if (tunnel.closed || tunnel.connection !== connection) return;
       this.log.warn({ tenant: tunnel.tenant.name, reason }, 'tunnel dropped; reconnecting');
@@ -223,6 +226,22 @@ export class TunnelManager {
     tunnel.cancelRetry = this.clock.after(delay, () => void this.reconnect(tunnel));
   }
 
+  /** Asks the marketplace for a new credential and stores it in place of the refused one; false when none came. */
+  private async renew(tunnel: TenantTunnel): Promise<boolean> {
+    tunnel.renewed = true;
+    try {
+      const fresh = await this.hooks.marketplaceCredential(tunnel.tenant);
+      if (tunnel.closed) return false; // stopped meanwhile: the credential it forgot must not come back
+      await this.hooks.saveToken(tunnel.tenant, fresh);
+      tunnel.credential = fresh;
+      this.log.info({ tenant: tunnel.tenant.name }, 'the tunnel credential was refused; the marketplace handed out a new one');
+      return true;
+    } catch (error) {
+      this.log.warn({ tenant: tunnel.tenant.name, reason: errorMessage(error) }, 'no new tunnel credential from the marketplace');
+      return false;
+    }
+  }
+
   private async reconnect(tunnel: TenantTunnel): Promise<void> {
     if (tunnel.closed || !this.provider) return;
     try {
@@ -239,6 +258,13 @@ export class TunnelManager {
         this.log.warn({ tenant: tunnel.tenant.name, err: error }, 'publishing the tunnel URL failed');
       });
     } catch (error) {
+      // A stored marketplace credential can stop working: the hub keeps none, so its operator may delete them
+      // from its ngrok account. Refused, it is replaced by a fresh one and tried again at once, but only once
+      // until the tunnel is back online: the ngrok library reports a network failure as a refusal too, and a
+      // credential minted at every attempt would pile up at the hub (see openFromMarketplace).
+      if (error instanceof TunnelRefused && tunnel.credential.domain !== undefined && !tunnel.renewed && (await this.renew(tunnel))) {
+        return this.reconnect(tunnel);
+      }
       this.log.warn(
         { tenant: tunnel.tenant.name, reason: (error as Error).message, retry_in_ms: tunnel.delayMs },
         'tunnel connection failed',
