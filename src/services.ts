@@ -29,8 +29,10 @@ import { ModelRunnerService } from './models/runner.ts';
 import { ModelService } from './models/service.ts';
 import { ConsumedStore } from './payments/consumed-store.ts';
 import { MppGateway } from './payments/mpp.ts';
+import { SettlementReconciler } from './payments/reconciler.ts';
 import { WalletRepository } from './payments/repository.ts';
 import { WalletService } from './payments/service.ts';
+import { SettlementJournal } from './payments/settlement-journal.ts';
 import { GeneralLimits } from './policies/general-limits.ts';
 import { PolicyRepository } from './policies/repository.ts';
 import { PolicyService } from './policies/service.ts';
@@ -102,6 +104,8 @@ export interface Services {
   readonly wallets: WalletService;
   /** MPP payments of queries: challenges, credentials, their broadcast once the answer is ready. */
   readonly payments: MppGateway;
+  /** Finishes payments whose receipt came late or whose process stopped (the settlement journal). */
+  readonly settlements: SettlementReconciler;
   /** Which folders each tenant may index (the console's folder browser lists inside them). */
   readonly ingestionRoots: IngestionRoots;
   /** The search step of queries, also searched directly by `POST /datasets/{id}/search`. */
@@ -119,6 +123,8 @@ export interface ServiceOptions {
   logDestination?: DestinationStream;
   /** The tunnel service: ngrok unless a test brings its double (null: none can be loaded). */
   tunnelProvider?: TunnelProvider | null;
+  /** How long a paid answer waits for its payment's receipt before it goes out `pending` (10 s unless a test is in a hurry). */
+  paymentReceiptTimeoutMs?: number;
 }
 
 export async function createServices(config: Config, options: ServiceOptions = {}): Promise<Services> {
@@ -241,7 +247,19 @@ export async function createServices(config: Config, options: ServiceOptions = {
     deleted: (id) => satelliteRegistry.forget(id),
   });
   const walletRepository = new WalletRepository(db, box);
-  const payments = new MppGateway({ wallets: walletRepository, consumed: new ConsumedStore(database) });
+  const journal = new SettlementJournal(database);
+  const payments = new MppGateway({
+    wallets: walletRepository,
+    consumed: new ConsumedStore(database),
+    journal,
+    ...(options.paymentReceiptTimeoutMs !== undefined ? { receiptTimeoutMs: options.paymentReceiptTimeoutMs } : {}),
+  });
+  const settlements = new SettlementReconciler({
+    journal,
+    writeUsage: (entry) => usageRepository.recordSettlement(entry),
+    paymentFailed: (entry, reason) => usageRepository.paymentFailed(entry, reason),
+    log,
+  });
   const datasetSearch = new DatasetSearchService(config, datasetRepository, store, vectorStoreVersion);
 
   const services: Services = {
@@ -290,6 +308,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     usage: new UsageService(endpointRepository, usageRepository),
     wallets: new WalletService(walletRepository),
     payments,
+    settlements,
     ingestionRoots,
     datasetSearch,
     metrics,
@@ -298,6 +317,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     close: async () => {
       await tunnels.shutdown();
       await publishingTasks.close(); // also aborts every hub request in flight
+      await settlements.close();
       await ingestion.close();
       await pool.close();
       await closeEmbedders();
@@ -309,5 +329,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   void ingestion.resumeAll();
   // Likewise the marketplace work: SVC_PUBLIC_URL, the start-up sync, then heartbeats.
   publishingTasks.start();
+  // Payments a stopped process left in the journal are finished (or released) from the chain, in the background.
+  settlements.start();
   return services;
 }

@@ -1,19 +1,21 @@
 import { afterAll, afterEach, beforeAll, describe, expect, setSystemTime, test } from 'bun:test';
 import { rmSync } from 'node:fs';
-import { Store } from 'mppx';
 import { type OpenedDatabase, openDatabase } from '../src/db/database.ts';
 import { BadGatewayError } from '../src/domain/errors.ts';
 import type { PaymentWallet } from '../src/payments/codec.ts';
 import { ConsumedStore } from '../src/payments/consumed-store.ts';
 import { MppGateway, PaymentRefusal, toBaseUnits } from '../src/payments/mpp.ts';
+import { SettlementReconciler } from '../src/payments/reconciler.ts';
+import { SettlementJournal } from '../src/payments/settlement-journal.ts';
 import { vectorExtensionPath } from '../src/vectors/extension.ts';
 import { startFakeHubWallet } from './fakes/hub-wallet.ts';
 import { startFakeTempoRpc } from './fakes/tempo-rpc.ts';
 import { tempDir } from './helpers/app.ts';
 
 /**
- * The consumed challenge ids and transactions (payments/consumed-store.ts), mppx's replay store on it, and
- * the gateway's settlement when the receipt does not come.
+ * The consumed challenge ids and transactions (payments/consumed-store.ts), the settlement journal on them
+ * (payments/settlement-journal.ts), and the gateway's settlement when the receipt does not come in time or
+ * the node cannot be reached (payments/mpp.ts, payments/reconciler.ts).
  */
 describe('consumed payments', () => {
   let dataDir: string;
@@ -53,31 +55,76 @@ describe('consumed payments', () => {
     const results = await Promise.all(Array.from({ length: 20 }, () => store.claim(['race'], Date.now() + 60_000)));
     expect(results.filter(Boolean)).toHaveLength(1);
   });
+});
 
-  test("mppx's replay store: tryClaim, atomic update, values and their expiry", async () => {
-    const claimed: string[] = [];
-    const mppx = store.mppx(claimed);
-    expect(await Store.tryClaim(mppx, 'mppx:charge:0xabc', Date.now() + 60_000)).toBe(true);
-    expect(await Store.tryClaim(mppx, 'mppx:charge:0xabc', Date.now() + 60_000)).toBe(false);
-    expect(claimed).toEqual(['mppx:charge:0xabc']);
-    await mppx.put('value', { count: 1, big: 5n });
-    expect(await mppx.get('value')).toEqual({ count: 1, big: '5' });
-    expect(await mppx.update('value', (current) => ({ op: 'set', value: { ...(current as object), count: 2 }, result: 'ok' }))).toBe('ok');
-    expect(await mppx.get('value')).toMatchObject({ count: 2 });
-    await mppx.delete('value');
-    expect(await mppx.get('value')).toBeNull();
-    await mppx.put('marker', { expires: Date.now() - 1, type: 'mppx:replay' });
-    expect(await mppx.get('marker')).toBeNull();
+describe('the settlement journal', () => {
+  let dataDir: string;
+  let database: OpenedDatabase;
+  let journal: SettlementJournal;
+  let store: ConsumedStore;
+  const entry = (id: string) => ({
+    challenge_id: id,
+    tenant_id: 'tenant',
+    endpoint_id: 'endpoint',
+    sender_email: 'carol@example.com',
+    transaction_hash: `0x${'12'.repeat(32)}` as const,
+    raw_transaction: '0x76' as const,
+    payer: '0x0000000000000000000000000000000000000001' as const,
+    amount: 10_000n,
+    currency: '0x20c0000000000000000000000000000000000000' as const,
+    recipient: '0x742d35Cc6634c0532925a3b844bC9e7595F8fE00' as const,
+    testnet: true,
+    rpc_url: 'http://127.0.0.1:1',
+    consumed_keys: [`knode:challenge:${id}`, `knode:transaction:${id}`],
+    expires_at: Date.now() + 60_000,
+  });
+
+  beforeAll(async () => {
+    dataDir = tempDir();
+    database = await openDatabase(dataDir, [vectorExtensionPath()]);
+    journal = new SettlementJournal(database);
+    store = new ConsumedStore(database);
+  });
+  afterAll(async () => {
+    await database.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  test('a reservation claims its keys with its row; a release frees both, and the credential can be reserved again', async () => {
+    await database.db
+      .insertInto('tenants')
+      .values({ id: 'tenant', name: 'tenant', created_at: '' } as never)
+      .execute();
+    expect(await journal.reserve(entry('c1'))).toBe(true);
+    expect(await store.anyConsumed(['knode:challenge:c1'])).toBe(true);
+    expect(await journal.reserve(entry('c1'))).toBe(false);
+    expect((await journal.get('c1'))?.state).toBe('reserved');
+    await journal.release('c1');
+    expect((await journal.get('c1'))?.state).toBe('released');
+    expect(await store.anyConsumed(['knode:challenge:c1', 'knode:transaction:c1'])).toBe(false);
+    expect(await journal.reserve(entry('c1'))).toBe(true);
+    await journal.sending('c1', { tokens: 3 });
+    await journal.sent('c1');
+    const sent = await journal.get('c1');
+    expect(sent).toMatchObject({ state: 'sent', usage: { tokens: 3 }, usage_written: false, delivered_at: null, amount: 10_000n });
+    expect((await journal.unsettled()).map((row) => row.challenge_id)).toEqual(['c1']);
+    expect((await journal.withoutUsage()).map((row) => row.challenge_id)).toEqual(['c1']);
+    await journal.confirmed('c1');
+    expect(await journal.unsettled()).toEqual([]);
   });
 });
 
-describe('a broadcast whose receipt does not come', () => {
-  test('is a 502 naming the transaction, and the credential stays used (it may still be mined)', async () => {
+describe('a broadcast whose receipt does not come in time', () => {
+  test('is `pending`, not an error; an undelivered answer may be asked again on the same payment; the reconciler confirms it', async () => {
     const dataDir = tempDir();
     const database = await openDatabase(dataDir, [vectorExtensionPath()]);
     const rpc = startFakeTempoRpc();
     const hub = startFakeHubWallet(rpc.url);
     try {
+      await database.db
+        .insertInto('tenants')
+        .values({ id: 'tenant', name: 'tenant', created_at: '' } as never)
+        .execute();
       const wallet: PaymentWallet = {
         tenant_id: 'tenant',
         wallet_address: '0x742d35Cc6634c0532925a3b844bC9e7595F8fE00',
@@ -87,25 +134,94 @@ describe('a broadcast whose receipt does not come', () => {
         created_at: '',
         updated_at: '',
       };
+      const journal = new SettlementJournal(database);
       const gateway = new MppGateway({
         wallets: { get: async () => wallet },
         consumed: new ConsumedStore(database),
+        journal,
         receiptTimeoutMs: 300,
       });
       const terms = { realm: 'slow-chain', amount: toBaseUnits(0.05) };
+      const caller = { tenantId: 'tenant', endpointId: 'endpoint', senderEmail: 'erin@example.com' };
       const consumer = hub.addConsumer('erin');
       const credential = await hub.pay(consumer.token, gateway.challenge(wallet, terms).header);
-      const accepted = await gateway.accept(wallet, terms, credential);
+      const accepted = await gateway.accept(wallet, terms, credential, caller);
+      expect((await journal.get(accepted.challengeId))?.state).toBe('reserved');
       rpc.withholdReceipts(true);
-      const failure = await accepted.settle().catch((error: unknown) => error);
-      expect(failure).toBeInstanceOf(BadGatewayError);
-      expect((failure as BadGatewayError).detail).toBe(
-        `The payment transaction ${rpc.broadcasts[0]?.hash} was sent but not confirmed in time`,
-      );
+      const settlement = await accepted.settle({ tokens: 1 });
+      expect(settlement).toEqual({ transaction: rpc.broadcasts[0]?.hash as `0x${string}`, status: 'pending' });
+      expect((await journal.get(accepted.challengeId))?.state).toBe('sent');
+
+      // The answer was not handed out (say the connection broke): the same caller gets it on the same payment.
+      const again = await gateway.accept(wallet, terms, credential, caller);
+      expect(await again.settle({})).toEqual(settlement);
+      expect(rpc.broadcasts).toHaveLength(1);
+      // Another caller, or the same payment once its answer was delivered, is a replay.
+      const other = await gateway
+        .accept(wallet, terms, credential, { ...caller, senderEmail: 'mallory@example.com' })
+        .catch((error: unknown) => error);
+      expect((other as PaymentRefusal).reason).toBe('This payment has already been used');
+      await again.delivered();
+      const replay = await gateway.accept(wallet, terms, credential, caller).catch((error: unknown) => error);
+      expect(replay).toBeInstanceOf(PaymentRefusal);
+      expect((replay as PaymentRefusal).reason).toBe('This payment has already been used');
+
+      const written: string[] = [];
+      const reconciler = new SettlementReconciler({
+        journal,
+        writeUsage: async (entry) => {
+          written.push(entry.challenge_id);
+        },
+        paymentFailed: async () => {},
+        log: { info: () => {}, warn: () => {}, error: () => {} },
+      });
+      await reconciler.reconcile();
+      expect((await journal.get(accepted.challengeId))?.state).toBe('sent'); // still no receipt
       rpc.withholdReceipts(false);
-      const again = await gateway.accept(wallet, terms, credential).catch((error: unknown) => error);
-      expect(again).toBeInstanceOf(PaymentRefusal);
-      expect((again as PaymentRefusal).reason).toBe('This payment has already been used');
+      await reconciler.reconcile();
+      expect((await journal.get(accepted.challengeId))?.state).toBe('confirmed');
+      expect(written).toContain(accepted.challengeId);
+      expect(rpc.broadcasts).toHaveLength(1);
+    } finally {
+      await hub.close();
+      await rpc.close();
+      await database.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  test('the RPC refused at the broadcast (unreachable): a 502, nothing charged, the credential freed', async () => {
+    const dataDir = tempDir();
+    const database = await openDatabase(dataDir, [vectorExtensionPath()]);
+    const rpc = startFakeTempoRpc();
+    const hub = startFakeHubWallet(rpc.url);
+    try {
+      await database.db
+        .insertInto('tenants')
+        .values({ id: 'tenant', name: 'tenant', created_at: '' } as never)
+        .execute();
+      const wallet: PaymentWallet = {
+        tenant_id: 'tenant',
+        wallet_address: '0x742d35Cc6634c0532925a3b844bC9e7595F8fE00',
+        testnet: true,
+        rpc_url: rpc.url,
+        challenge_secret: 'a-challenge-secret-of-at-least-32-bytes',
+        created_at: '',
+        updated_at: '',
+      };
+      const journal = new SettlementJournal(database);
+      const gateway = new MppGateway({ wallets: { get: async () => wallet }, consumed: new ConsumedStore(database), journal });
+      const terms = { realm: 'down-chain', amount: toBaseUnits(0.05) };
+      const caller = { tenantId: 'tenant', endpointId: 'endpoint', senderEmail: 'erin@example.com' };
+      const credential = await hub.pay(hub.addConsumer('erin').token, gateway.challenge(wallet, terms).header);
+      const accepted = await gateway.accept(wallet, terms, credential, caller);
+      rpc.fail('eth_sendRawTransaction', { status: 503 });
+      const failure = await accepted.settle({}).catch((error: unknown) => error);
+      expect(failure).toBeInstanceOf(BadGatewayError);
+      expect((await journal.get(accepted.challengeId))?.state).toBe('released');
+      rpc.fail('eth_sendRawTransaction', undefined);
+      const retried = await gateway.accept(wallet, terms, credential, caller);
+      expect((await retried.settle({})).status).toBe('charged');
       expect(rpc.broadcasts).toHaveLength(1);
     } finally {
       await hub.close();

@@ -3,7 +3,9 @@ import { createHmac } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
-import { type FakeHubWallet, startFakeHubWallet } from './fakes/hub-wallet.ts';
+import { type Hex, keccak256, stringToHex } from 'viem';
+import { Transaction } from 'viem/tempo';
+import { type FakeHubWallet, type MemoChoice, startFakeHubWallet } from './fakes/hub-wallet.ts';
 import { FAKE_ANSWER, type FakeOpenAIServer, startFakeOpenAI } from './fakes/openai-server.ts';
 import { type FakeSyftHub, startFakeSyftHub } from './fakes/syfthub.ts';
 import { type FakeTempoRpc, startFakeTempoRpc } from './fakes/tempo-rpc.ts';
@@ -121,6 +123,8 @@ describe('MPP payments', () => {
     setSystemTime();
     model.behave({});
     wallet.payAmount(undefined);
+    wallet.signAs('pympp-0.4.2');
+    wallet.writeMemo('mpp');
     for (const method of ['eth_sendRawTransaction', 'eth_call']) rpc.fail(method, undefined);
     rpc.up();
   });
@@ -325,7 +329,10 @@ describe('MPP payments', () => {
       const broadcasts = rpc.broadcasts.length;
       const replay = await query('paid-replay', {}, { payment });
       expect(replay.statusCode).toBe(402);
-      expect(replay.json().detail).toBe('Payment of $0.01 required to query this endpoint');
+      // The refusal's reason is in `detail` too: a client shows nothing else (API-CONTRACT 10.3 point 10).
+      expect(replay.json().detail).toBe(
+        'Payment of $0.01 required to query this endpoint (the payment sent was refused: This payment has already been used)',
+      );
       expect(replay.json().policy_metadata.entries[0]).toMatchObject({
         status: 'rejected',
         reason_code: 'PAYMENT_REQUIRED',
@@ -372,7 +379,7 @@ describe('MPP payments', () => {
       });
       const response = await query('paid-repriced', {}, { payment });
       expect(response.statusCode).toBe(402);
-      expect(response.json().detail).toBe('Payment of $0.02 required to query this endpoint');
+      expect(response.json().detail).toStartWith('Payment of $0.02 required to query this endpoint (the payment sent was refused: ');
       expect(response.json().policy_metadata.entries[0].reason).toContain('not for what this query costs now');
     });
 
@@ -480,6 +487,105 @@ describe('MPP payments', () => {
     });
   });
 
+  describe('the wallets that sign (API-CONTRACT 10.3 point 7)', () => {
+    const fingerprint = (value: string) => keccak256(stringToHex(value)).slice(2, 22);
+    const boundNonce = (challengeId: string) => keccak256(stringToHex(challengeId)).slice(2, 16);
+    const decodeCredential = (payment: string) => {
+      const encoded = payment.slice('Payment '.length);
+      expect(encoded).toMatch(/^[A-Za-z0-9_-]+$/); // base64url without padding
+      return {
+        json: Buffer.from(encoded, 'base64url').toString('utf8'),
+        credential: JSON.parse(Buffer.from(encoded, 'base64url').toString('utf8')),
+      };
+    };
+
+    test('the deployed hub wallet (pympp 0.4.2: a random memo nonce) pays; broadcast once; its replay is refused', async () => {
+      await summaryEndpoint('hub-pympp', { price: 0.05 });
+      wallet.signAs('pympp-0.4.2');
+      const payment = await pay(await query('hub-pympp'), 'hub-pympp');
+      // The x_payment as pympp 0.4.2 writes it: compact JSON with sorted keys, the challenge echoed without description.
+      const { json, credential } = decodeCredential(payment);
+      expect(Object.keys(credential)).toEqual(['challenge', 'payload', 'source']);
+      expect(Object.keys(credential.challenge)).toEqual(['expires', 'id', 'intent', 'method', 'realm', 'request']);
+      expect(Object.keys(credential.payload)).toEqual(['signature', 'type']);
+      expect(json).not.toContain(': ');
+      expect(credential.source).toBe(`did:pkh:eip155:42431:${consumer.address}`);
+
+      const broadcasts = rpc.broadcasts.length;
+      const response = await query('hub-pympp', {}, { payment });
+      expect(response.statusCode).toBe(200);
+      expect(response.json().policy_metadata.entries[0]).toMatchObject({ status: 'charged', amount: 0.05 });
+      expect(rpc.broadcasts).toHaveLength(broadcasts + 1);
+      const sent = rpc.broadcasts.at(-1);
+      const memo = sent?.transfers[0]?.memo as Hex;
+      expect(sent?.transfers).toEqual([{ token: PATH_USD, to: RECIPIENT, amount: 50_000n, memo }]);
+      // The MPP tag, version 1, this endpoint's fingerprint, no client id, and a nonce mppx would refuse.
+      expect(memo.slice(0, 10)).toBe(keccak256(stringToHex('mpp')).slice(0, 10));
+      expect(memo.slice(10, 12)).toBe('01');
+      expect(memo.slice(12, 32)).toBe(fingerprint('hub-pympp'));
+      expect(memo.slice(32, 52)).toBe('00'.repeat(10));
+      expect(memo.slice(52)).not.toBe(boundNonce(credential.challenge.id));
+      // The transaction as pympp builds it: gas ≥ 1,000,000, max fee = priority fee, nonce key 0, fees in pathUSD.
+      const transaction = Transaction.deserialize(sent?.raw as `0x76${string}`);
+      expect(transaction.gas).toBeGreaterThanOrEqual(1_000_000n);
+      expect(transaction.maxFeePerGas).toBe(transaction.maxPriorityFeePerGas as bigint);
+      expect(transaction.nonceKey ?? 0n).toBe(0n);
+      expect(transaction.feeToken?.toString().toLowerCase()).toBe(PATH_USD);
+      expect((await usage('hub-pympp'))[0]).toMatchObject({
+        status: 'success',
+        payment: { rail: 'mpp', amount: 0.05, transaction: sent?.hash },
+      });
+
+      const replay = await query('hub-pympp', {}, { payment });
+      expect(replay.statusCode).toBe(402);
+      expect(replay.json().detail).toBe(
+        'Payment of $0.05 required to query this endpoint (the payment sent was refused: This payment has already been used)',
+      );
+      expect(rpc.broadcasts).toHaveLength(broadcasts + 1);
+    });
+
+    test('a credential signed by mppx 0.11 (its memo nonce bound to the challenge) is accepted as well', async () => {
+      await summaryEndpoint('hub-mppx', { price: 0.05 });
+      wallet.signAs('mppx');
+      const payment = await pay(await query('hub-mppx'), 'hub-mppx');
+      const { credential } = decodeCredential(payment);
+      const response = await query('hub-mppx', {}, { payment });
+      expect(response.statusCode).toBe(200);
+      expect(response.json().policy_metadata.entries[0]).toMatchObject({ status: 'charged', amount: 0.05 });
+      const memo = rpc.broadcasts.at(-1)?.transfers[0]?.memo as Hex;
+      expect(memo.slice(12, 32)).toBe(fingerprint('hub-mppx'));
+      expect(memo.slice(52)).toBe(boundNonce(credential.challenge.id));
+      const replay = await query('hub-mppx', {}, { payment });
+      expect(replay.statusCode).toBe(402);
+      expect(replay.json().policy_metadata.entries[0].reason).toBe('Payment refused: This payment has already been used');
+    });
+
+    const wrongMemos: [MemoChoice, string][] = [
+      ['wrong-tag', 'the transfer memo is not an MPP memo (wrong tag)'],
+      ['wrong-version', 'the transfer memo has an unknown MPP memo version'],
+      ['wrong-server', 'the transfer memo names another server (wrong fingerprint)'],
+      ['none', 'the transfer carries no MPP memo'],
+    ];
+    for (const [memo, reason] of wrongMemos) {
+      test(`a transfer whose memo is ${memo === 'none' ? 'missing (plain transfer)' : memo} is refused, nothing broadcast`, async () => {
+        const slug = `hub-memo-${memo}`;
+        await summaryEndpoint(slug);
+        wallet.writeMemo(memo);
+        const payment = await pay(await query(slug), slug);
+        const broadcasts = rpc.broadcasts.length;
+        const generations = model.requests.length;
+        const response = await query(slug, {}, { payment });
+        expect(response.statusCode).toBe(402);
+        expect(response.json().detail).toBe(
+          `Payment of $0.01 required to query this endpoint (the payment sent was refused: The payment is not attributed to this endpoint: ${reason})`,
+        );
+        expect(HEADER.test(response.headers['www-authenticate'] as string)).toBe(true);
+        expect(rpc.broadcasts).toHaveLength(broadcasts);
+        expect(model.requests.length).toBe(generations); // refused before the query ran
+      });
+    }
+  });
+
   describe('a price per document', () => {
     const rawPaid = async (slug: string) => {
       const endpoint = await createEndpoint(t, owner, { name: slug, slug, dataset_id: datasetId, response_type: 'raw' });
@@ -515,14 +621,45 @@ describe('MPP payments', () => {
       const payment = await pay(await query('per-doc-changed', search), 'per-doc-changed');
       const response = await query('per-doc-changed', { ...search, limit: 3 }, { payment });
       expect(response.statusCode).toBe(402);
-      expect(response.json().detail).toBe('Payment of $0.006 required to query this endpoint');
+      expect(response.json().detail).toStartWith('Payment of $0.006 required to query this endpoint (the payment sent was refused: ');
     });
 
-    test('a search that finds nothing is free', async () => {
+    test('a search that finds nothing is free on an endpoint that only searches', async () => {
       await rawPaid('per-doc-none');
       const response = await query('per-doc-none', { messages: 'pets', similarity_threshold: 1 });
       expect(response.statusCode).toBe(200);
       expect(response.json().policy_metadata.entries[0]).toMatchObject({ status: 'free', amount: 0 });
+    });
+
+    test('an endpoint that generates charges at least one unit: finding nothing does not make the generation free', async () => {
+      const endpoint = await createEndpoint(t, owner, {
+        name: 'per-doc-gen',
+        slug: 'per-doc-gen',
+        dataset_id: datasetId,
+        model_id: modelId,
+        response_type: 'both',
+      });
+      await createPolicy(t, owner, {
+        endpoint_id: endpoint.id,
+        policy_type: 'mpp',
+        configuration: { price: 0.002, unit_type: 'document' },
+      });
+      const nothing = { messages: 'pets', similarity_threshold: 1 };
+      const refused = await query('per-doc-gen', nothing);
+      expect(refused.statusCode).toBe(402);
+      expect(refused.json().detail).toBe('Payment of $0.002 required to query this endpoint');
+      const response = await query('per-doc-gen', nothing, { payment: await pay(refused, 'per-doc-gen') });
+      expect(response.statusCode).toBe(200);
+      expect(response.json().references.documents).toEqual([]);
+      expect(response.json().summary.message.content).toBe(FIRST_LINE);
+      expect(response.json().policy_metadata.entries[0]).toMatchObject({
+        status: 'charged',
+        amount: 0.002,
+        details: { unit_type: 'document', unit_price: 0.002, documents: 1 },
+      });
+      // Documents found are still what it costs.
+      const found = await query('per-doc-gen', search);
+      expect(found.json().detail).toBe('Payment of $0.004 required to query this endpoint');
     });
   });
 
@@ -743,4 +880,80 @@ test('consumed credentials are remembered across a restart', async () => {
     await wallet.close();
     await rpc.close();
   }
+});
+
+describe('a receipt later than the deadline (API-CONTRACT 10.3 point 6)', () => {
+  let t: TestApp;
+  let owner: TestUser;
+  let model: FakeOpenAIServer;
+  let rpc: FakeTempoRpc;
+  let wallet: FakeHubWallet;
+
+  beforeAll(async () => {
+    t = await createTestApp({ SVC_ADMIN_API_KEY: ADMIN_KEY }, tempDir(), { paymentReceiptTimeoutMs: 300 });
+    owner = await t.user('latepay');
+    model = startFakeOpenAI();
+    rpc = startFakeTempoRpc();
+    wallet = startFakeHubWallet(rpc.url);
+    await t.request({
+      method: 'POST',
+      url: '/api/v1/settings/wallet',
+      token: owner.token,
+      payload: { wallet_address: RECIPIENT, rpc_url: rpc.url },
+    });
+  });
+  afterAll(async () => {
+    await t.close();
+    await model.close();
+    await wallet.close();
+    await rpc.close();
+  });
+
+  test('the answer is delivered `pending` (never a 5xx); the reconciler confirms it; its usage row is there once', async () => {
+    const modelId = (await createModel(t, owner, 'fake', { base_url: model.url })).id;
+    const endpoint = await createEndpoint(t, owner, { name: 'late', slug: 'late-receipt', model_id: modelId, response_type: 'summary' });
+    await createPolicy(t, owner, { endpoint_id: endpoint.id, policy_type: 'mpp', configuration: { price: 0.25 } });
+    const ask = (payment?: string) =>
+      t.request({
+        method: 'POST',
+        url: '/api/v1/endpoints/late-receipt/query',
+        token: owner.token,
+        headers: payment ? { 'x-payment': payment } : {},
+        payload: { messages: 'hi' },
+      });
+    const consumer = wallet.addConsumer('lena');
+    const payment = await wallet.pay(consumer.token, (await ask()).headers['www-authenticate'] as string);
+    rpc.withholdReceipts(true);
+    const response = await ask(payment);
+    expect(response.statusCode).toBe(200);
+    const hash = rpc.broadcasts[0]?.hash;
+    expect(response.json().summary.message.content).toBe(FIRST_LINE);
+    expect(response.json().policy_metadata.entries[0]).toMatchObject({
+      status: 'pending',
+      amount: 0.25,
+      transaction: { rail: 'mpp', id: hash },
+      reason: 'The payment was sent; its receipt had not come when the answer was ready',
+    });
+    expect(response.json().cost).toBeCloseTo(0.25 + response.json().summary.cost, 10);
+    const state = async () =>
+      (
+        await t.services.database.exclusive((sqlite) => sqlite.query<{ state: string }, []>('SELECT state FROM payment_settlements').all())
+      ).map((row) => row.state);
+    expect(await state()).toEqual(['sent']);
+
+    await t.services.settlements.reconcile();
+    expect(await state()).toEqual(['sent']);
+    rpc.withholdReceipts(false);
+    await t.services.settlements.reconcile();
+    expect(await state()).toEqual(['confirmed']);
+
+    const usage = (await t.request({ method: 'GET', url: '/api/v1/endpoints/late-receipt/usage', token: owner.token })).json();
+    expect(usage).toHaveLength(1);
+    expect(usage[0]).toMatchObject({ status: 'success', payment: { rail: 'mpp', amount: 0.25, transaction: hash } });
+    // The answer was delivered: the same payment again is a replay, and nothing is sent again.
+    const replay = await ask(payment);
+    expect(replay.statusCode).toBe(402);
+    expect(replay.json().detail).toContain('This payment has already been used');
+    expect(rpc.broadcasts).toHaveLength(1);
+  });
 });

@@ -11,7 +11,8 @@ export type ReasonCode = 'NO_PRICING_TIER' | 'INSUFFICIENT_BALANCE' | 'PAYMENT_R
 export interface PolicyEntry {
   policy_type: string;
   kind: 'payment' | 'access' | 'rate_limit' | 'transform';
-  status: 'charged' | 'refunded' | 'free' | 'rejected' | 'applied' | 'skipped';
+  /** `pending`: an MPP payment sent whose receipt had not come when the answer went out (API-CONTRACT 10.3). */
+  status: 'charged' | 'pending' | 'refunded' | 'free' | 'rejected' | 'applied' | 'skipped';
   amount: number | null;
   currency: 'USD' | null;
   recipient: { username: string | null; email: string | null; wallet_address: string | null } | null;

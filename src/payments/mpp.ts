@@ -1,32 +1,41 @@
-import { Challenge, Credential, Errors, PaymentRequest } from 'mppx';
-import { Mppx, tempo } from 'mppx/server';
+import { Challenge, Credential, PaymentRequest } from 'mppx';
 import { Methods } from 'mppx/tempo';
-import { BaseError, formatUnits, type Hex, keccak256 } from 'viem';
+import { BaseError, decodeFunctionData, formatUnits, type Hex, keccak256 } from 'viem';
+import { Abis, Transaction } from 'viem/tempo';
 import { BadGatewayError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
+import { memoProblem } from './attribution.ts';
 import type { PaymentWallet } from './codec.ts';
 import type { ConsumedStore } from './consumed-store.ts';
 import type { WalletRepository } from './repository.ts';
+import type { SettlementEntry, SettlementJournal } from './settlement-journal.ts';
 import {
-  type BroadcastState,
   causedBy,
+  chainIdOf,
   PATH_USD,
   PATH_USD_DECIMALS,
-  PUBLIC_RPC,
-  ReceiptTimeoutError,
+  RECEIPT_POLL_MS,
+  RECEIPT_TIMEOUT_MS,
   RpcUnreachableError,
+  rpcUrlOf,
+  sameAddress,
   TESTNET_CHAIN_ID,
-  tempoClient,
+  TempoRpc,
+  verdictOf,
 } from './tempo.ts';
 
 /**
- * MPP payments of queries (API-CONTRACT 10.3), on the `mppx` library: its challenges (HMAC-bound ids over
- * the canonical request), its credentials, and its Tempo charge method, which checks a signed transaction
- * (one TIP-20 transfer of exactly the amount of pathUSD to the recipient, its memo bound to the challenge,
- * a simulation), broadcasts it and checks the receipt's Transfer log. knode adds what is its own: the
- * challenge is for this endpoint (realm = its slug) and for what this query costs now, a credential is
- * used once (challenge id and transaction, kept in SQLite until they expire), and the transaction is
- * broadcast only once the answer is ready (`AcceptedPayment.settle`), so a failed query costs nothing.
+ * MPP payments of queries (API-CONTRACT 10.3). Challenges and credentials are `mppx`'s (HMAC-bound ids
+ * over the canonical request, the credential's encoding); the payment itself knode checks on its own,
+ * because mppx 0.11's server insists that the transfer memo's nonce be derived from the challenge id, and
+ * the deployed SyftHub wallet (pympp 0.4.2) writes a random one (point 7): the signed Tempo transaction must
+ * make exactly one call, a pathUSD `transferWithMemo` of exactly the amount to the recipient, whose memo is
+ * an MPP memo for this realm. knode adds what is its own: the challenge is for this endpoint (realm = its
+ * slug) and for what this query costs now, a credential is used once (challenge id and transaction, in
+ * SQLite), and the transaction is broadcast only once the answer is ready (`AcceptedPayment.settle`), so a
+ * failed query costs nothing. Every step of a settlement is written to the settlement journal first
+ * (`settlement-journal.ts`): once the node took the transaction the answer is delivered, charged or
+ * `pending` (the receipt is late; `reconciler.ts` confirms it later), never an error (point 6).
  */
 
 /** How long a challenge may be paid (API-CONTRACT 10.3: now + 5 minutes). */
@@ -37,6 +46,13 @@ export interface PaymentTerms {
   realm: string;
   /** pathUSD base units (10^-6 USD). */
   amount: bigint;
+}
+
+/** Who pays for what: a credential pays for one caller's query of one endpoint. */
+export interface PaymentCaller {
+  tenantId: string;
+  endpointId: string;
+  senderEmail: string;
 }
 
 export interface IssuedChallenge {
@@ -57,25 +73,35 @@ export class PaymentRefusal extends Error {
   }
 }
 
+/** How a payment ended for the answer: `charged` (its receipt came) or `pending` (sent, receipt late). */
+export interface Settlement {
+  transaction: Hex;
+  status: 'charged' | 'pending';
+}
+
 /** A credential checked and reserved for one query; nothing has moved yet. */
 export interface AcceptedPayment {
   readonly challengeId: string;
-  /** The hash of the signed transaction as received. */
+  /** The hash of the transaction as it is broadcast. */
   readonly transaction: Hex;
   /**
-   * Broadcasts the transaction and waits for its receipt: call it once the answer is ready. Answers the
-   * transaction hash; throws a PaymentRefusal (the node or mppx refused it) or a BadGatewayError (the RPC
-   * could not be reached, or the receipt did not come).
+   * Broadcasts the transaction and waits for its receipt: call it once the answer is ready, with the usage
+   * row the answer will write (kept in the journal for a process that dies before writing it). Throws a
+   * PaymentRefusal (refused before it was sent, or it reverted) or a BadGatewayError (the RPC could not be
+   * reached before the node took it: nothing was charged); once the node took it, it never throws.
    */
-  settle(): Promise<Hex>;
+  settle(usage: Record<string, unknown>): Promise<Settlement>;
   /** The query failed before `settle`: the credential is freed (nothing was broadcast). */
   release(): Promise<void>;
+  /** The answer was handed out: the same credential again is a replay from now on. */
+  delivered(): Promise<void>;
 }
 
 export interface MppGatewayDeps {
   wallets: Pick<WalletRepository, 'get'>;
   consumed: ConsumedStore;
-  /** How long a broadcast transaction may take to get its receipt (10 s unless a test is in a hurry). */
+  journal: SettlementJournal;
+  /** How long a broadcast transaction may take to get its receipt before the answer goes out `pending`. */
   receiptTimeoutMs?: number;
 }
 
@@ -88,6 +114,9 @@ export function toBaseUnits(usd: number): bigint {
 export function formatUsd(amount: bigint): string {
   return formatUnits(amount, PATH_USD_DECIMALS);
 }
+
+/** The Tempo transaction type a pull-mode credential carries (0x78, a fee payer's envelope, is not offered). */
+const TEMPO_TRANSACTION_PREFIX = '0x76';
 
 export class MppGateway {
   constructor(private readonly deps: MppGatewayDeps) {}
@@ -111,10 +140,11 @@ export class MppGateway {
   /**
    * Checks an `X-Payment` credential against `terms` and reserves it for this query: issued by this tenant
    * (HMAC), for this endpoint, for what this query costs, not expired, not used before, its transaction
-   * paying exactly that (mppx, with a simulation at the node). Throws a PaymentRefusal, or a
-   * BadGatewayError when the RPC cannot be reached.
+   * paying exactly that (checked here, then simulated at the node). A credential whose transaction was sent
+   * for this caller's query but whose answer was never handed out (the process stopped) is accepted again,
+   * already paid. Throws a PaymentRefusal, or a BadGatewayError when the RPC cannot be reached.
    */
-  async accept(wallet: PaymentWallet, terms: PaymentTerms, header: string): Promise<AcceptedPayment> {
+  async accept(wallet: PaymentWallet, terms: PaymentTerms, header: string, caller: PaymentCaller): Promise<AcceptedPayment> {
     let credential: Credential.Credential;
     try {
       credential = Credential.deserialize(header);
@@ -136,70 +166,203 @@ export class MppGateway {
     }
     const payload = credential.payload as { type?: unknown; signature?: unknown };
     // A transaction the consumer broadcast itself (`hash`) would be paid before the answer exists.
-    if (payload?.type !== 'transaction' || typeof payload.signature !== 'string' || !payload.signature.startsWith('0x')) {
+    if (payload?.type !== 'transaction' || typeof payload.signature !== 'string' || !/^0x[0-9a-fA-F]+$/.test(payload.signature)) {
       throw new PaymentRefusal('The payment must carry a signed transaction (payload type "transaction")');
     }
-    const transaction = keccak256(payload.signature as Hex);
-    const keys = [`knode:challenge:${challenge.id}`, `knode:transaction:${transaction.toLowerCase()}`];
-    if (await this.deps.consumed.anyConsumed(keys)) throw new PaymentRefusal('This payment has already been used');
+    const signed = payload.signature as Hex;
+    const transaction = decodeTransaction(signed);
+    checkTransfer(transaction, wallet, terms);
+    // Nodes hash the canonical encoding: broadcast that one, so that the hash knode keeps is the node's
+    // (mppx does the same). Both hashes are single-use keys.
+    const raw = (await Transaction.serialize(transaction)) as Hex;
+    const hash = keccak256(raw);
+    const keys = [
+      ...new Set([`knode:challenge:${challenge.id}`, ...[keccak256(signed), hash].map((h) => `knode:transaction:${h.toLowerCase()}`)]),
+    ];
 
-    const state: BroadcastState = { sent: undefined };
-    try {
-      await this.server(wallet, terms.realm, state, []).validateCredential(credential);
-    } catch (error) {
-      throw translate(error, state);
-    }
-    if (!(await this.deps.consumed.claim(keys, Date.parse(challenge.expires as string)))) {
+    if (await this.deps.consumed.anyConsumed(keys)) {
+      const paid = await this.deps.journal.get(challenge.id);
+      if (paid && isUndeliveredPayment(paid, hash, caller)) return this.alreadyPaid(paid);
       throw new PaymentRefusal('This payment has already been used');
     }
+    const expires = Date.parse(challenge.expires ?? '');
+    if (!(expires > Date.now())) throw new PaymentRefusal(`The payment's challenge expired at ${challenge.expires}`);
 
-    const release = () => this.deps.consumed.release(keys);
+    const rpc = new TempoRpc({ rpcUrl: rpcUrlOf(wallet), testnet: wallet.testnet });
+    await simulate(rpc, transaction);
+    const reserved = await this.deps.journal.reserve({
+      challenge_id: challenge.id,
+      tenant_id: caller.tenantId,
+      endpoint_id: caller.endpointId,
+      sender_email: caller.senderEmail,
+      transaction_hash: hash,
+      raw_transaction: raw,
+      payer: transaction.from as Hex,
+      amount: terms.amount,
+      currency: PATH_USD,
+      recipient: wallet.wallet_address,
+      testnet: wallet.testnet,
+      rpc_url: rpcUrlOf(wallet),
+      consumed_keys: keys,
+      expires_at: expires,
+    });
+    if (!reserved) throw new PaymentRefusal('This payment has already been used');
+
+    const journal = this.deps.journal;
+    const id = challenge.id;
     return {
-      challengeId: challenge.id,
-      transaction,
-      release,
-      settle: async () => {
-        const state: BroadcastState = { sent: undefined };
-        const claimed: string[] = [];
+      challengeId: id,
+      transaction: hash,
+      release: () => journal.release(id),
+      delivered: () => journal.delivered(id),
+      settle: async (usage) => {
+        await journal.sending(id, usage);
+        let sent: Hex;
         try {
-          const receipt = await this.server(wallet, terms.realm, state, claimed).broadcastCredential(credential);
-          return receipt.reference as Hex;
+          // The answer took a while: a balance spent since is a 402 now rather than a reverted transfer.
+          await simulate(rpc, transaction);
+          sent = await broadcast(rpc, raw, hash);
         } catch (error) {
-          // Once the node took the transaction it may be mined: the credential stays used. Before, nothing
-          // can have moved, so it is freed, mppx's own replay marks of this attempt included.
-          if (!state.sent) await this.deps.consumed.release([...keys, ...claimed]);
-          throw translate(error, state);
+          // The node did not take it: nothing can have moved, so the credential is good again.
+          await journal.release(id);
+          throw error;
         }
+        await journal.sent(id);
+        return this.confirm(rpc, { id, hash: sent, payer: transaction.from as Hex, wallet, amount: terms.amount });
       },
     };
   }
 
   /**
-   * mppx's server for one wallet and endpoint: the Tempo charge method on the wallet's network, with the
-   * replay store in SQLite (the keys mppx claims are added to `claimed`).
+   * Waits for the receipt of a sent transaction, up to the deadline: `charged` when it pays, `pending` when
+   * it did not come (or the RPC stopped answering: the node took the transaction, so the answer is paid for
+   * and goes out; the reconciler finishes the journal). A receipt that pays nothing is a refusal.
    */
-  private server(wallet: PaymentWallet, realm: string, state: BroadcastState, claimed: string[]) {
-    const client = tempoClient({
-      rpcUrl: wallet.rpc_url ?? PUBLIC_RPC[wallet.testnet ? 'testnet' : 'mainnet'],
-      testnet: wallet.testnet,
-      state,
-      ...(this.deps.receiptTimeoutMs !== undefined ? { receiptTimeoutMs: this.deps.receiptTimeoutMs } : {}),
-    });
-    return Mppx.create({
-      methods: [
-        tempo.charge({
-          currency: PATH_USD,
-          decimals: PATH_USD_DECIMALS,
-          recipient: wallet.wallet_address,
-          testnet: wallet.testnet,
-          getClient: () => client,
-          store: this.deps.consumed.mppx(claimed),
-          waitForConfirmation: true,
-        }),
-      ],
-      secretKey: wallet.challenge_secret,
-      realm,
-    });
+  private async confirm(
+    rpc: TempoRpc,
+    sent: { id: string; hash: Hex; payer: Hex; wallet: PaymentWallet; amount: bigint },
+  ): Promise<Settlement> {
+    const deadline = Date.now() + (this.deps.receiptTimeoutMs ?? RECEIPT_TIMEOUT_MS);
+    for (;;) {
+      const receipt = await rpc.receipt(sent.hash).catch((error: unknown) => {
+        if (error instanceof RpcUnreachableError || error instanceof BaseError) return null;
+        throw error;
+      });
+      if (receipt) {
+        const verdict = verdictOf(receipt, { currency: PATH_USD, from: sent.payer, to: sent.wallet.wallet_address, amount: sent.amount });
+        if (verdict.status === 'confirmed') {
+          await this.deps.journal.confirmed(sent.id);
+          return { transaction: sent.hash, status: 'charged' };
+        }
+        await this.deps.journal.failed(sent.id, verdict.reason);
+        throw new PaymentRefusal(verdict.reason);
+      }
+      if (Date.now() >= deadline) return { transaction: sent.hash, status: 'pending' };
+      await Bun.sleep(RECEIPT_POLL_MS);
+    }
+  }
+
+  /**
+   * A retry of a paid query whose answer never went out (the process stopped after the broadcast): the
+   * same caller gets the answer again, and nothing is sent or charged again. The query runs once more
+   * rather than the first answer being kept: an answer can be large, can hold the caller's documents, and
+   * is not written anywhere else, and a crash is rare; the payment is what must not be lost.
+   */
+  private alreadyPaid(paid: SettlementEntry): AcceptedPayment {
+    const journal = this.deps.journal;
+    return {
+      challengeId: paid.challenge_id,
+      transaction: paid.transaction_hash,
+      settle: async () => ({ transaction: paid.transaction_hash, status: paid.state === 'confirmed' ? 'charged' : 'pending' }),
+      // Nothing was reserved for this run: the credential stays used whatever happens to it.
+      release: async () => {},
+      delivered: () => journal.delivered(paid.challenge_id),
+    };
+  }
+}
+
+/** Whether a journal row is this caller's paid query whose answer was never handed out. */
+function isUndeliveredPayment(paid: SettlementEntry, hash: Hex, caller: PaymentCaller): boolean {
+  return (
+    (paid.state === 'sent' || paid.state === 'confirmed') &&
+    paid.delivered_at === null &&
+    paid.transaction_hash.toLowerCase() === hash.toLowerCase() &&
+    paid.tenant_id === caller.tenantId &&
+    paid.endpoint_id === caller.endpointId &&
+    paid.sender_email === caller.senderEmail
+  );
+}
+
+type TempoTransaction = Transaction.TransactionSerializableTempo & { from: Hex };
+
+/** The signed Tempo transaction of a credential, or a refusal saying why it is not one. */
+function decodeTransaction(signed: Hex): TempoTransaction {
+  if (!signed.toLowerCase().startsWith(TEMPO_TRANSACTION_PREFIX)) {
+    throw new PaymentRefusal('The payment must be a signed Tempo transaction (type 0x76)');
+  }
+  let transaction: Transaction.TransactionSerializableTempo;
+  try {
+    transaction = Transaction.deserialize(signed as Transaction.TransactionSerializedTempo);
+  } catch {
+    throw new PaymentRefusal('The payment transaction cannot be decoded');
+  }
+  if (!transaction.signature || !transaction.from) throw new PaymentRefusal('The payment transaction is not signed');
+  return transaction as TempoTransaction;
+}
+
+/**
+ * The payment itself (points 3 and 7): on this wallet's chain, exactly one call, to pathUSD, a
+ * `transferWithMemo` of exactly the amount to the recipient, with an MPP memo for this realm (any client id,
+ * any nonce). A plain `transfer` carries no memo, so it is refused like a memo of another server.
+ */
+function checkTransfer(transaction: TempoTransaction, wallet: PaymentWallet, terms: PaymentTerms): void {
+  const chainId = chainIdOf(wallet.testnet);
+  if (transaction.chainId !== chainId) {
+    throw new PaymentRefusal(`The payment transaction is for chain ${transaction.chainId}, not ${chainId}`);
+  }
+  const calls = transaction.calls ?? [];
+  if (calls.length !== 1) throw new PaymentRefusal(`The payment transaction must make exactly one call (it makes ${calls.length})`);
+  const [call] = calls as [(typeof calls)[number]];
+  if (!sameAddress(call.to ?? undefined, PATH_USD)) throw new PaymentRefusal('The payment transaction does not call pathUSD');
+  let decoded: { functionName: string; args: readonly unknown[] };
+  try {
+    decoded = decodeFunctionData({ abi: Abis.tip20, data: call.data ?? '0x' }) as typeof decoded;
+  } catch {
+    throw new PaymentRefusal('The payment transaction has no matching payment call: its call is not a TIP-20 transfer');
+  }
+  if (decoded.functionName !== 'transferWithMemo' && decoded.functionName !== 'transfer') {
+    throw new PaymentRefusal(`The payment transaction has no matching payment call: it calls ${decoded.functionName}`);
+  }
+  const [to, amount, memo] = decoded.args as [Hex, bigint, Hex | undefined];
+  if (!sameAddress(to, wallet.wallet_address)) {
+    throw new PaymentRefusal(`The payment transaction has no matching payment call: it pays ${to}, not ${wallet.wallet_address}`);
+  }
+  if (amount !== terms.amount) {
+    throw new PaymentRefusal(`The payment transaction has no matching payment call: it pays ${amount} base units, not ${terms.amount}`);
+  }
+  const problem = memoProblem(memo, terms.realm);
+  if (problem) throw new PaymentRefusal(`The payment is not attributed to this endpoint: ${problem}`);
+}
+
+/** `eth_call` from the payer: a transfer that would fail is refused before the query runs or anything is sent. */
+async function simulate(rpc: TempoRpc, transaction: TempoTransaction): Promise<void> {
+  try {
+    await rpc.simulate(transaction);
+  } catch (error) {
+    throw translate(error, 'The payment transaction would fail');
+  }
+}
+
+/**
+ * `eth_sendRawTransaction`: the hash the node took. A node that already has the transaction (the same bytes
+ * sent before) took it too.
+ */
+async function broadcast(rpc: TempoRpc, raw: Hex, hash: Hex): Promise<Hex> {
+  try {
+    return await rpc.send(raw);
+  } catch (error) {
+    if (error instanceof BaseError && /already known|known transaction/i.test(error.message)) return hash;
+    throw translate(error, 'The Tempo node refused the payment');
   }
 }
 
@@ -238,30 +401,15 @@ function wwwAuthenticate(challenge: Challenge.Challenge): string {
     .join(', ')}`;
 }
 
-/** What a failure of mppx or of the node means for the consumer: a 402 (refused) or a 502 (not decided). */
-function translate(error: unknown, state: BroadcastState): Error {
-  const timeout = causedBy(error, ReceiptTimeoutError);
-  if (timeout) {
-    return new BadGatewayError(`The payment transaction ${timeout.hash} was sent but not confirmed in time`, { cause: error });
-  }
+/** What a failure at the node means for the consumer: a 402 (refused) or a 502 (not decided, nothing charged). */
+function translate(error: unknown, refusal: string): Error {
   if (causedBy(error, RpcUnreachableError)) {
-    return new BadGatewayError(
-      state.sent
-        ? `The payment transaction ${state.sent} was sent but the Tempo RPC could not confirm it`
-        : 'The Tempo RPC could not be reached: the payment was not charged',
-      { cause: error },
-    );
-  }
-  if (error instanceof Errors.PaymentError) {
-    return new PaymentRefusal(firstLine(error.message), error instanceof Errors.InsufficientBalanceError);
+    return new BadGatewayError('The Tempo RPC could not be reached: the payment was not charged', { cause: error });
   }
   if (error instanceof BaseError) {
     // The node answered: it refused the transaction (a balance too low, a bad nonce...).
-    const reason = firstLine(error.shortMessage);
-    return new PaymentRefusal(`The Tempo node refused the payment: ${reason}`, /insufficient/i.test(error.message));
+    return new PaymentRefusal(`${refusal}: ${firstLine(error.shortMessage)}`, /insufficient/i.test(error.message));
   }
-  if (error instanceof Error && error.message.startsWith('Transaction reverted'))
-    return new PaymentRefusal('The payment transaction reverted');
   return error instanceof Error ? error : new Error(String(error));
 }
 

@@ -1,9 +1,12 @@
-import { type Client, createClient, custom, type EIP1193RequestFn, type Hex, http, type Transport } from 'viem';
+import { type Client, createClient, type Hex, http, parseEventLogs } from 'viem';
+import { call } from 'viem/actions';
+import { Abis, type Transaction } from 'viem/tempo';
 import { tempo as tempoMainnet, tempoModerato } from 'viem/tempo/chains';
 
 /**
- * The Tempo network a wallet receives on (API-CONTRACT 10.3): its chain, its public RPC, and a viem client
- * for mppx. Payments are in pathUSD (a TIP-20 token with 6 decimals) on both networks.
+ * The Tempo network a wallet receives on (API-CONTRACT 10.3): its chain, its public RPC, and the few
+ * JSON-RPC calls a settlement makes there (simulate, broadcast, receipt, whether the node knows a
+ * transaction). Payments are in pathUSD (a TIP-20 token with 6 decimals) on both networks.
  */
 
 export const PATH_USD = '0x20c0000000000000000000000000000000000000';
@@ -17,10 +20,14 @@ export const PUBLIC_RPC = { testnet: 'https://rpc.moderato.tempo.xyz', mainnet: 
 /** How long one RPC call may take, and how long a broadcast transaction may take to get its receipt. */
 export const RPC_TIMEOUT_MS = 10_000;
 export const RECEIPT_TIMEOUT_MS = 10_000;
-const RECEIPT_POLL_MS = 250;
+export const RECEIPT_POLL_MS = 250;
 
 export function chainIdOf(testnet: boolean): number {
   return testnet ? TESTNET_CHAIN_ID : MAINNET_CHAIN_ID;
+}
+
+export function rpcUrlOf(wallet: { rpc_url: string | null; testnet: boolean }): string {
+  return wallet.rpc_url ?? PUBLIC_RPC[wallet.testnet ? 'testnet' : 'mainnet'];
 }
 
 /** The node could not be reached, or answered with an HTTP error or not in time: nothing was decided there. */
@@ -28,67 +35,106 @@ export class RpcUnreachableError extends Error {
   override readonly name = 'RpcUnreachableError';
 }
 
-/** What happened to one settlement's transaction at the node: whether it was ever accepted for broadcast. */
-export interface BroadcastState {
-  /** The hash `eth_sendRawTransaction` answered: from then on the payment may be on its way. */
-  sent: Hex | undefined;
-}
+/** What a receipt says about one expected TIP-20 transfer. */
+export type ReceiptVerdict =
+  | { status: 'confirmed' }
+  /** Mined, but it moved no money to the recipient (reverted, or another transfer): the reason says which. */
+  | { status: 'failed'; reason: string };
 
-export interface TempoClientOptions {
-  rpcUrl: string;
-  testnet: boolean;
-  receiptTimeoutMs?: number;
-  state?: BroadcastState;
+export interface ExpectedTransfer {
+  currency: Hex;
+  from: Hex;
+  to: Hex;
+  amount: bigint;
 }
 
 /**
- * A viem client of the wallet's network. mppx broadcasts with `eth_sendRawTransactionSync` (EIP-7966, the
- * receipt in one call); this transport answers that call as the contract describes it for any node:
- * `eth_sendRawTransaction`, then `eth_getTransactionReceipt` until the receipt comes (about 10 s). mppx
- * then checks the receipt itself (status, the Transfer log of the currency to the recipient for the amount,
- * the memo bound to the challenge). `state.sent` records whether the node took the transaction.
+ * The JSON-RPC calls of a settlement on one node. Transport failures (no connection, an HTTP error, a
+ * timeout) are RpcUnreachableError: nothing was decided; an answer of the node that is an error (it
+ * refuses the transaction) is viem's error with the node's words.
  */
-export function tempoClient(options: TempoClientOptions): Client {
-  const chain = options.testnet ? tempoModerato : tempoMainnet;
-  const base = http(options.rpcUrl, { timeout: RPC_TIMEOUT_MS, retryCount: 0 });
-  const receiptTimeoutMs = options.receiptTimeoutMs ?? RECEIPT_TIMEOUT_MS;
-  const transport: Transport = (config) => {
-    const inner = base(config);
-    const call = async (method: string, params: unknown): Promise<unknown> => {
-      try {
-        return await (inner.request as EIP1193RequestFn)({ method, params } as never);
-      } catch (error) {
-        if (isUnreachable(error)) throw new RpcUnreachableError(`Tempo RPC ${options.rpcUrl} is unreachable`, { cause: error });
-        throw error;
-      }
-    };
-    const request = async ({ method, params }: { method: string; params?: unknown }): Promise<unknown> => {
-      if (method !== 'eth_sendRawTransactionSync') return call(method, params);
-      const [serialized] = params as [Hex];
-      const hash = (await call('eth_sendRawTransaction', [serialized])) as Hex;
-      if (options.state) options.state.sent = hash;
-      const deadline = Date.now() + receiptTimeoutMs;
-      for (;;) {
-        const receipt = await call('eth_getTransactionReceipt', [hash]);
-        if (receipt) return receipt;
-        if (Date.now() >= deadline) throw new ReceiptTimeoutError(hash, receiptTimeoutMs);
-        await Bun.sleep(RECEIPT_POLL_MS);
-      }
-    };
-    return custom({ request }, { retryCount: 0 })(config);
-  };
-  return createClient({ chain, transport });
+export class TempoRpc {
+  private readonly client: Client;
+
+  constructor(readonly options: { rpcUrl: string; testnet: boolean }) {
+    this.client = createClient({
+      chain: options.testnet ? tempoModerato : tempoMainnet,
+      transport: http(options.rpcUrl, { timeout: RPC_TIMEOUT_MS, retryCount: 0 }),
+    });
+  }
+
+  /**
+   * `eth_call` of the signed transaction from its payer (mppx's simulation: the transaction as it is,
+   * without its signatures): a transfer that would revert (a balance too low) is refused before anything
+   * is sent.
+   */
+  async simulate(transaction: Transaction.TransactionSerializableTempo): Promise<void> {
+    await this.guard(() =>
+      call(this.client, {
+        ...transaction,
+        account: transaction.from,
+        calls: transaction.calls,
+        feePayerSignature: undefined,
+      } as never),
+    );
+  }
+
+  /** `eth_sendRawTransaction`: the hash the node answers once it took the transaction. */
+  send(raw: Hex): Promise<Hex> {
+    return this.request<Hex>('eth_sendRawTransaction', [raw]);
+  }
+
+  /** The receipt of a transaction, or null while it is not mined. */
+  receipt(hash: Hex): Promise<RpcReceipt | null> {
+    return this.request<RpcReceipt | null>('eth_getTransactionReceipt', [hash]);
+  }
+
+  /** Whether the node knows the transaction at all (pending or mined). */
+  async knows(hash: Hex): Promise<boolean> {
+    return (await this.request<unknown>('eth_getTransactionByHash', [hash])) !== null;
+  }
+
+  private request<T>(method: string, params: unknown[]): Promise<T> {
+    return this.guard(() => this.client.request({ method, params } as never) as Promise<T>);
+  }
+
+  private async guard<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      if (isUnreachable(error)) throw new RpcUnreachableError(`Tempo RPC ${this.options.rpcUrl} is unreachable`, { cause: error });
+      throw error;
+    }
+  }
 }
 
-/** The transaction was accepted but no receipt came in time: it may still be mined. */
-export class ReceiptTimeoutError extends Error {
-  override readonly name = 'ReceiptTimeoutError';
-  constructor(
-    readonly hash: Hex,
-    timeoutMs: number,
-  ) {
-    super(`No receipt for transaction ${hash} within ${timeoutMs / 1000} s`);
-  }
+/** The fields of a JSON-RPC receipt a settlement reads. */
+export interface RpcReceipt {
+  transactionHash: Hex;
+  status: Hex;
+  logs: { address: Hex; topics: [Hex, ...Hex[]] | []; data: Hex }[];
+}
+
+/**
+ * Whether a receipt pays what was expected: status `0x1` and a TIP-20 `Transfer` log of the currency from
+ * the payer to the recipient for exactly the amount (the contract's check; a memo changes nothing here).
+ */
+export function verdictOf(receipt: RpcReceipt, expected: ExpectedTransfer): ReceiptVerdict {
+  if (receipt.status !== '0x1') return { status: 'failed', reason: `The payment transaction ${receipt.transactionHash} reverted` };
+  const transfers = parseEventLogs({ abi: Abis.tip20, eventName: 'Transfer', logs: receipt.logs as never });
+  const paid = transfers.some(
+    (log) =>
+      sameAddress(log.address, expected.currency) &&
+      sameAddress(log.args.from, expected.from) &&
+      sameAddress(log.args.to, expected.to) &&
+      log.args.amount === expected.amount,
+  );
+  if (paid) return { status: 'confirmed' };
+  return { status: 'failed', reason: `The payment transaction ${receipt.transactionHash} did not transfer the amount to the recipient` };
+}
+
+export function sameAddress(a: string | undefined, b: string | undefined): boolean {
+  return a !== undefined && b !== undefined && a.toLowerCase() === b.toLowerCase();
 }
 
 /** viem's words for "the request never got a JSON-RPC answer": no connection, an HTTP error, a timeout. */
@@ -99,7 +145,7 @@ function isUnreachable(error: unknown): boolean {
   return false;
 }
 
-/** Whether an error, or one of its causes, is of one of these classes (viem and mppx wrap what they throw). */
+/** Whether an error, or one of its causes, is of one of these classes (viem wraps what it throws). */
 export function causedBy<T extends Error>(error: unknown, type: abstract new (...args: never[]) => T): T | undefined {
   for (let cause = error; cause instanceof Error; cause = cause.cause) {
     if (cause instanceof type) return cause;

@@ -15,6 +15,8 @@ export interface PolicyContext {
   readonly maxCost: number;
   /** The `X-Payment` header the caller sent: an MPP credential (API-CONTRACT 10.3). */
   readonly paymentCredential: string | undefined;
+  /** Whether the endpoint generates an answer with its model (a price per document then charges at least one). */
+  readonly generates: boolean;
 }
 
 /** How the query ended, for the post-hooks. */
@@ -28,6 +30,12 @@ export interface QueryOutcome {
   readonly completionTokens?: number;
 }
 
+/** The answer is ready: how the query went, and the usage row it will write (kept with a payment in flight). */
+export interface AnsweredQuery {
+  readonly outcome: QueryOutcome;
+  readonly usage: Record<string, unknown>;
+}
+
 /**
  * One policy at run time. `pre` runs before the search and may refuse the query by throwing a
  * PolicyError; whatever it reserved is settled by `post`, which always runs once `pre` succeeded.
@@ -36,11 +44,14 @@ export interface QueryOutcome {
  * refuse too), and `settle`, which collects the payment once the answer is ready and before the post-hooks
  * (a failure there fails the query: nothing is charged for an answer that was not delivered, and nothing
  * delivered that was not paid). While `holdsAnswer` is true, no part of the answer may leave before `settle`.
+ * `settlementId` names the payment settled (the settlement journal's row), so that the usage row of its
+ * answer is written once, by this query or by the reconciler after a crash.
  */
 export interface PolicyHook {
   pre(context: PolicyContext): Promise<void>;
   afterSearch?(context: PolicyContext, found: { documents: number }): Promise<void>;
-  settle?(context: PolicyContext): Promise<void>;
+  settle?(context: PolicyContext, answered: AnsweredQuery): Promise<void>;
+  settlementId?(): string | undefined;
   holdsAnswer?(): boolean;
   post(context: PolicyContext, outcome: QueryOutcome): Promise<void>;
   entry(): PolicyEntry;

@@ -1,9 +1,17 @@
 import { PolicyError } from '../domain/errors.ts';
 import { type PolicyEntry, policyEntry } from '../domain/policy-metadata.ts';
 import type { PaymentWallet } from '../payments/codec.ts';
-import { type AcceptedPayment, formatUsd, type MppGateway, PaymentRefusal, type PaymentTerms, toBaseUnits } from '../payments/mpp.ts';
+import {
+  type AcceptedPayment,
+  formatUsd,
+  type MppGateway,
+  PaymentRefusal,
+  type PaymentTerms,
+  type Settlement,
+  toBaseUnits,
+} from '../payments/mpp.ts';
 import type { PolicyOfType } from './codec.ts';
-import type { PolicyContext, PolicyHook, QueryOutcome } from './hooks.ts';
+import type { AnsweredQuery, PolicyContext, PolicyHook, QueryOutcome } from './hooks.ts';
 import { pricingTier } from './price-tiers.ts';
 
 const MPP = { policy_type: 'mpp', kind: 'payment' } as const;
@@ -22,6 +30,8 @@ export class MppHook implements PolicyHook {
   private terms: PaymentTerms | undefined;
   private units = 0;
   private accepted: AcceptedPayment | undefined;
+  /** The payment collected for the answer (charged or pending). */
+  private settled: AcceptedPayment | undefined;
   private done: PolicyEntry = policyEntry({ ...MPP, status: 'skipped' });
 
   constructor(
@@ -48,49 +58,69 @@ export class MppHook implements PolicyHook {
     if (tier.configuration.unit_type === 'request') await this.require(context, 1);
   }
 
-  /** A price per document: what the search found decides the amount, and so the challenge. */
+  /**
+   * A price per document: what the search found decides the amount, and so the challenge. An endpoint that
+   * generates charges at least one unit: a search that finds nothing must not make its generation free. One
+   * that only searches answers nothing for nothing, and that is free.
+   */
   async afterSearch(context: PolicyContext, found: { documents: number }): Promise<void> {
     if (!this.wallet || this.tier?.configuration.unit_type !== 'document') return;
-    if (found.documents === 0) {
+    const units = context.generates ? Math.max(found.documents, 1) : found.documents;
+    if (units === 0) {
       this.done = this.free();
       return;
     }
-    await this.require(context, found.documents);
+    await this.require(context, units);
   }
 
   holdsAnswer(): boolean {
     return this.wallet !== undefined;
   }
 
-  /** The answer is ready: the transaction goes out now, and the query is charged once its receipt is in. */
-  async settle(): Promise<void> {
+  /**
+   * The answer is ready: the transaction goes out now. Its entry is `charged` once the receipt is in, or
+   * `pending` when the node took the transaction but the receipt is late: the answer is paid for and goes
+   * out (a 5xx would make the client pay again), and the reconciler confirms it later.
+   */
+  async settle(_context: PolicyContext, answered: AnsweredQuery): Promise<void> {
     const accepted = this.accepted;
     const terms = this.terms;
     if (!accepted || !terms) return;
     this.accepted = undefined;
-    let transaction: string;
+    let settlement: Settlement;
     try {
-      transaction = await accepted.settle();
+      settlement = await accepted.settle(answered.usage);
     } catch (error) {
       if (error instanceof PaymentRefusal) throw this.paymentRequired(terms, error);
       throw error;
     }
+    this.settled = accepted;
+    const pending = settlement.status === 'pending';
     this.done = policyEntry({
       ...MPP,
-      status: 'charged',
+      status: settlement.status,
       amount: Number(formatUsd(terms.amount)),
       currency: 'USD',
       recipient: this.recipient(),
-      transaction: { rail: 'mpp', id: transaction, reference: null },
+      transaction: { rail: 'mpp', id: settlement.transaction, reference: null },
+      reason: pending ? 'The payment was sent; its receipt had not come when the answer was ready' : null,
       details: this.details(),
     });
   }
 
-  /** A query that failed before `settle` frees its credential: nothing was broadcast. */
-  async post(_context: PolicyContext, _outcome: QueryOutcome): Promise<void> {
+  settlementId(): string | undefined {
+    return this.settled?.challengeId;
+  }
+
+  /**
+   * A query that failed before `settle` frees its credential: nothing was broadcast. One that succeeded
+   * marks its payment delivered: the same credential again is then a replay.
+   */
+  async post(_context: PolicyContext, outcome: QueryOutcome): Promise<void> {
     const accepted = this.accepted;
     this.accepted = undefined;
     if (accepted) await accepted.release();
+    if (this.settled && outcome.succeeded) await this.settled.delivered();
   }
 
   entry(): PolicyEntry {
@@ -107,7 +137,11 @@ export class MppHook implements PolicyHook {
     const credential = context.paymentCredential;
     if (!credential) throw this.paymentRequired(terms, undefined);
     try {
-      this.accepted = await this.gateway.accept(wallet, terms, credential);
+      this.accepted = await this.gateway.accept(wallet, terms, credential, {
+        tenantId: context.tenant.id,
+        endpointId: context.endpoint.id,
+        senderEmail: context.senderEmail,
+      });
     } catch (error) {
       if (error instanceof PaymentRefusal) throw this.paymentRequired(terms, error);
       throw error;
@@ -121,8 +155,10 @@ export class MppHook implements PolicyHook {
   private paymentRequired(terms: PaymentTerms, refusal: PaymentRefusal | undefined): PolicyError {
     const challenge = this.gateway.challenge(this.wallet as PaymentWallet, terms);
     const price = formatUsd(terms.amount);
-    const detail = `Payment of $${price} required to query this endpoint`;
-    const reason = refusal ? `Payment refused: ${refusal.reason}` : detail;
+    const required = `Payment of $${price} required to query this endpoint`;
+    // A client shows `detail` only: a refused payment says why there (API-CONTRACT 10.3 point 10).
+    const detail = refusal ? `${required} (the payment sent was refused: ${refusal.reason})` : required;
+    const reason = refusal ? `Payment refused: ${refusal.reason}` : required;
     const entry = policyEntry({
       ...MPP,
       status: 'rejected',

@@ -116,6 +116,7 @@ export class QueryPipeline {
       generation,
       maxCost: await this.maxCost(caller.tenant, endpoint, messages, body.limit, generation),
       paymentCredential: payment,
+      generates: generates(endpoint),
     };
     const query = new RunningQuery(this.deps, context, messages, { arrived, origin: caller.origin });
     await query.runPreHooks(hooks);
@@ -212,10 +213,10 @@ export class RunningQuery {
     return this.hooksPassed.filter((hook) => hook !== except).map((hook) => hook.entry());
   }
 
-  /** What the query was charged through MPP, in USD: paid on top of the costs it declares. */
+  /** What the query was charged through MPP, in USD (its receipt in, or pending): paid on top of the costs it declares. */
   private charged(): number {
     return this.entries()
-      .filter((entry) => entry.status === 'charged' && entry.transaction?.rail === 'mpp')
+      .filter((entry) => isPayment(entry) && entry.transaction?.rail === 'mpp')
       .reduce((sum, entry) => sum + (entry.amount ?? 0), 0);
   }
 
@@ -248,9 +249,12 @@ export class RunningQuery {
   /**
    * The answer is ready and nothing of it has left: the payments are collected now (an MPP transaction is
    * broadcast and confirmed). Before this, a failure costs the caller nothing; after it, nothing may fail.
+   * The usage row the answer will write goes with it, for a process that stops before writing it.
    */
-  private settle(): Promise<void> {
-    return this.step((hook) => hook.settle?.(this.context));
+  private settle(references: References | undefined, summary: Summary | null): Promise<void> {
+    const outcome = succeededOutcome(references, summary);
+    const answered = { outcome, usage: this.usageRow(outcome, undefined) };
+    return this.step((hook) => hook.settle?.(this.context, answered));
   }
 
   /** (c) to (f) in one go: the whole answer, with what today's SyftHub clients read beside it. */
@@ -271,7 +275,7 @@ export class RunningQuery {
         );
         this.generationSeconds = (performance.now() - started) / 1000;
       }
-      await this.settle();
+      await this.settle(references, summary);
     } catch (error) {
       await this.finish(failedOutcome(references), error);
       throw error;
@@ -303,7 +307,7 @@ export class RunningQuery {
         summary = yield* this.generateStream(this.endpoint.model_id, this.promptWith(references), signal);
         this.generationSeconds = (performance.now() - started) / 1000;
       }
-      await this.settle();
+      await this.settle(references, summary);
     } catch (error) {
       await this.finish(failedOutcome(references), error);
       throw error;
@@ -415,35 +419,46 @@ export class RunningQuery {
     const error = failure ?? (paid ? undefined : postFailure);
     this.observe(outcome, error);
     if (recorded(failure)) {
-      const payment = this.entries().find((entry) => entry.kind === 'payment' && entry.status === 'charged' && entry.transaction);
+      const payment = this.entries().find((entry) => entry.kind === 'payment' && isPayment(entry) && entry.transaction);
+      const settlement = this.hooksPassed.map((hook) => hook.settlementId?.()).find((id) => id !== undefined);
+      const row = {
+        ...this.usageRow(outcome, error),
+        payment_rail: payment?.transaction?.rail ?? null,
+        payment_amount: payment?.amount ?? null,
+        payment_transaction: payment?.transaction?.id ?? null,
+      };
       try {
-        await this.deps.usage.record({
-          tenant_id: this.context.tenant.id,
-          endpoint_id: this.endpoint.id,
-          sender_email: this.context.senderEmail,
-          dataset_cost: outcome.datasetCost,
-          model_cost: outcome.modelCost,
-          total_cost: outcome.datasetCost + outcome.modelCost,
-          tokens: outcome.tokens,
-          status: error ? (error instanceof PolicyError ? 'refused' : 'error') : 'success',
-          // A refusal's reason, not the 402's fixed detail.
-          error: error ? (error instanceof PolicyError ? error.err : errorMessage(error)) : null,
-          payment_rail: payment?.transaction?.rail ?? null,
-          payment_amount: payment?.amount ?? null,
-          payment_transaction: payment?.transaction?.id ?? null,
-          latency_ms: Math.round(performance.now() - this.timing.arrived),
-          prompt_tokens: outcome.promptTokens ?? null,
-          completion_tokens: outcome.completionTokens ?? null,
-          origin: this.timing.origin,
-          refused_by: error instanceof PolicyError ? error.entry.policy_type : null,
-          created_at: now(),
-        });
+        // A paid answer's row is written once: here, or by the reconciler if this process stops first.
+        if (settlement) await this.deps.usage.recordOnce(row, settlement);
+        else await this.deps.usage.record(row);
       } catch (error) {
         if (!paid) throw error;
         this.deps.log.error({ err: error, endpoint: this.endpoint.slug }, 'the usage of a paid query could not be recorded');
       }
     }
     if (!failure && postFailure && !paid) throw postFailure;
+  }
+
+  /** The usage row of this query as it ended (the payment columns are the caller's). */
+  private usageRow(outcome: QueryOutcome, error: unknown) {
+    return {
+      tenant_id: this.context.tenant.id,
+      endpoint_id: this.endpoint.id,
+      sender_email: this.context.senderEmail,
+      dataset_cost: outcome.datasetCost,
+      model_cost: outcome.modelCost,
+      total_cost: outcome.datasetCost + outcome.modelCost,
+      tokens: outcome.tokens,
+      status: error ? (error instanceof PolicyError ? ('refused' as const) : ('error' as const)) : ('success' as const),
+      // A refusal's reason, not the 402's fixed detail.
+      error: error ? (error instanceof PolicyError ? error.err : errorMessage(error)) : null,
+      latency_ms: Math.round(performance.now() - this.timing.arrived),
+      prompt_tokens: outcome.promptTokens ?? null,
+      completion_tokens: outcome.completionTokens ?? null,
+      origin: this.timing.origin,
+      refused_by: error instanceof PolicyError ? error.entry.policy_type : null,
+      created_at: now(),
+    };
   }
 
   /** The query's duration and outcome, a refusal's policy, and the tokens generated, for the metrics. */
@@ -464,6 +479,11 @@ export class RunningQuery {
  */
 function recorded(failure: unknown): boolean {
   return !(failure instanceof PolicyError) || failure.recorded;
+}
+
+/** An entry of a payment collected for the answer: its receipt in (`charged`) or on its way (`pending`). */
+function isPayment(entry: PolicyEntry): boolean {
+  return entry.status === 'charged' || entry.status === 'pending';
 }
 
 function succeededOutcome(references: References | undefined, summary: Summary | null): QueryOutcome {

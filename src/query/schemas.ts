@@ -53,7 +53,7 @@ const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null
 export const PolicyEntryView = Type.Object({
   policy_type: Type.String(),
   kind: Type.Enum(['payment', 'access', 'rate_limit', 'transform']),
-  status: Type.Enum(['charged', 'refunded', 'free', 'rejected', 'applied', 'skipped']),
+  status: Type.Enum(['charged', 'pending', 'refunded', 'free', 'rejected', 'applied', 'skipped']),
   amount: Nullable(Type.Number()),
   currency: Nullable(Type.Literal('USD')),
   recipient: Nullable(

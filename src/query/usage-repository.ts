@@ -1,6 +1,8 @@
-import type { Insertable } from 'kysely';
+import { type Insertable, type Kysely, sql } from 'kysely';
 import type { DbOrTransaction } from '../db/database.ts';
-import type { QueryUsageTable } from '../db/schema.ts';
+import type { Database, QueryUsageTable } from '../db/schema.ts';
+import { formatUsd } from '../payments/mpp.ts';
+import type { SettlementEntry } from '../payments/settlement-journal.ts';
 import type { UsageRow } from './usage-summary.ts';
 
 /** A recorded query as the usage route shows it: what it was charged, when it was, as one `payment`. */
@@ -30,6 +32,44 @@ export class UsageRepository {
 
   async record(row: Insertable<QueryUsageTable>): Promise<void> {
     await this.db.insertInto('query_usage').values(row).execute();
+  }
+
+  /**
+   * The usage row of a paid answer, unless its payment's row was written already (the settlement journal's
+   * `usage_written`, set in the same transaction): a paid answer is recorded once, by its query or, when
+   * its process stopped first, by the reconciler, and a retry answered again on the same payment adds none.
+   */
+  async recordOnce(row: Insertable<QueryUsageTable>, settlementId: string): Promise<boolean> {
+    const write = async (trx: Kysely<Database>) => {
+      const claimed =
+        await sql`UPDATE payment_settlements SET usage_written = 1 WHERE challenge_id = ${settlementId} AND usage_written = 0`.execute(trx);
+      if (Number(claimed.numAffectedRows ?? 0) === 0) return false;
+      await trx.insertInto('query_usage').values(row).execute();
+      return true;
+    };
+    return this.db.isTransaction ? write(this.db) : (this.db as Kysely<Database>).transaction().execute(write);
+  }
+
+  /** The usage row a paid answer left in the settlement journal (its process stopped before writing it). */
+  async recordSettlement(entry: SettlementEntry): Promise<void> {
+    if (!entry.usage) return;
+    const row = {
+      ...(entry.usage as unknown as Insertable<QueryUsageTable>),
+      payment_rail: 'mpp' as const,
+      payment_amount: Number(formatUsd(entry.amount)),
+      payment_transaction: entry.transaction_hash,
+    };
+    await this.recordOnce(row, entry.challenge_id);
+  }
+
+  /** A `pending` payment failed on chain after its answer went out: its usage row says so. */
+  async paymentFailed(entry: SettlementEntry, reason: string): Promise<void> {
+    await this.db
+      .updateTable('query_usage')
+      .set({ error: reason })
+      .where('tenant_id', '=', entry.tenant_id)
+      .where('payment_transaction', '=', entry.transaction_hash)
+      .execute();
   }
 
   /** Newest first. */

@@ -6,7 +6,10 @@
  * per TIP-20 `transfer`/`transferWithMemo` call, the `Transfer` and `TransferWithMemo` logs a real node
  * emits, which mppx checks against the challenge (amount, currency, recipient, memo binding).
  * `eth_sendRawTransactionSync` is not offered, so the contract's path (send, then poll the receipt) is the
- * one exercised. Tests read what was broadcast (the money that moved), make a method fail, or take it down.
+ * one exercised; `eth_getTransactionByHash` says whether a transaction was taken. Tests read what was
+ * broadcast (the money that moved), make a method fail, take the node down, hold broadcasts (the request
+ * waits, and the transaction is not taken until released) or withhold receipts (the transaction is taken
+ * but not mined yet), to stop knode at either side of the broadcast.
  */
 import type { Server } from 'bun';
 import { decodeFunctionData, encodeAbiParameters, encodeEventTopics, type Hex, keccak256, toHex } from 'viem';
@@ -39,6 +42,14 @@ export interface FakeTempoRpc {
   revertBroadcasts(revert: boolean): void;
   /** Receipts are not given out (the transaction is still pending) until this is turned off. */
   withholdReceipts(withhold: boolean): void;
+  /**
+   * `eth_sendRawTransaction` requests wait, their transaction not taken, until `releaseBroadcasts`: `take`
+   * then takes them (and answers), else drops them (as a node that never got them).
+   */
+  holdBroadcasts(): void;
+  releaseBroadcasts(options: { take: boolean }): void;
+  /** Broadcast requests waiting now. */
+  readonly heldBroadcasts: number;
   /** Stops answering (connections refused) until `up`. */
   down(): Promise<void>;
   up(): void;
@@ -55,6 +66,8 @@ export function startFakeTempoRpc(options: { chainId?: number } = {}): FakeTempo
   const failures = new Map<string, RpcFailure>();
   let revert = false;
   let withhold = false;
+  let holding = false;
+  const held: ((take: boolean) => void)[] = [];
   let server: Server<undefined> | undefined;
   let port = 0;
 
@@ -88,6 +101,10 @@ export function startFakeTempoRpc(options: { chainId?: number } = {}): FakeTempo
         return broadcast(params[0] as Hex);
       case 'eth_getTransactionReceipt':
         return withhold ? null : (receipts.get(String(params[0]).toLowerCase()) ?? null);
+      case 'eth_getTransactionByHash': {
+        const taken = broadcasts.find((item) => item.hash.toLowerCase() === String(params[0]).toLowerCase());
+        return taken ? { hash: taken.hash, from: taken.from, input: '0x', nonce: '0x0', blockHash: null, blockNumber: null } : null;
+      }
       default:
         throw Object.assign(new Error(`the method ${method} does not exist/is not available`), { code: -32601 });
     }
@@ -171,8 +188,12 @@ export function startFakeTempoRpc(options: { chainId?: number } = {}): FakeTempo
     const body = (await request.json()) as
       | { id: number; method: string; params?: unknown[] }
       | { id: number; method: string; params?: unknown[] }[];
-    const one = (message: { id: number; method: string; params?: unknown[] }) => {
+    const one = async (message: { id: number; method: string; params?: unknown[] }) => {
       calls.push(message.method);
+      if (message.method === 'eth_sendRawTransaction' && holding) {
+        const take = await new Promise<boolean>((resolve) => held.push(resolve));
+        if (!take) return { jsonrpc: '2.0', id: message.id, error: { code: -32603, message: 'dropped by the test' } };
+      }
       const failure = failures.get(message.method);
       if (failure && 'code' in failure) return { jsonrpc: '2.0', id: message.id, error: { code: failure.code, message: failure.message } };
       try {
@@ -188,7 +209,7 @@ export function startFakeTempoRpc(options: { chainId?: number } = {}): FakeTempo
       for (const message of messages) calls.push(message.method);
       return new Response('upstream unavailable', { status: httpFailure.status });
     }
-    return Response.json(Array.isArray(body) ? body.map(one) : one(body));
+    return Response.json(Array.isArray(body) ? await Promise.all(body.map(one)) : await one(body));
   };
 
   const listen = () => {
@@ -211,6 +232,16 @@ export function startFakeTempoRpc(options: { chainId?: number } = {}): FakeTempo
     },
     withholdReceipts: (value) => {
       withhold = value;
+    },
+    holdBroadcasts: () => {
+      holding = true;
+    },
+    releaseBroadcasts: ({ take }) => {
+      holding = false;
+      for (const resolve of held.splice(0)) resolve(take);
+    },
+    get heldBroadcasts() {
+      return held.length;
     },
     down: async () => {
       await server?.stop(true);

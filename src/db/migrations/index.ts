@@ -10,6 +10,7 @@ import * as twoPhaseIndexing from './0008-two-phase-indexing.ts';
 import * as payments from './0009-payments.ts';
 import * as usageAnalytics from './0010-usage-analytics.ts';
 import * as publicUrlSource from './0011-public-url-source.ts';
+import * as settlementJournal from './0012-settlement-journal.ts';
 import * as satellites from './0013-satellites.ts';
 
 /**
@@ -28,5 +29,6 @@ export const migrations: Record<string, Migration> = {
   '0009-payments': payments,
   '0010-usage-analytics': usageAnalytics,
   '0011-public-url-source': publicUrlSource,
+  '0012-settlement-journal': settlementJournal,
   '0013-satellites': satellites,
 };
