@@ -16,6 +16,8 @@ import { waitFor } from './helpers/wait.ts';
  * 2026-07, which has no registry and with which everything stays as it was.
  */
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 const setPublicUrl = (t: TestApp, user: TestUser, publicUrl: string) =>
   t.request({ method: 'PATCH', url: '/api/v1/settings/public-url', token: user.token, payload: { public_url: publicUrl } });
 const statusOf = async (t: TestApp, user: TestUser, id: string) =>
@@ -77,7 +79,9 @@ describe('satellite registry: the newest hub (2026-09)', () => {
     const model = await createModel(t, owner, `${name}-model`, { base_url: openai.url, model: 'fake-model' });
     await createEndpoint(t, owner, { slug: `${name}-ep`, model_id: model.id, response_type: 'summary' });
     expect((await publish(t, owner, `${name}-ep`, market.id)).json().results[0].success).toBe(true);
-    return { owner, market, modelId: model.id, slug: `${name}-ep`, satelliteId: (await statusOf(t, owner, market.id)).satellite_id };
+    const satelliteId: string = (await statusOf(t, owner, market.id)).satellite_id;
+    expect(satelliteId).toMatch(UUID);
+    return { owner, market, modelId: model.id, slug: `${name}-ep`, satelliteId };
   }
 
   describe('registration', () => {
@@ -134,6 +138,26 @@ describe('satellite registry: the newest hub (2026-09)', () => {
       expect(hub.satellitesOf('mover').find((satellite) => satellite.id === again?.id)?.base_url).toBe('https://third.example.net');
     });
 
+    test('a credentials change registers again: the same account finds its satellite, another account gets its own', async () => {
+      const owner = await t.user('cred-change');
+      await setPublicUrl(t, owner, 'https://cred.example.net');
+      const market = await connectMarketplace(t, owner, hub, 'cred-change');
+      const patch = (payload: object) =>
+        t.request({ method: 'PATCH', url: `/api/v1/marketplaces/${market.id}`, token: owner.token, payload });
+      hub.deleteSatellite((await statusOf(t, owner, market.id)).satellite_id); // the hub lost it meanwhile
+      hub.setPassword('cred-change', 'cred-new-password');
+      expect((await patch({ password: 'cred-new-password' })).statusCode).toBe(200);
+      const [found] = hub.satellitesOf('cred-change');
+      expect(found?.base_url).toBe('https://cred.example.net');
+      expect((await statusOf(t, owner, market.id)).satellite_id).toBe(found?.id);
+
+      hub.addUser({ username: 'cred-other', email: 'cred-other@hub.example', password: 'cred-other-password' });
+      expect((await patch({ username: 'cred-other', password: 'cred-other-password' })).statusCode).toBe(200);
+      const [theirs] = hub.satellitesOf('cred-other');
+      expect(theirs?.base_url).toBe('https://cred.example.net');
+      expect((await statusOf(t, owner, market.id)).satellite_id).toBe(theirs?.id);
+    });
+
     test('a hub that refuses the satellite fails the settings change, and the URL stays as it was', async () => {
       const owner = await t.user('station-owner');
       await setPublicUrl(t, owner, 'https://kept.example.net');
@@ -159,20 +183,20 @@ describe('satellite registry: the newest hub (2026-09)', () => {
       const token = await hub.mintTokenFor('carol@consumers.example', 'sat-alice', 'https://sat-alice.example.net/any/path');
       const response = await query(t, alice.slug, token);
       expect(response.statusCode).toBe(200);
-      expect(lastCall(hub, 'POST', '/api/v1/verify')?.body).toEqual({ token, satellite_id: alice.satelliteId });
+      expect(lastCall(hub, 'POST', '/api/v1/verify')?.body).toStrictEqual({ token, satellite_id: alice.satelliteId });
       // The deprecated ?aud=<username> mints the same audience while the account has one satellite.
       expect((await query(t, alice.slug, await hub.mintToken('dave@consumers.example', 'sat-alice'))).statusCode).toBe(200);
       // aud = the hub username (a token of the older hub, or of the minute the new one was deployed) is
       // accepted too, and verified without satellite_id (the hub would call it another satellite's).
       const older = await hub.mintToken('erin@consumers.example', 'sat-alice', { rawAudience: true });
       expect((await query(t, alice.slug, older)).statusCode).toBe(200);
-      expect(lastCall(hub, 'POST', '/api/v1/verify')?.body).toEqual({ token: older });
+      expect(lastCall(hub, 'POST', '/api/v1/verify')?.body).toStrictEqual({ token: older });
     });
 
     test('an opaque token is verified with the satellite id', async () => {
       const token = hub.mintOpaqueToken('frank@consumers.example');
       expect((await query(t, alice.slug, token, { 'x-tenant-name': alice.owner.tenant })).statusCode).toBe(200);
-      expect(lastCall(hub, 'POST', '/api/v1/verify')?.body).toEqual({ token, satellite_id: alice.satelliteId });
+      expect(lastCall(hub, 'POST', '/api/v1/verify')?.body).toStrictEqual({ token, satellite_id: alice.satelliteId });
     });
 
     test('a token for another satellite of the same account is a 401, even naming the tenant', async () => {
@@ -254,14 +278,15 @@ describe('satellite registry: the newest hub (2026-09)', () => {
       expect(report.body.satellite_id).toBe(bob.satelliteId);
       expect(report.body.url).toBe('https://bob-knode.example.net');
       const ours = hub.satellitesOf('two-spaces').find((satellite) => satellite.id === bob.satelliteId);
-      expect(ours?.last_seen_at).not.toBeNull();
+      expect(ours?.base_url).toBe('https://bob-knode.example.net');
+      expect(ours?.last_seen_at).toEqual(expect.any(String));
       expect((await statusOf(t, bob.owner, bob.market.id)).last_heartbeat).toMatchObject({ ok: true, error: null });
     });
 
     test('verification names the satellite: a consumer of this knode gets in', async () => {
       const token = await hub.mintTokenFor('heidi@consumers.example', 'two-spaces', 'https://bob-knode.example.net');
       expect((await query(t, bob.slug, token)).statusCode).toBe(200);
-      expect(lastCall(hub, 'POST', '/api/v1/verify')?.body).toEqual({ token, satellite_id: bob.satelliteId });
+      expect(lastCall(hub, 'POST', '/api/v1/verify')?.body).toStrictEqual({ token, satellite_id: bob.satelliteId });
     });
   });
 
@@ -403,7 +428,7 @@ describe('satellite registry: the hub of 2026-07 (none)', () => {
 
     const token = await hub.mintToken('ivan@consumers.example', 'elder');
     expect((await query(t, 'elder-ep', token)).statusCode).toBe(200);
-    expect(lastCall(hub, 'POST', '/api/v1/verify')?.body).toEqual({ token });
+    expect(lastCall(hub, 'POST', '/api/v1/verify')?.body).toStrictEqual({ token });
 
     const seen = hub.healthReports.length;
     await nextHeartbeat(t);
