@@ -10,8 +10,12 @@ import type { TunnelManager } from './manager.ts';
  * here so that a body without either is worded as the specification's missing `tunnel_token`.
  */
 const TunnelBody = Type.Object({
-  tunnel_token: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })),
-  from_marketplace: Type.Optional(Type.Boolean()),
+  tunnel_token: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, description: 'An ngrok authtoken; stored encrypted' })),
+  from_marketplace: Type.Optional(
+    Type.Boolean({
+      description: "true: the tenant's default marketplace hands out the credential and names the host (SyftHub's tunnel credentials)",
+    }),
+  ),
 });
 
 const TunnelView = Type.Object({
