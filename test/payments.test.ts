@@ -3,6 +3,7 @@ import { createHmac } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
+import { Challenge, Credential } from 'mppx';
 import { type Hex, keccak256, stringToHex } from 'viem';
 import { Transaction } from 'viem/tempo';
 import { type FakeHubWallet, type MemoChoice, startFakeHubWallet } from './fakes/hub-wallet.ts';
@@ -558,6 +559,22 @@ describe('MPP payments', () => {
       const replay = await query('hub-mppx', {}, { payment });
       expect(replay.statusCode).toBe(402);
       expect(replay.json().policy_metadata.entries[0].reason).toBe('Payment refused: This payment has already been used');
+    });
+
+    test('a transaction already paid with cannot pay another challenge, even once its single-use keys expired', async () => {
+      // A pympp memo does not name its challenge: anyone who saw the transaction on chain could attach it to a
+      // fresh challenge of the same price. The journal keeps every transaction sent, for good.
+      await summaryEndpoint('hub-stolen');
+      const { response, payment } = await paidQuery('hub-stolen');
+      expect(response.statusCode).toBe(200);
+      const broadcasts = rpc.broadcasts.length;
+      setSystemTime(new Date(Date.now() + 6 * 60_000)); // the first challenge and its keys have expired
+      const fresh = Challenge.deserialize((await query('hub-stolen')).headers['www-authenticate'] as string);
+      const stolen = Credential.serialize({ ...Credential.deserialize(payment), challenge: fresh });
+      const refused = await query('hub-stolen', {}, { payment: stolen });
+      expect(refused.statusCode).toBe(402);
+      expect(refused.json().policy_metadata.entries[0].reason).toBe('Payment refused: This payment has already been used');
+      expect(rpc.broadcasts).toHaveLength(broadcasts);
     });
 
     const wrongMemos: [MemoChoice, string][] = [

@@ -187,6 +187,7 @@ export class MppGateway {
     }
     const expires = Date.parse(challenge.expires ?? '');
     if (!(expires > Date.now())) throw new PaymentRefusal(`The payment's challenge expired at ${challenge.expires}`);
+    if (await this.deps.journal.transactionUsed(hash)) throw new PaymentRefusal('This payment has already been used');
 
     const rpc = new TempoRpc({ rpcUrl: rpcUrlOf(wallet), testnet: wallet.testnet });
     await simulate(rpc, transaction);

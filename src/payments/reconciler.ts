@@ -75,7 +75,8 @@ export class SettlementReconciler {
           this.deps.log.warn({ err: error, challenge: entry.challenge_id, state: entry.state }, 'a payment could not be reconciled yet');
         }
       }
-      for (const entry of await this.deps.journal.withoutUsage()) {
+      // This process's queries write their own usage rows; only a stopped process's are written here.
+      for (const entry of (await this.deps.journal.withoutUsage()).filter((row) => row.created_at < this.startedAt)) {
         try {
           await this.deps.writeUsage(entry);
         } catch (error) {

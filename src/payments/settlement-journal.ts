@@ -124,6 +124,22 @@ export class SettlementJournal {
     return this.database.exclusive((sqlite) => read(sqlite, challengeId));
   }
 
+  /**
+   * Whether a transaction was ever sent or is held for a query, under any challenge: kept for good, unlike the
+   * single-use keys, because a pympp memo does not name its challenge, so a transaction seen on chain could
+   * otherwise be attached to a fresh challenge of the same price once the first one expired.
+   */
+  transactionUsed(hash: Hex): Promise<boolean> {
+    return this.database.exclusive(
+      (sqlite) =>
+        sqlite
+          .query<{ found: number }, [string]>(
+            "SELECT 1 AS found FROM payment_settlements WHERE transaction_hash = ? AND state != 'released' LIMIT 1",
+          )
+          .get(hash.toLowerCase()) !== null,
+    );
+  }
+
   /** The rows a restart or the reconciler must finish: not yet confirmed, failed or released. */
   unsettled(): Promise<SettlementEntry[]> {
     return this.database.exclusive((sqlite) =>
