@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { rmSync } from 'node:fs';
+import { decodeJwt } from 'jose';
 import { HEARTBEAT_INTERVAL_MS } from '../src/publishing/heartbeat.ts';
 import { type FakeOpenAIServer, startFakeOpenAI } from './fakes/openai-server.ts';
 import { type FakeSyftHub, type HubRecordedRequest, startFakeSyftHub } from './fakes/syfthub.ts';
@@ -434,5 +435,100 @@ describe('satellite registry: the hub of 2026-07 (none)', () => {
     await nextHeartbeat(t);
     const report = await waitFor('a heartbeat', async () => hub.healthReports[seen]);
     expect(Object.keys(report.body).sort()).toEqual(['endpoints', 'ttl_seconds', 'url']);
+  });
+});
+
+describe('the hub double answers like the hub it stands for', () => {
+  test('2026-09: satellites keyed by their canonical origin, with the hub’s 201/204/404/409/422 answers', async () => {
+    const hub = await startFakeSyftHub({ version: '2026-09' });
+    try {
+      hub.addUser({ username: 'owner', email: 'owner@hub.example', password: 'owner-password' });
+      hub.addUser({ username: 'stranger', email: 'stranger@hub.example', password: 'stranger-password' });
+      const owner = await asAccount(hub, 'owner', 'owner-password');
+      const stranger = await asAccount(hub, 'stranger', 'stranger-password');
+      const post = async (body: object) => {
+        const answer = await owner('POST', '/api/v1/satellites', body);
+        return { status: answer.status, body: (await answer.json()) as Record<string, unknown> };
+      };
+      const created = await post({ kind: 'space', base_url: ' HTTPS://Knode.Example:443/some/path?q=1#f ' });
+      expect(created).toEqual({
+        status: 201,
+        body: {
+          id: expect.stringMatching(UUID),
+          kind: 'space',
+          base_url: 'https://knode.example',
+          last_seen_at: null,
+          created_at: expect.any(String),
+        },
+      });
+      const id = created.body.id as string;
+      expect((await post({ kind: 'space', base_url: 'https://knode.example/other' })).body.id).toBe(id); // idempotent on the origin
+      expect((await post({ kind: 'station', base_url: 'https://knode.example' })).body).toEqual({
+        detail: { code: 'SATELLITE_KIND_MISMATCH', message: expect.any(String), expected: 'station', actual: 'space' },
+      });
+      expect((await post({ kind: 'space', base_url: 'tunneling:owner' })).body.base_url).toBe('tunneling:owner');
+      for (const base_url of ['ftp://knode.example', 'https://user:pw@knode.example', 'not a url', `https://${'a'.repeat(500)}.example`]) {
+        const refused = await post({ kind: 'space', base_url });
+        expect(refused.status).toBe(422);
+        expect((refused.body.detail as { loc: string[] }[])[0]?.loc).toEqual(['body', 'base_url']);
+      }
+      expect((await owner('GET', '/api/v1/satellites/not-a-uuid')).status).toBe(422);
+      const foreign = await stranger('GET', `/api/v1/satellites/${id}`);
+      expect(foreign.status).toBe(404);
+      expect(await foreign.json()).toEqual({ detail: { code: 'NOT_FOUND', message: `Satellite '${id}' not found` } });
+      const moved = await owner('PUT', `/api/v1/satellites/${id}`, { base_url: 'http://moved.example:8080/x' });
+      expect(await moved.json()).toMatchObject({ id, base_url: 'http://moved.example:8080' });
+      const conflict = await owner('PUT', `/api/v1/satellites/${id}`, { base_url: 'tunneling:owner' });
+      expect(conflict.status).toBe(409);
+      expect(((await conflict.json()) as { detail: { code: string } }).detail.code).toBe('CONFLICT');
+      expect(((await (await owner('GET', '/api/v1/satellites')).json()) as { id: string }[]).map((satellite) => satellite.id)[0]).toBe(id);
+      // Tokens name a satellite: an unknown owner, or an origin it does not serve, mints nothing.
+      expect((await owner('GET', '/api/v1/token?owner_username=nobody&resource=https://x.example')).status).toBe(404);
+      const unserved = await owner('GET', '/api/v1/token?owner_username=owner&resource=https://elsewhere.example');
+      expect(unserved.status).toBe(422);
+      const minted = await owner('GET', '/api/v1/token?owner_username=owner&resource=http://moved.example:8080/api');
+      const { target_token: token } = (await minted.json()) as { target_token: string };
+      expect(decodeJwt(token).aud).toBe(id);
+      expect((await owner('GET', '/api/v1/token?aud=owner')).status).toBe(422); // two satellites: the deprecated form is ambiguous
+      // Tags: more than 10, or one the rule refuses, is a 422 for the whole item.
+      const endpoint = {
+        name: 'e',
+        slug: 'tagged',
+        description: '',
+        type: 'model',
+        visibility: 'public',
+        version: '0.1.0',
+        readme: '',
+        policies: [],
+        connect: [],
+      };
+      for (const tags of [Array.from({ length: 11 }, (_, i) => `t${i}`), ['no_underscore'], ['-edge'], ['dou--ble']]) {
+        expect((await owner('POST', `/api/v1/endpoints?satellite_id=${id}`, { ...endpoint, tags })).status).toBe(422);
+      }
+      expect((await owner('POST', `/api/v1/endpoints?satellite_id=${id}`, { ...endpoint, tags: [' A ', 'a'] })).status).toBe(201);
+      expect(hub.endpointsOf('owner').get('tagged')?.tags).toEqual(['a']);
+      expect((await owner('DELETE', `/api/v1/satellites/${id}`)).status).toBe(204);
+      expect(hub.endpointsOf('owner').has('tagged')).toBe(false); // the endpoints it served go with it
+    } finally {
+      await hub.close();
+    }
+  });
+
+  test('2026-07: no registry (FastAPI’s 404), satellite_id ignored, tokens name the username', async () => {
+    const hub = await startFakeSyftHub();
+    try {
+      hub.addUser({ username: 'elder', email: 'elder@hub.example', password: 'elder-password' });
+      const elder = await asAccount(hub, 'elder', 'elder-password');
+      const absent = await elder('POST', '/api/v1/satellites', { kind: 'space', base_url: 'https://elder.example' });
+      expect(absent.status).toBe(404);
+      expect(await absent.json()).toEqual({ detail: 'Not Found' });
+      const minted = await elder('GET', '/api/v1/token?aud=elder');
+      const { target_token: token } = (await minted.json()) as { target_token: string };
+      expect(decodeJwt(token).aud).toBe('elder');
+      const verified = await elder('POST', '/api/v1/verify', { token, satellite_id: crypto.randomUUID() });
+      expect(await verified.json()).toMatchObject({ valid: true, email: 'elder@hub.example', aud: 'elder' });
+    } finally {
+      await hub.close();
+    }
   });
 });
