@@ -174,7 +174,7 @@ export class MppGateway {
     checkTransfer(transaction, wallet, terms);
     // Nodes hash the canonical encoding: broadcast that one, so that the hash knode keeps is the node's
     // (mppx does the same). Both hashes are single-use keys.
-    const raw = (await Transaction.serialize(transaction)) as Hex;
+    const raw = await canonical(transaction);
     const hash = keccak256(raw);
     const keys = [
       ...new Set([`knode:challenge:${challenge.id}`, ...[keccak256(signed), hash].map((h) => `knode:transaction:${h.toLowerCase()}`)]),
@@ -309,6 +309,15 @@ function decodeTransaction(signed: Hex): TempoTransaction {
   }
   if (!transaction.signature || !transaction.from) throw new PaymentRefusal('The payment transaction is not signed');
   return transaction as TempoTransaction;
+}
+
+/** The transaction as the node will hash it (a transaction viem cannot encode again is no payment). */
+async function canonical(transaction: TempoTransaction): Promise<Hex> {
+  try {
+    return (await Transaction.serialize(transaction)) as Hex;
+  } catch {
+    throw new PaymentRefusal('The payment transaction cannot be decoded');
+  }
 }
 
 /**

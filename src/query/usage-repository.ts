@@ -53,6 +53,12 @@ export class UsageRepository {
   /** The usage row a paid answer left in the settlement journal (its process stopped before writing it). */
   async recordSettlement(entry: SettlementEntry): Promise<void> {
     if (!entry.usage) return;
+    const endpoint = await this.db.selectFrom('endpoints').select('id').where('id', '=', entry.endpoint_id).executeTakeFirst();
+    if (!endpoint) {
+      // Deleted since, with its usage: there is no row to write, and asking again every pass would not change that.
+      await sql`UPDATE payment_settlements SET usage_written = 1 WHERE challenge_id = ${entry.challenge_id}`.execute(this.db);
+      return;
+    }
     const row = {
       ...(entry.usage as unknown as Insertable<QueryUsageTable>),
       payment_rail: 'mpp' as const,
