@@ -92,6 +92,15 @@ export async function api<T>(method: string, path: string, body?: unknown, optio
   return (text ? JSON.parse(text) : undefined) as T;
 }
 
+/**
+ * An API path whose interpolated values are each encoded (`apiPath\`/datasets/${id}/files\``): a value
+ * taken from the page's URL (a dataset id, an endpoint slug) cannot add segments, `..` or a query, so a
+ * crafted console link cannot steer the user's token to another route.
+ */
+export function apiPath(strings: TemplateStringsArray, ...values: (string | number | boolean)[]): string {
+  return strings.reduce((path, part, index) => path + part + (index < values.length ? encodeURIComponent(String(values[index])) : ''), '');
+}
+
 export const get = <T>(path: string, options?: RequestOptions) => api<T>('GET', path, undefined, options);
 export const post = <T>(path: string, body?: unknown, options?: RequestOptions) => api<T>('POST', path, body, options);
 export const patch = <T>(path: string, body: unknown) => api<T>('PATCH', path, body);

@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { type Dataset, type DatasetFile, del, get, type Page, post, type References } from '../api.ts';
+import { apiPath, type Dataset, type DatasetFile, del, get, type Page, post, type References } from '../api.ts';
 import { DatasetStatus, isBusy } from '../components/dataset-status.tsx';
 import { References as ReferenceList } from '../components/references.tsx';
 import { Empty, ErrorNotice, Loading, Notice, PageHeader, ProgressBar, SelectField, SubmitButton, TextField } from '../components/ui.tsx';
@@ -8,7 +8,7 @@ import { count, date, duration, rate } from '../lib/format.ts';
 import { useFirstRender, usePoll, useResource, useSubmission, useTitle } from '../lib/hooks.ts';
 
 export function DatasetPage(props: { id: string }) {
-  const dataset = useResource<Dataset>(`/datasets/${props.id}`);
+  const dataset = useResource<Dataset>(apiPath`/datasets/${props.id}`);
   useTitle(dataset.data?.name ?? 'Dataset');
   const busy = dataset.data ? isBusy(dataset.data) : false;
   // Every 2 s while files wait (one request: the general API limits allow 100 a minute), else every 15 s.
@@ -47,7 +47,7 @@ function View(props: { dataset: Dataset; reload: () => Promise<void>; leaving: {
         if (!confirm(`Delete the dataset '${dataset.name}' and its index? The folder itself is not touched.`)) return;
         props.leaving.current = true;
         try {
-          await del(`/datasets/${dataset.id}`);
+          await del(apiPath`/datasets/${dataset.id}`);
         } catch (error) {
           props.leaving.current = false;
           throw error;
@@ -72,7 +72,7 @@ function View(props: { dataset: Dataset; reload: () => Promise<void>; leaving: {
               <button
                 type="button"
                 disabled={acting !== undefined}
-                onClick={() => act('start', () => post(`/datasets/${dataset.id}/start`))}
+                onClick={() => act('start', () => post(apiPath`/datasets/${dataset.id}/start`))}
               >
                 Start
               </button>
@@ -81,7 +81,7 @@ function View(props: { dataset: Dataset; reload: () => Promise<void>; leaving: {
                 type="button"
                 class="secondary"
                 disabled={acting !== undefined}
-                onClick={() => act('stop', () => post(`/datasets/${dataset.id}/stop`))}
+                onClick={() => act('stop', () => post(apiPath`/datasets/${dataset.id}/stop`))}
               >
                 Stop
               </button>
@@ -90,7 +90,7 @@ function View(props: { dataset: Dataset; reload: () => Promise<void>; leaving: {
               type="button"
               class="secondary"
               disabled={acting !== undefined || dataset.status === 'stopped'}
-              onClick={() => act('reindex', () => post(`/datasets/${dataset.id}/reindex`))}
+              onClick={() => act('reindex', () => post(apiPath`/datasets/${dataset.id}/reindex`))}
             >
               Reindex
             </button>
@@ -236,7 +236,7 @@ function Search(props: { dataset: Dataset }) {
     event.preventDefault();
     if (query.trim() === '') return;
     void run(async () => {
-      const references = await post<References>(`/datasets/${props.dataset.id}/search`, {
+      const references = await post<References>(apiPath`/datasets/${props.dataset.id}/search`, {
         query,
         mode,
         limit: Number(limit) || 5,
@@ -313,7 +313,7 @@ function Files(props: { dataset: Dataset }) {
   // Asked again when the counters move, not on a timer of its own.
   useEffect(() => {
     let current = true;
-    get<Page<DatasetFile>>(`/datasets/${props.dataset.id}/files?skip=0&limit=${shown}`)
+    get<Page<DatasetFile>>(apiPath`/datasets/${props.dataset.id}/files?skip=0&limit=${shown}`)
       .then((page) => {
         if (!current) return;
         setFiles(page.items);

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { del, type Endpoint, type GenerationDefaults, patch } from '../api.ts';
+import { apiPath, del, type Endpoint, type GenerationDefaults, patch } from '../api.ts';
 import { errorsUnder } from '../components/schema-form.tsx';
 import { CheckboxField, ErrorNotice, Notice, SubmitButton, TextField } from '../components/ui.tsx';
 import { useFirstRender, useSubmission } from '../lib/hooks.ts';
@@ -43,7 +43,7 @@ export function EndpointSettings(props: { endpoint: Endpoint; reload: () => Prom
     }
     setSaved(false);
     await run(async () => {
-      await patch(`/endpoints/${encodeURIComponent(endpoint.slug)}`, { name, summary, description, generation_defaults: generation });
+      await patch(apiPath`/endpoints/${endpoint.slug}`, { name, summary, description, generation_defaults: generation });
       setSaved(true);
       await props.reload();
     });
@@ -52,7 +52,7 @@ export function EndpointSettings(props: { endpoint: Endpoint; reload: () => Prom
   const remove = async () => {
     if (!confirm(`Delete the endpoint '${endpoint.name}'? It is also taken off the marketplaces it is published on.`)) return;
     await run(async () => {
-      await del(`/endpoints/${encodeURIComponent(endpoint.slug)}`);
+      await del(apiPath`/endpoints/${endpoint.slug}`);
       route('/endpoints');
     });
   };

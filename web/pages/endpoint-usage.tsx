@@ -1,5 +1,5 @@
 import { useMemo, useState } from 'preact/hooks';
-import type { Endpoint, Page, Usage, UsageSummary } from '../api.ts';
+import { apiPath, type Endpoint, type Page, type Usage, type UsageSummary } from '../api.ts';
 import { TimeChart } from '../components/chart.tsx';
 import { CheckboxField, Empty, ErrorNotice, Loading, SelectField } from '../components/ui.tsx';
 import { count, date, money } from '../lib/format.ts';
@@ -15,9 +15,9 @@ export function EndpointUsage(props: { endpoint: Endpoint }) {
   useFirstRender();
   const [bucket, setBucket] = useState('hour');
   const [playground, setPlayground] = useState(true);
-  const slug = encodeURIComponent(props.endpoint.slug);
-  const summary = useResource<UsageSummary>(`/endpoints/${slug}/usage/summary?bucket=${bucket}&include_playground=${playground}`);
-  const latest = useResource<Page<Usage>>(`/endpoints/${slug}/usage?limit=100`);
+  const slug = props.endpoint.slug;
+  const summary = useResource<UsageSummary>(apiPath`/endpoints/${slug}/usage/summary?bucket=${bucket}&include_playground=${playground}`);
+  const latest = useResource<Page<Usage>>(apiPath`/endpoints/${slug}/usage?limit=100`);
   const refresh = () => Promise.all([summary.reload(), latest.reload()]);
 
   return (

@@ -1,4 +1,4 @@
-import type { Endpoint } from '../api.ts';
+import { apiPath, type Endpoint } from '../api.ts';
 import { Badge, ErrorNotice, Loading, PageHeader } from '../components/ui.tsx';
 import { useResource, useTitle } from '../lib/hooks.ts';
 import { RESPONSE_TYPES } from './endpoint-list.tsx';
@@ -19,7 +19,7 @@ const TABS = [
 
 /** An endpoint: its playground, policies, settings and usage, each at its own address (`/endpoints/<slug>/<tab>`). */
 export function EndpointPage(props: { slug: string; tab?: string }) {
-  const endpoint = useResource<Endpoint>(`/endpoints/${encodeURIComponent(props.slug)}`);
+  const endpoint = useResource<Endpoint>(apiPath`/endpoints/${props.slug}`);
   const tab = TABS.find((candidate) => candidate.id === (props.tab ?? ''));
   useTitle(endpoint.data ? `${endpoint.data.name}${tab?.id ? ` · ${tab.label}` : ''}` : 'Endpoint');
   if (!tab) return <NotFound />;

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { del, get, type Model, patch, post } from '../api.ts';
+import { apiPath, del, get, type Model, patch, post } from '../api.ts';
 import { FolderPicker } from '../components/folder-picker.tsx';
 import { ModelChooser } from '../components/model-chooser.tsx';
 import { errorsUnder, type FormValues, initialValues, SchemaForm, toConfiguration, type WidgetProps } from '../components/schema-form.tsx';
@@ -11,7 +11,7 @@ import { typeLabel, typeNamed, useTypes } from '../lib/types.ts';
 import { modelTarget } from './model-list.tsx';
 
 export function ModelPage(props: { id: string }) {
-  const model = useResource<Model>(`/models/${props.id}`);
+  const model = useResource<Model>(apiPath`/models/${props.id}`);
   useTitle(model.data?.name ?? 'Model');
   if (model.error && !model.data) return <ErrorNotice error={model.error} />;
   if (!model.data) return <Loading what="the model" />;
@@ -41,7 +41,7 @@ function View(props: { model: Model; reload: () => Promise<void> }) {
   const remove = async () => {
     if (!confirm(`Delete the model '${model.name}'?`)) return;
     try {
-      await del(`/models/${model.id}`);
+      await del(apiPath`/models/${model.id}`);
       route('/models');
     } catch (error) {
       setFailure(error as Error);
@@ -101,7 +101,7 @@ function HealthCard(props: { model: Model }) {
     setChecking(true);
     setFailure(undefined);
     try {
-      setHealth(await get<Health>(`/models/${props.model.id}/health`));
+      setHealth(await get<Health>(apiPath`/models/${props.model.id}/health`));
     } catch (error) {
       setFailure(error as Error);
     } finally {
@@ -140,7 +140,7 @@ function TestCard(props: { model: Model }) {
     event.preventDefault();
     const started = performance.now();
     void submission.run(async () => {
-      const result = await post<TestAnswer>(`/models/${props.model.id}/test`, { prompt, max_tokens: Number(maxTokens) || 32 });
+      const result = await post<TestAnswer>(apiPath`/models/${props.model.id}/test`, { prompt, max_tokens: Number(maxTokens) || 32 });
       setAnswer({ result, ms: performance.now() - started });
     });
   };
@@ -189,7 +189,7 @@ function Editor(props: { model: Model; onSaved: () => Promise<void> }) {
       return;
     }
     await run(async () => {
-      await patch(`/models/${props.model.id}`, { name, configuration });
+      await patch(apiPath`/models/${props.model.id}`, { name, configuration });
       await props.onSaved();
     });
   };

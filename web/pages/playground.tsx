@@ -1,5 +1,5 @@
 import { useRef, useState } from 'preact/hooks';
-import { type Endpoint, failure, type Reference, send } from '../api.ts';
+import { apiPath, type Endpoint, failure, type Reference, send } from '../api.ts';
 import { References } from '../components/references.tsx';
 import { Notice, SelectField, TextField } from '../components/ui.tsx';
 import { money } from '../lib/format.ts';
@@ -118,7 +118,7 @@ export function Playground(props: { endpoint: Endpoint }) {
     let answer = '';
     try {
       // Marked as the playground's, so the usage analytics can leave the owner's own questions out.
-      const response = await send('POST', `/endpoints/${encodeURIComponent(endpoint.slug)}/query`, body, {
+      const response = await send('POST', apiPath`/endpoints/${endpoint.slug}/query`, body, {
         signal: controller.signal,
         headers: { 'x-knode-origin': 'playground' },
       });

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, del, type Endpoint, type JsonSchema, type Policy, patch, post, type TypeInfo } from '../api.ts';
+import { ApiError, apiPath, del, type Endpoint, type JsonSchema, type Policy, patch, post, type TypeInfo } from '../api.ts';
 import { errorsUnder, type FormValues, initialValues, labelOf, SchemaForm, toConfiguration } from '../components/schema-form.tsx';
 import { Badge, Empty, ErrorNotice, Field, Loading, Notice, SubmitButton, TextField } from '../components/ui.tsx';
 import { useDebounced, useFirstRender, useSubmission } from '../lib/hooks.ts';
@@ -53,7 +53,7 @@ function PolicyItem(props: { policy: Policy; info: TypeInfo | undefined; reload:
   const remove = async () => {
     if (!confirm(`Delete the policy '${policy.name}'?`)) return;
     try {
-      await del(`/policies/${policy.id}`);
+      await del(apiPath`/policies/${policy.id}`);
       await props.reload();
     } catch (error) {
       setFailure(error as Error);
@@ -84,7 +84,7 @@ function PolicyItem(props: { policy: Policy; info: TypeInfo | undefined; reload:
           name={policy.name}
           submitLabel="Save"
           onSubmit={async (name, configuration) => {
-            await patch(`/policies/${policy.id}`, { name, configuration });
+            await patch(apiPath`/policies/${policy.id}`, { name, configuration });
             setEditing(false);
             await props.reload();
           }}

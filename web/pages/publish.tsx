@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { type Endpoint, post } from '../api.ts';
+import { apiPath, type Endpoint, post } from '../api.ts';
 import { Badge, CheckboxField, Empty, ErrorNotice, Loading, Notice, SubmitButton, TextField } from '../components/ui.tsx';
 import { useFirstRender, useResource, useSubmission } from '../lib/hooks.ts';
 
@@ -53,7 +53,7 @@ function Publication(props: { endpoint: Endpoint; marketplaces: Marketplace[]; r
     setBusy(true);
     setFailure(undefined);
     try {
-      const answer = await post<{ results: PublicationResult[] }>(`/endpoints/${encodeURIComponent(endpoint.slug)}/${action}`, {
+      const answer = await post<{ results: PublicationResult[] }>(apiPath`/endpoints/${endpoint.slug}/${action}`, {
         marketplace_ids: ids,
       });
       setResults(answer.results);

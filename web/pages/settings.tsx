@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { ApiError, del, type Me, patch, post } from '../api.ts';
+import { ApiError, apiPath, del, type Me, patch, post } from '../api.ts';
 import { Badge, ErrorNotice, Loading, Notice, PageHeader, SubmitButton, TextField } from '../components/ui.tsx';
 import { bytes, date } from '../lib/format.ts';
 import { useFirstRender, usePoll, useResource, useSubmission, useTitle } from '../lib/hooks.ts';
@@ -83,7 +83,7 @@ function Marketplaces() {
 
 function MarketplaceItem(props: { marketplace: Marketplace; reload: () => Promise<void> }) {
   const { marketplace } = props;
-  const status = useResource<MarketplaceStatus>(`/marketplaces/${marketplace.id}/status`);
+  const status = useResource<MarketplaceStatus>(apiPath`/marketplaces/${marketplace.id}/status`);
   const { failure, run } = useSubmission();
   const [synced, setSynced] = useState<string | undefined>(undefined);
   const act = (work: () => Promise<unknown>) => {
@@ -141,7 +141,7 @@ function MarketplaceItem(props: { marketplace: Marketplace; reload: () => Promis
           <button
             type="button"
             class="secondary small"
-            onClick={() => void act(() => patch(`/marketplaces/${marketplace.id}`, { is_default: true }))}
+            onClick={() => void act(() => patch(apiPath`/marketplaces/${marketplace.id}`, { is_default: true }))}
           >
             Make default
           </button>
@@ -152,7 +152,7 @@ function MarketplaceItem(props: { marketplace: Marketplace; reload: () => Promis
           aria-label={`Remove ${marketplace.name}`}
           onClick={() => {
             if (confirm(`Remove '${marketplace.name}'? Its publications stay on the hub until you unpublish them.`)) {
-              void act(() => del(`/marketplaces/${marketplace.id}`));
+              void act(() => del(apiPath`/marketplaces/${marketplace.id}`));
             }
           }}
         >
@@ -317,7 +317,7 @@ function TunnelControls(props: { tunnel: Tunnel | undefined; error: ApiError | u
 }
 
 function Members(props: { tenant: string; me: string }) {
-  const path = `/tenants/${encodeURIComponent(props.tenant)}/members`;
+  const path = apiPath`/tenants/${props.tenant}/members`;
   const members = useResource<Member[]>(path);
   const [email, setEmail] = useState('');
   const submission = useSubmission();
@@ -358,7 +358,7 @@ function Members(props: { tenant: string; me: string }) {
                       type="button"
                       class="danger small"
                       aria-label={`Remove ${member.email}`}
-                      onClick={() => void run(() => del(`${path}/${encodeURIComponent(member.email)}`))}
+                      onClick={() => void run(() => del(apiPath`/tenants/${props.tenant}/members/${member.email}`))}
                     >
                       Remove
                     </button>
