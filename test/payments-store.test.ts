@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, setSystemTime, test } from 'bun:test';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, setSystemTime, test } from 'bun:test';
 import { rmSync } from 'node:fs';
 import { type OpenedDatabase, openDatabase } from '../src/db/database.ts';
 import { BadGatewayError } from '../src/domain/errors.ts';
@@ -8,8 +8,8 @@ import { MppGateway, PaymentRefusal, toBaseUnits } from '../src/payments/mpp.ts'
 import { SettlementReconciler } from '../src/payments/reconciler.ts';
 import { SettlementJournal } from '../src/payments/settlement-journal.ts';
 import { vectorExtensionPath } from '../src/vectors/extension.ts';
-import { startFakeHubWallet } from './fakes/hub-wallet.ts';
-import { startFakeTempoRpc } from './fakes/tempo-rpc.ts';
+import { type FakeHubWallet, startFakeHubWallet } from './fakes/hub-wallet.ts';
+import { type FakeTempoRpc, startFakeTempoRpc } from './fakes/tempo-rpc.ts';
 import { tempDir } from './helpers/app.ts';
 
 /**
@@ -115,119 +115,100 @@ describe('the settlement journal', () => {
 });
 
 describe('a broadcast whose receipt does not come in time', () => {
+  const caller = { tenantId: 'tenant', endpointId: 'endpoint', senderEmail: 'erin@example.com' };
+  let dataDir: string;
+  let database: OpenedDatabase;
+  let rpc: FakeTempoRpc;
+  let hub: FakeHubWallet;
+  let wallet: PaymentWallet;
+  let journal: SettlementJournal;
+
+  beforeEach(async () => {
+    dataDir = tempDir();
+    database = await openDatabase(dataDir, [vectorExtensionPath()]);
+    rpc = startFakeTempoRpc();
+    hub = startFakeHubWallet(rpc.url);
+    await database.db
+      .insertInto('tenants')
+      .values({ id: 'tenant', name: 'tenant', created_at: '' } as never)
+      .execute();
+    wallet = {
+      tenant_id: 'tenant',
+      wallet_address: '0x742d35Cc6634c0532925a3b844bC9e7595F8fE00',
+      testnet: true,
+      rpc_url: rpc.url,
+      challenge_secret: 'a-challenge-secret-of-at-least-32-bytes',
+      created_at: '',
+      updated_at: '',
+    };
+    journal = new SettlementJournal(database);
+  });
+  afterEach(async () => {
+    await hub.close();
+    await rpc.close();
+    await database.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const gatewayOf = (options: { receiptTimeoutMs?: number } = {}) =>
+    new MppGateway({ wallets: { get: async () => wallet }, consumed: new ConsumedStore(database), journal, ...options });
+
   test('is `pending`, not an error; an undelivered answer may be asked again on the same payment; the reconciler confirms it', async () => {
-    const dataDir = tempDir();
-    const database = await openDatabase(dataDir, [vectorExtensionPath()]);
-    const rpc = startFakeTempoRpc();
-    const hub = startFakeHubWallet(rpc.url);
-    try {
-      await database.db
-        .insertInto('tenants')
-        .values({ id: 'tenant', name: 'tenant', created_at: '' } as never)
-        .execute();
-      const wallet: PaymentWallet = {
-        tenant_id: 'tenant',
-        wallet_address: '0x742d35Cc6634c0532925a3b844bC9e7595F8fE00',
-        testnet: true,
-        rpc_url: rpc.url,
-        challenge_secret: 'a-challenge-secret-of-at-least-32-bytes',
-        created_at: '',
-        updated_at: '',
-      };
-      const journal = new SettlementJournal(database);
-      const gateway = new MppGateway({
-        wallets: { get: async () => wallet },
-        consumed: new ConsumedStore(database),
-        journal,
-        receiptTimeoutMs: 300,
-      });
-      const terms = { realm: 'slow-chain', amount: toBaseUnits(0.05) };
-      const caller = { tenantId: 'tenant', endpointId: 'endpoint', senderEmail: 'erin@example.com' };
-      const consumer = hub.addConsumer('erin');
-      const credential = await hub.pay(consumer.token, gateway.challenge(wallet, terms).header);
-      const accepted = await gateway.accept(wallet, terms, credential, caller);
-      expect((await journal.get(accepted.challengeId))?.state).toBe('reserved');
-      rpc.withholdReceipts(true);
-      const settlement = await accepted.settle({ tokens: 1 });
-      expect(settlement).toEqual({ transaction: rpc.broadcasts[0]?.hash as `0x${string}`, status: 'pending' });
-      expect((await journal.get(accepted.challengeId))?.state).toBe('sent');
+    const gateway = gatewayOf({ receiptTimeoutMs: 300 });
+    const terms = { realm: 'slow-chain', amount: toBaseUnits(0.05) };
+    const consumer = hub.addConsumer('erin');
+    const credential = await hub.pay(consumer.token, gateway.challenge(wallet, terms).header);
+    const accepted = await gateway.accept(wallet, terms, credential, caller);
+    expect((await journal.get(accepted.challengeId))?.state).toBe('reserved');
+    rpc.withholdReceipts(true);
+    const settlement = await accepted.settle({ tokens: 1 });
+    expect(settlement).toEqual({ transaction: rpc.broadcasts[0]?.hash as `0x${string}`, status: 'pending' });
+    expect((await journal.get(accepted.challengeId))?.state).toBe('sent');
 
-      // The answer was not handed out (say the connection broke): the same caller gets it on the same payment.
-      const again = await gateway.accept(wallet, terms, credential, caller);
-      expect(await again.settle({})).toEqual(settlement);
-      expect(rpc.broadcasts).toHaveLength(1);
-      // Another caller, or the same payment once its answer was delivered, is a replay.
-      const other = await gateway
-        .accept(wallet, terms, credential, { ...caller, senderEmail: 'mallory@example.com' })
-        .catch((error: unknown) => error);
-      expect((other as PaymentRefusal).reason).toBe('This payment has already been used');
-      await again.delivered();
-      const replay = await gateway.accept(wallet, terms, credential, caller).catch((error: unknown) => error);
-      expect(replay).toBeInstanceOf(PaymentRefusal);
-      expect((replay as PaymentRefusal).reason).toBe('This payment has already been used');
+    // The answer was not handed out (say the connection broke): the same caller gets it on the same payment.
+    const again = await gateway.accept(wallet, terms, credential, caller);
+    expect(await again.settle({})).toEqual(settlement);
+    expect(rpc.broadcasts).toHaveLength(1);
+    // Another caller, or the same payment once its answer was delivered, is a replay.
+    const other = await gateway
+      .accept(wallet, terms, credential, { ...caller, senderEmail: 'mallory@example.com' })
+      .catch((error: unknown) => error);
+    expect((other as PaymentRefusal).reason).toBe('This payment has already been used');
+    await again.delivered();
+    const replay = await gateway.accept(wallet, terms, credential, caller).catch((error: unknown) => error);
+    expect(replay).toBeInstanceOf(PaymentRefusal);
+    expect((replay as PaymentRefusal).reason).toBe('This payment has already been used');
 
-      const written: string[] = [];
-      const reconciler = new SettlementReconciler({
-        journal,
-        writeUsage: async (entry) => {
-          written.push(entry.challenge_id);
-        },
-        paymentFailed: async () => {},
-        log: { info: () => {}, warn: () => {}, error: () => {} },
-      });
-      await reconciler.reconcile();
-      expect((await journal.get(accepted.challengeId))?.state).toBe('sent'); // still no receipt
-      rpc.withholdReceipts(false);
-      await reconciler.reconcile();
-      expect((await journal.get(accepted.challengeId))?.state).toBe('confirmed');
-      expect(written).toContain(accepted.challengeId);
-      expect(rpc.broadcasts).toHaveLength(1);
-    } finally {
-      await hub.close();
-      await rpc.close();
-      await database.close();
-      rmSync(dataDir, { recursive: true, force: true });
-    }
+    const written: string[] = [];
+    const reconciler = new SettlementReconciler({
+      journal,
+      writeUsage: async (entry) => {
+        written.push(entry.challenge_id);
+      },
+      paymentFailed: async () => {},
+      log: { info: () => {}, warn: () => {}, error: () => {} },
+    });
+    await reconciler.reconcile();
+    expect((await journal.get(accepted.challengeId))?.state).toBe('sent'); // still no receipt
+    rpc.withholdReceipts(false);
+    await reconciler.reconcile();
+    expect((await journal.get(accepted.challengeId))?.state).toBe('confirmed');
+    expect(written).toContain(accepted.challengeId);
+    expect(rpc.broadcasts).toHaveLength(1);
   });
 
   test('the RPC refused at the broadcast (unreachable): a 502, nothing charged, the credential freed', async () => {
-    const dataDir = tempDir();
-    const database = await openDatabase(dataDir, [vectorExtensionPath()]);
-    const rpc = startFakeTempoRpc();
-    const hub = startFakeHubWallet(rpc.url);
-    try {
-      await database.db
-        .insertInto('tenants')
-        .values({ id: 'tenant', name: 'tenant', created_at: '' } as never)
-        .execute();
-      const wallet: PaymentWallet = {
-        tenant_id: 'tenant',
-        wallet_address: '0x742d35Cc6634c0532925a3b844bC9e7595F8fE00',
-        testnet: true,
-        rpc_url: rpc.url,
-        challenge_secret: 'a-challenge-secret-of-at-least-32-bytes',
-        created_at: '',
-        updated_at: '',
-      };
-      const journal = new SettlementJournal(database);
-      const gateway = new MppGateway({ wallets: { get: async () => wallet }, consumed: new ConsumedStore(database), journal });
-      const terms = { realm: 'down-chain', amount: toBaseUnits(0.05) };
-      const caller = { tenantId: 'tenant', endpointId: 'endpoint', senderEmail: 'erin@example.com' };
-      const credential = await hub.pay(hub.addConsumer('erin').token, gateway.challenge(wallet, terms).header);
-      const accepted = await gateway.accept(wallet, terms, credential, caller);
-      rpc.fail('eth_sendRawTransaction', { status: 503 });
-      const failure = await accepted.settle({}).catch((error: unknown) => error);
-      expect(failure).toBeInstanceOf(BadGatewayError);
-      expect((await journal.get(accepted.challengeId))?.state).toBe('released');
-      rpc.fail('eth_sendRawTransaction', undefined);
-      const retried = await gateway.accept(wallet, terms, credential, caller);
-      expect((await retried.settle({})).status).toBe('charged');
-      expect(rpc.broadcasts).toHaveLength(1);
-    } finally {
-      await hub.close();
-      await rpc.close();
-      await database.close();
-      rmSync(dataDir, { recursive: true, force: true });
-    }
+    const gateway = gatewayOf();
+    const terms = { realm: 'down-chain', amount: toBaseUnits(0.05) };
+    const credential = await hub.pay(hub.addConsumer('erin').token, gateway.challenge(wallet, terms).header);
+    const accepted = await gateway.accept(wallet, terms, credential, caller);
+    rpc.fail('eth_sendRawTransaction', { status: 503 });
+    const failure = await accepted.settle({}).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(BadGatewayError);
+    expect((await journal.get(accepted.challengeId))?.state).toBe('released');
+    rpc.fail('eth_sendRawTransaction', undefined);
+    const retried = await gateway.accept(wallet, terms, credential, caller);
+    expect((await retried.settle({})).status).toBe('charged');
+    expect(rpc.broadcasts).toHaveLength(1);
   });
 });
