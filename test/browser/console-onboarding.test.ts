@@ -9,11 +9,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
 import { type FakeSyftHub, startFakeSyftHub } from '../fakes/syfthub.ts';
 import { FakeTunnelProvider } from '../fakes/tunnel.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
-import { CHROMIUM, CHROMIUM_ARGS, press, replaceInto, typeInto, unlabelledControls, waitForText, watch } from './page.ts';
+import { openConsoleAs, press, replaceInto, typeInto, unlabelledControls, waitForText, watch } from './page.ts';
 
 const SCREENSHOTS = resolve(import.meta.dir, '../..', process.env.SCREENSHOTS_DIR ?? 'docs/screenshots');
 const HUB_PASSWORD = 'a hub password';
@@ -37,13 +37,7 @@ describe('onto SyftHub from the console', () => {
     });
     const owner = await t.user('ada');
     url = await t.app.listen({ host: '127.0.0.1', port: 0 });
-    browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
-    page = await browser.newPage();
-    await page.setViewport({ width: 1280, height: 860 });
-    page.setDefaultTimeout(20_000);
-    // Logged in as the owner: the console keeps its token in localStorage.
-    await page.goto(`${url}/login`, { waitUntil: 'networkidle0' });
-    await page.evaluate((token: string) => localStorage.setItem('knode.token', token), owner.token);
+    ({ browser, page } = await openConsoleAs(url, owner.token));
   }, 60_000);
 
   afterAll(async () => {

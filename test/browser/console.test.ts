@@ -14,15 +14,15 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
 import { FAKE_ANSWER, type FakeOpenAIServer, startFakeOpenAI } from '../fakes/openai-server.ts';
 import { type FakeSyftHub, startFakeSyftHub } from '../fakes/syfthub.ts';
 import { buildPdf } from '../fixtures/make-documents.ts';
 import { type KnodeProcess, startKnodeProcess } from '../helpers/knode-process.ts';
 import {
   CHROMIUM,
-  CHROMIUM_ARGS,
   clickButton,
+  openBrowser,
   type Problems,
   press,
   replaceInto,
@@ -150,14 +150,7 @@ describe('the console in a browser', () => {
       SVC_DATA_DIR: join(scratch, 'data'),
       SVC_INGESTION_ROOTS: root,
     });
-    browser = await puppeteer.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: CHROMIUM_ARGS,
-    });
-    page = await browser.newPage();
-    await page.setViewport({ width: 1280, height: 860 });
-    page.setDefaultTimeout(20_000);
+    ({ browser, page } = await openBrowser());
     problems = watch(page);
   });
 

@@ -2,7 +2,7 @@
  * Driving the console in Chromium (puppeteer-core): what a page complains about, reaching a control by
  * keyboard, typing, pressing, and waiting for text or an address. Shared by the browser tests.
  */
-import type { ElementHandle, Page } from 'puppeteer-core';
+import puppeteer, { type Browser, type ElementHandle, type Page } from 'puppeteer-core';
 
 export const CHROMIUM = process.env.KNODE_CHROMIUM ?? '/usr/bin/chromium';
 /** Headless Chromium's flags: no sandbox (CI runs as root), no GPU, no first-run pages. */
@@ -13,6 +13,23 @@ export const CHROMIUM_ARGS = [
   '--no-default-browser-check',
   '--font-render-hinting=none',
 ];
+
+/** Chromium with one page of 1280 × 860, waiting at most 20 s for anything. */
+export async function openBrowser(): Promise<{ browser: Browser; page: Page }> {
+  const browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 860 });
+  page.setDefaultTimeout(20_000);
+  return { browser, page };
+}
+
+/** Chromium on the console at `url`, logged in with `token` (the console keeps it in localStorage). */
+export async function openConsoleAs(url: string, token: string): Promise<{ browser: Browser; page: Page }> {
+  const opened = await openBrowser();
+  await opened.page.goto(`${url}/login`, { waitUntil: 'networkidle0' });
+  await opened.page.evaluate((value: string) => localStorage.setItem('knode.token', value), token);
+  return opened;
+}
 
 export interface Problems {
   console: string[];
