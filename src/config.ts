@@ -1,5 +1,6 @@
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
+import { DEFAULT_TENANT_QUOTAS, type TenantQuotas } from './domain/quotas.ts';
 import { isHttpUrl } from './util/url.ts';
 
 /** Everything knode reads from its environment, validated once at start-up (API-CONTRACT section 2). */
@@ -27,6 +28,8 @@ export interface Config {
   readonly maxFileBytes: number;
   /** SVC_MAX_TEXT_MB in bytes: the most text one file may yield (a DOCX declaring more is not inflated). */
   readonly maxTextBytes: number;
+  /** SVC_TENANT_QUOTAS: endpoints, datasets and models per tenant, policies per endpoint (0: no limit). */
+  readonly tenantQuotas: TenantQuotas;
 }
 
 export class ConfigError extends Error {}
@@ -72,6 +75,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: oneOf(env, 'SVC_LOG_LEVEL', 'info', LOG_LEVELS),
     maxFileBytes: integer(env, 'SVC_MAX_FILE_MB', 100, 1, 100_000) * MEGABYTE,
     maxTextBytes: integer(env, 'SVC_MAX_TEXT_MB', 20, 1, 10_000) * MEGABYTE,
+    tenantQuotas: quotas(env, 'SVC_TENANT_QUOTAS'),
   };
   return Object.freeze(config);
 }
@@ -125,6 +129,23 @@ function list(env: Env, name: string, fallback: string[]): string[] {
     .split(',')
     .map((item) => item.trim())
     .filter((item) => item !== '');
+}
+
+/** `endpoints=500,datasets=100`: the quotas named, the others at their defaults; 0 is no limit. */
+function quotas(env: Env, name: string): TenantQuotas {
+  const value = env[name];
+  const result: Record<string, number> = { ...DEFAULT_TENANT_QUOTAS };
+  if (value === undefined || value.trim() === '') return result as unknown as TenantQuotas;
+  for (const item of value
+    .split(',')
+    .map((part) => part.trim())
+    .filter(Boolean)) {
+    const match = /^(endpoints|datasets|models|policies)=(\d{1,9})$/.exec(item);
+    if (!match)
+      fail(name, 'must be a comma-separated list of endpoints=, datasets=, models=, policies= with whole numbers (0: no limit)', value);
+    result[match[1] as string] = Number(match[2]);
+  }
+  return result as unknown as TenantQuotas;
 }
 
 function optionalSecret(env: Env, name: string): string | undefined {

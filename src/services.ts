@@ -170,7 +170,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     roots: ingestionRoots,
     onEmbedded: (chunks) => metrics.chunksEmbedded(chunks),
   });
-  const models = new ModelService(modelRepository);
+  const models = new ModelService(modelRepository, config.tenantQuotas.models);
   // Loaded GGUF models are shared by every request and given back after 10 idle minutes.
   const localModels = new LocalModelRegistry();
   const modelRunner = new ModelRunnerService(models, localModels);
@@ -224,7 +224,14 @@ export async function createServices(config: Config, options: ServiceOptions = {
     config.port,
     clock,
   );
-  const endpoints = new EndpointService(endpointRepository, datasetRepository, modelRepository, policyRepository, publishing);
+  const endpoints = new EndpointService(
+    endpointRepository,
+    datasetRepository,
+    modelRepository,
+    policyRepository,
+    publishing,
+    config.tenantQuotas.endpoints,
+  );
   const publishingTasks = new PublishingTasks({
     config,
     log,
@@ -280,12 +287,18 @@ export async function createServices(config: Config, options: ServiceOptions = {
     failedAuth: new FailedAuthLimiter(windows),
     auth: new AuthService(db, userRepository, tenantRepository, tokens),
     tenants: new TenantService(tenantRepository, userRepository, ingestionRoots),
-    datasets: new DatasetService(datasetRepository, { defaultEmbedder: config.embedder }, ingestionRoots, ingestion, files),
+    datasets: new DatasetService(
+      datasetRepository,
+      { defaultEmbedder: config.embedder, quota: config.tenantQuotas.datasets },
+      ingestionRoots,
+      ingestion,
+      files,
+    ),
     ingestion,
     models,
     modelRunner,
     endpoints,
-    policies: new PolicyService(policyRepository, endpointRepository, publishing),
+    policies: new PolicyService(policyRepository, endpointRepository, publishing, config.tenantQuotas.policies),
     marketplaces,
     publishing,
     hubs,

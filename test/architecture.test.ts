@@ -16,7 +16,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   util: [],
   domain: [],
   'version.ts': [],
-  'config.ts': ['util'],
+  'config.ts': ['util', 'domain'],
   runtime: [...FOUNDATION],
   security: [...FOUNDATION],
   db: [...FOUNDATION],

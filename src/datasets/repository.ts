@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { type DbOrTransaction, now } from '../db/database.ts';
+import { insertWithinQuota } from '../db/quotas.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import { DATASET_COLUMNS, DatasetCodec, type DatasetRecord, type DatasetStatus } from './codec.ts';
 
@@ -39,8 +40,11 @@ export class DatasetRepository {
     this.codec = new DatasetCodec(box);
   }
 
-  async insert(record: DatasetRecord): Promise<void> {
-    await this.db.insertInto('datasets').values(this.codec.toRow(record)).execute();
+  /** Inserts the record while its tenant holds fewer than `limit` datasets (0: no limit; db/quotas.ts). */
+  async insert(record: DatasetRecord, limit = 0): Promise<void> {
+    await insertWithinQuota(this.db, { quota: 'datasets', limit, column: 'tenant_id', owner: record.tenant_id }, (db) =>
+      db.insertInto('datasets').values(this.codec.toRow(record)).execute(),
+    );
   }
 
   async list(tenantId: string): Promise<DatasetRecord[]> {

@@ -21,7 +21,8 @@ export type FileViewData = Static<typeof DatasetFileView>;
 export class DatasetService {
   constructor(
     private readonly datasets: DatasetRepository,
-    private readonly rules: { defaultEmbedder: string },
+    /** `quota`: how many datasets a tenant may have (SVC_TENANT_QUOTAS; 0: no limit). */
+    private readonly rules: { defaultEmbedder: string; quota?: number },
     private readonly roots: IngestionRoots,
     private readonly ingestion: IngestionEngine,
     private readonly files: FileRepository,
@@ -42,7 +43,7 @@ export class DatasetService {
       created_at: timestamp,
       updated_at: timestamp,
     };
-    await conflictAs(`Dataset named '${body.name}' already exists`, () => this.datasets.insert(record));
+    await conflictAs(`Dataset named '${body.name}' already exists`, () => this.datasets.insert(record, this.rules.quota));
     // A new dataset starts at once; its first scan runs in the background (status tells how far it got).
     void this.ingestion.start(record.id);
     return this.view(record);

@@ -1,12 +1,16 @@
 import { sql } from 'kysely';
 import type { DbOrTransaction } from '../db/database.ts';
+import { insertWithinQuota } from '../db/quotas.ts';
 import { ENDPOINT_COLUMNS, type EndpointRecord, endpointCodec } from './codec.ts';
 
 export class EndpointRepository {
   constructor(private readonly db: DbOrTransaction) {}
 
-  async insert(record: EndpointRecord): Promise<void> {
-    await this.db.insertInto('endpoints').values(endpointCodec.toRow(record)).execute();
+  /** Inserts the record while its tenant holds fewer than `limit` endpoints (0: no limit; db/quotas.ts). */
+  async insert(record: EndpointRecord, limit = 0): Promise<void> {
+    await insertWithinQuota(this.db, { quota: 'endpoints', limit, column: 'tenant_id', owner: record.tenant_id }, (db) =>
+      db.insertInto('endpoints').values(endpointCodec.toRow(record)).execute(),
+    );
   }
 
   async list(tenantId: string): Promise<EndpointRecord[]> {

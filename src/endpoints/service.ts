@@ -25,6 +25,8 @@ export class EndpointService {
     private readonly models: ModelRepository,
     private readonly policies: PolicyRepository,
     private readonly publications?: Publications,
+    /** How many endpoints a tenant may have (SVC_TENANT_QUOTAS; 0: no limit). */
+    private readonly quota = 0,
   ) {}
 
   async create(tenant: Tenant, body: Static<typeof CreateEndpointBody>): Promise<Created> {
@@ -52,7 +54,7 @@ export class EndpointService {
       created_at: timestamp,
       updated_at: timestamp,
     };
-    await conflictAs(`Endpoint with slug '${slug}' already exists`, () => this.endpoints.insert(row));
+    await conflictAs(`Endpoint with slug '${slug}' already exists`, () => this.endpoints.insert(row, this.quota));
     return {
       ...baseView(row),
       description: row.description,

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { DbOrTransaction } from '../db/database.ts';
+import { insertWithinQuota } from '../db/quotas.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import { MODEL_COLUMNS, ModelCodec, type ModelConfiguration, type ModelRecord } from './codec.ts';
 
@@ -14,8 +15,11 @@ export class ModelRepository {
     this.codec = new ModelCodec(box);
   }
 
-  async insert(record: ModelRecord): Promise<void> {
-    await this.db.insertInto('models').values(this.codec.toRow(record)).execute();
+  /** Inserts the record while its tenant holds fewer than `limit` models (0: no limit; db/quotas.ts). */
+  async insert(record: ModelRecord, limit = 0): Promise<void> {
+    await insertWithinQuota(this.db, { quota: 'models', limit, column: 'tenant_id', owner: record.tenant_id }, (db) =>
+      db.insertInto('models').values(this.codec.toRow(record)).execute(),
+    );
   }
 
   async list(tenantId: string): Promise<ModelRecord[]> {

@@ -11,7 +11,11 @@ import type { CreateModelBody, ModelView, UpdateModelBody } from './schemas.ts';
 export type ModelViewData = Static<typeof ModelView>;
 
 export class ModelService {
-  constructor(private readonly models: ModelRepository) {}
+  constructor(
+    private readonly models: ModelRepository,
+    /** How many models a tenant may have (SVC_TENANT_QUOTAS; 0: no limit). */
+    private readonly quota = 0,
+  ) {}
 
   async create(tenant: Tenant, body: Static<typeof CreateModelBody>): Promise<ModelViewData> {
     const timestamp = now();
@@ -23,7 +27,7 @@ export class ModelService {
       updated_at: timestamp,
       ...normalizeModelSettings(body.dtype, body.configuration),
     };
-    await this.models.insert(record);
+    await this.models.insert(record, this.quota);
     return toModelView(record);
   }
 

@@ -1,12 +1,16 @@
 import { sql } from 'kysely';
 import type { DbOrTransaction } from '../db/database.ts';
+import { insertWithinQuota } from '../db/quotas.ts';
 import { POLICY_COLUMNS, type PolicyConfiguration, type PolicyRecord, policyCodec } from './codec.ts';
 
 export class PolicyRepository {
   constructor(private readonly db: DbOrTransaction) {}
 
-  async insert(record: PolicyRecord): Promise<void> {
-    await this.db.insertInto('policies').values(policyCodec.toRow(record)).execute();
+  /** Inserts the record while its endpoint holds fewer than `limit` policies (0: no limit; db/quotas.ts). */
+  async insert(record: PolicyRecord, limit = 0): Promise<void> {
+    await insertWithinQuota(this.db, { quota: 'policies', limit, column: 'endpoint_id', owner: record.endpoint_id }, (db) =>
+      db.insertInto('policies').values(policyCodec.toRow(record)).execute(),
+    );
   }
 
   async list(tenantId: string, endpointId?: string): Promise<PolicyRecord[]> {

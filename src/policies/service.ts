@@ -18,6 +18,8 @@ export class PolicyService {
     private readonly endpoints: { getById(tenantId: string, id: string): Promise<EndpointShape | undefined> },
     /** Published endpoints carry their policies to the marketplace: a change is sent there too. */
     private readonly publications?: Pick<Publications, 'refresh'>,
+    /** How many policies an endpoint may have (SVC_TENANT_QUOTAS; 0: no limit). */
+    private readonly quota = 0,
   ) {}
 
   async create(tenant: Tenant, body: Static<typeof CreatePolicyBody>): Promise<PolicyViewData> {
@@ -35,7 +37,7 @@ export class PolicyService {
       updated_at: timestamp,
       ...settings,
     };
-    await this.policies.insert(record);
+    await this.policies.insert(record, this.quota);
     this.publications?.refresh(tenant, record.endpoint_id);
     return toPolicyView(record);
   }
