@@ -122,7 +122,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       await api.register(publicUrlRoutes(services.publicUrl));
       await api.register(tunnelRoutes(services.tunnels));
       await api.register(queryRoutes(services.query, services.usage));
-      await api.register(walletRoutes(services.wallets));
+      await api.register(walletRoutes(services.wallets, services.tenants));
       // What the console needs besides the resources (src/console/, web/).
       await api.register(setupRoutes(config, services.auth));
       await api.register(typeRoutes());

@@ -71,10 +71,8 @@ export class TenantService {
    */
   async removeMember(principal: Principal, tenantName: string, email: string): Promise<void> {
     const tenant = await this.requireAccess(principal, tenantName);
+    await this.requireOwner(principal, tenant, 'removes its members');
     const members = await this.tenants.listMembers(tenant.id);
-    if (principal.kind === 'user' && !members.some((m) => m.user_id === principal.userId && m.role === 'owner')) {
-      throw new ForbiddenError(`Only the owner of '${tenant.name}' removes its members`);
-    }
     const member = members.find((m) => m.email === email.trim().toLowerCase());
     if (!member) throw new NotFoundError(`'${email}' is not a member of '${tenant.name}'`);
     if (member.role === 'owner') throw new ConflictError(`'${member.email}' owns '${tenant.name}' and cannot be removed`);
@@ -94,6 +92,18 @@ export class TenantService {
    * The admin may manage any tenant, or, when it names one with X-Tenant-Name, that tenant only; a user
    * only the tenants it belongs to.
    */
+  /**
+   * What only a tenant's owner (or the admin key) may do: its members, where its money goes. A member's
+   * token is refused (403) with `what` the owner does.
+   */
+  async requireOwner(principal: Principal, tenant: Tenant, what: string): Promise<void> {
+    if (principal.kind === 'admin') return;
+    const owner =
+      principal.kind === 'user' &&
+      (await this.tenants.listMembers(tenant.id)).some((member) => member.user_id === principal.userId && member.role === 'owner');
+    if (!owner) throw new ForbiddenError(`Only the owner of '${tenant.name}' ${what}`);
+  }
+
   private async requireAccess(principal: Principal, tenantName: string): Promise<Tenant> {
     const tenant = await this.tenants.findByName(tenantName);
     if (principal.kind === 'admin') {
