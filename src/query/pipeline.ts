@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Static } from 'typebox';
 import { now } from '../db/database.ts';
 import type { FixedWindows } from '../db/fixed-windows.ts';
-import { searches } from '../domain/endpoint-shape.ts';
+import { generates, searches } from '../domain/endpoint-shape.ts';
 import { errorMessage, ForbiddenError, NotFoundError, PolicyError } from '../domain/errors.ts';
 import type { PolicyEntry, PolicyMetadata } from '../domain/policy-metadata.ts';
 import type { Tenant } from '../domain/principal.ts';
@@ -144,10 +144,6 @@ export class QueryPipeline {
     }
     return cost;
   }
-}
-
-export function generates(endpoint: EndpointRecord): boolean {
-  return endpoint.model_id !== null && (endpoint.response_type === 'summary' || endpoint.response_type === 'both');
 }
 
 /** Text deltas and the closing facts of a streamed answer, as the SSE writer needs them. */
