@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { type DbOrTransaction, now } from '../db/database.ts';
 import { insertWithinQuota } from '../db/quotas.ts';
+import { type Window, windowed } from '../db/windows.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import { DATASET_COLUMNS, DatasetCodec, type DatasetRecord, type DatasetStatus } from './codec.ts';
 
@@ -47,9 +48,19 @@ export class DatasetRepository {
     );
   }
 
-  async list(tenantId: string): Promise<DatasetRecord[]> {
-    const rows = await this.selectDatasets().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy(sql`rowid`).execute();
-    return rows.map((row) => this.codec.toRecord(row));
+  /** The tenant's datasets, oldest first; with a window, only those rows. */
+  async list(tenantId: string, window?: Window): Promise<DatasetRecord[]> {
+    const query = this.selectDatasets().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy(sql`rowid`);
+    return (await windowed(query, window).execute()).map((row) => this.codec.toRecord(row));
+  }
+
+  async count(tenantId: string): Promise<number> {
+    const row = await this.db
+      .selectFrom('datasets')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .where('tenant_id', '=', tenantId)
+      .executeTakeFirstOrThrow();
+    return Number(row.count);
   }
 
   async get(tenantId: string, id: string): Promise<DatasetRecord | undefined> {

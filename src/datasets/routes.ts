@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { rejectImmutableFields } from '../http/immutable-fields.ts';
-import { DEFAULT_PAGE_LIMIT, listOf, PageQuery, pageOf, wantsPage } from '../http/pagination.ts';
+import { DEFAULT_PAGE_LIMIT, listAnswer, listOf, PageQuery, wantsPage, windowOf } from '../http/pagination.ts';
 import { requirePrincipal } from '../http/principal.ts';
 import { IdParams, MessageBody } from '../http/schemas.ts';
 import { CreateDatasetBody, DatasetFileView, DatasetView, ProvisionerView, UpdateDatasetBody } from './schemas.ts';
@@ -24,7 +24,10 @@ export function datasetRoutes(datasets: DatasetService, vectorStoreVersion: stri
     app.get('/datasets/', {
       ...common,
       schema: { tags, querystring: PageQuery, response: { 200: listOf(DatasetView) } },
-      handler: async (request) => pageOf(await datasets.list(requirePrincipal(request).tenant), request.query),
+      handler: async (request) => {
+        const window = windowOf(request.query);
+        return listAnswer(await datasets.list(requirePrincipal(request).tenant, window), window);
+      },
     });
 
     app.get('/datasets/:id', {

@@ -1,9 +1,11 @@
 import type { Static } from 'typebox';
 import { conflictAs } from '../db/conflicts.ts';
 import { now } from '../db/database.ts';
+import type { Window } from '../db/windows.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
 import { USE_LITE_DIMENSION } from '../embeddings/use-lite.ts';
+import type { Listed } from '../http/pagination.ts';
 import type { IngestionEngine } from '../ingestion/engine.ts';
 import type { FileRepository } from '../ingestion/files-repository.ts';
 import type { IngestionRoots } from '../tenants/ingestion-roots.ts';
@@ -49,10 +51,12 @@ export class DatasetService {
     return this.view(record);
   }
 
-  async list(tenant: Tenant): Promise<DatasetViewData[]> {
-    const rows = await this.datasets.list(tenant.id);
+  /** The tenant's datasets, or the window of them asked for, and how many there are. */
+  async list(tenant: Tenant, window?: Window): Promise<Listed<DatasetViewData>> {
+    const rows = await this.datasets.list(tenant.id, window);
     const counts = await this.datasets.ingestionCounts(rows.map((row) => row.id));
-    return rows.map((row) => toView(row, counts.get(row.id)));
+    const total = window ? await this.datasets.count(tenant.id) : rows.length;
+    return { items: rows.map((row) => toView(row, counts.get(row.id))), total };
   }
 
   async get(tenant: Tenant, id: string): Promise<DatasetViewData> {

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { DbOrTransaction } from '../db/database.ts';
 import { insertWithinQuota } from '../db/quotas.ts';
+import { type Window, windowed } from '../db/windows.ts';
 import { ENDPOINT_COLUMNS, type EndpointRecord, endpointCodec } from './codec.ts';
 
 export class EndpointRepository {
@@ -13,15 +14,24 @@ export class EndpointRepository {
     );
   }
 
-  async list(tenantId: string): Promise<EndpointRecord[]> {
-    const rows = await this.db
+  /** The tenant's endpoints, oldest first; with a window, only those rows. */
+  async list(tenantId: string, window?: Window): Promise<EndpointRecord[]> {
+    const query = this.db
       .selectFrom('endpoints')
       .select(ENDPOINT_COLUMNS)
       .where('tenant_id', '=', tenantId)
       .orderBy('created_at')
-      .orderBy(sql`rowid`)
-      .execute();
-    return rows.map(endpointCodec.toRecord);
+      .orderBy(sql`rowid`);
+    return (await windowed(query, window).execute()).map(endpointCodec.toRecord);
+  }
+
+  async count(tenantId: string): Promise<number> {
+    const row = await this.db
+      .selectFrom('endpoints')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .where('tenant_id', '=', tenantId)
+      .executeTakeFirstOrThrow();
+    return Number(row.count);
   }
 
   async getBySlug(tenantId: string, slug: string): Promise<EndpointRecord | undefined> {

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { rejectImmutableFields } from '../http/immutable-fields.ts';
-import { listOf, PageQuery, pageOf } from '../http/pagination.ts';
+import { listAnswer, listOf, PageQuery, windowOf } from '../http/pagination.ts';
 import { requirePrincipal } from '../http/principal.ts';
 import { MessageBody } from '../http/schemas.ts';
 import { CreatedEndpointView, CreateEndpointBody, EndpointDetail, EndpointListItem, SlugParams, UpdateEndpointBody } from './schemas.ts';
@@ -25,7 +25,10 @@ export function endpointRoutes(endpoints: EndpointService): FastifyPluginAsyncTy
     app.get('/endpoints/', {
       ...common,
       schema: { tags, querystring: PageQuery, response: { 200: listOf(EndpointListItem) } },
-      handler: async (request) => pageOf(await endpoints.list(requirePrincipal(request).tenant), request.query),
+      handler: async (request) => {
+        const window = windowOf(request.query);
+        return listAnswer(await endpoints.list(requirePrincipal(request).tenant, window), window);
+      },
     });
 
     app.get('/endpoints/:slug', {

@@ -3,10 +3,12 @@ import { type DatasetRecord, datasetConfigurationView } from '../datasets/codec.
 import type { DatasetRepository } from '../datasets/repository.ts';
 import { conflictAs } from '../db/conflicts.ts';
 import { now } from '../db/database.ts';
+import type { Window } from '../db/windows.ts';
 import { NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
 import type { Publications } from '../domain/publications.ts';
 import { Issues } from '../http/issues.ts';
+import type { Listed } from '../http/pagination.ts';
 import { type ModelRecord, modelConfigurationView } from '../models/codec.ts';
 import type { ModelRepository } from '../models/repository.ts';
 import type { PolicyRepository } from '../policies/repository.ts';
@@ -65,21 +67,23 @@ export class EndpointService {
     };
   }
 
-  async list(tenant: Tenant): Promise<ListItem[]> {
+  /** The tenant's endpoints, or the window of them asked for, and how many there are. */
+  async list(tenant: Tenant, window?: Window): Promise<Listed<ListItem>> {
     const [rows, datasets, models] = await Promise.all([
-      this.endpoints.list(tenant.id),
+      this.endpoints.list(tenant.id, window),
       this.datasets.list(tenant.id),
       this.models.list(tenant.id),
     ]);
     const datasetById = new Map(datasets.map((row) => [row.id, row]));
     const modelById = new Map(models.map((row) => [row.id, row]));
     const publishedTo = await this.endpoints.publishedTo(rows.map((row) => row.id));
-    return rows.map((row) => ({
+    const items = rows.map((row) => ({
       ...baseView(row),
       published_to: publishedTo.get(row.id) ?? [],
       model: embeddedModel(row.model_id ? modelById.get(row.model_id) : undefined),
       dataset: embeddedDataset(row.dataset_id ? datasetById.get(row.dataset_id) : undefined),
     }));
+    return { items, total: window ? await this.endpoints.count(tenant.id) : rows.length };
   }
 
   async get(tenant: Tenant, slug: string): Promise<Detail> {

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { DbOrTransaction } from '../db/database.ts';
 import { insertWithinQuota } from '../db/quotas.ts';
+import { type Window, windowed } from '../db/windows.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import { MODEL_COLUMNS, ModelCodec, type ModelConfiguration, type ModelRecord } from './codec.ts';
 
@@ -22,9 +23,19 @@ export class ModelRepository {
     );
   }
 
-  async list(tenantId: string): Promise<ModelRecord[]> {
-    const rows = await this.selectModels().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy(sql`rowid`).execute();
-    return rows.map((row) => this.codec.toRecord(row));
+  /** The tenant's models, oldest first; with a window, only those rows. */
+  async list(tenantId: string, window?: Window): Promise<ModelRecord[]> {
+    const query = this.selectModels().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy(sql`rowid`);
+    return (await windowed(query, window).execute()).map((row) => this.codec.toRecord(row));
+  }
+
+  async count(tenantId: string): Promise<number> {
+    const row = await this.db
+      .selectFrom('models')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .where('tenant_id', '=', tenantId)
+      .executeTakeFirstOrThrow();
+    return Number(row.count);
   }
 
   async get(tenantId: string, id: string): Promise<ModelRecord | undefined> {

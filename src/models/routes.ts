@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { rejectImmutableFields } from '../http/immutable-fields.ts';
-import { listOf, PageQuery, pageOf } from '../http/pagination.ts';
+import { listAnswer, listOf, PageQuery, windowOf } from '../http/pagination.ts';
 import { requirePrincipal } from '../http/principal.ts';
 import { IdParams, MessageBody } from '../http/schemas.ts';
 import type { ModelRunnerService } from './runner.ts';
@@ -24,7 +24,10 @@ export function modelRoutes(models: ModelService, runner: ModelRunnerService): F
     app.get('/models/', {
       ...common,
       schema: { tags, querystring: PageQuery, response: { 200: listOf(ModelView) } },
-      handler: async (request) => pageOf(await models.list(requirePrincipal(request).tenant), request.query),
+      handler: async (request) => {
+        const window = windowOf(request.query);
+        return listAnswer(await models.list(requirePrincipal(request).tenant, window), window);
+      },
     });
 
     app.get('/models/:id', {

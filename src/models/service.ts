@@ -1,7 +1,9 @@
 import type { Static } from 'typebox';
 import { now } from '../db/database.ts';
+import type { Window } from '../db/windows.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
+import type { Listed } from '../http/pagination.ts';
 import { keepMaskedSecrets } from '../security/secret-config.ts';
 import { type ModelConfiguration, type ModelRecord, modelConfigurationView } from './codec.ts';
 import { normalizeModelSettings } from './configuration.ts';
@@ -31,8 +33,10 @@ export class ModelService {
     return toModelView(record);
   }
 
-  async list(tenant: Tenant): Promise<ModelViewData[]> {
-    return (await this.models.list(tenant.id)).map(toModelView);
+  /** The tenant's models, or the window of them asked for, and how many there are. */
+  async list(tenant: Tenant, window?: Window): Promise<Listed<ModelViewData>> {
+    const rows = await this.models.list(tenant.id, window);
+    return { items: rows.map(toModelView), total: window ? await this.models.count(tenant.id) : rows.length };
   }
 
   async get(tenant: Tenant, id: string): Promise<ModelViewData> {

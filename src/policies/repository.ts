@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { DbOrTransaction } from '../db/database.ts';
 import { insertWithinQuota } from '../db/quotas.ts';
+import { type Window, windowed } from '../db/windows.ts';
 import { POLICY_COLUMNS, type PolicyConfiguration, type PolicyRecord, policyCodec } from './codec.ts';
 
 export class PolicyRepository {
@@ -13,11 +14,21 @@ export class PolicyRepository {
     );
   }
 
-  async list(tenantId: string, endpointId?: string): Promise<PolicyRecord[]> {
+  /** The tenant's policies (of one endpoint, when given), oldest first; with a window, only those rows. */
+  async list(tenantId: string, endpointId?: string, window?: Window): Promise<PolicyRecord[]> {
     let query = this.db.selectFrom('policies').select(POLICY_COLUMNS).where('tenant_id', '=', tenantId);
     if (endpointId !== undefined) query = query.where('endpoint_id', '=', endpointId);
-    const rows = await query.orderBy('created_at').orderBy(sql`rowid`).execute();
+    const rows = await windowed(query.orderBy('created_at').orderBy(sql`rowid`), window).execute();
     return rows.map(policyCodec.toRecord);
+  }
+
+  async count(tenantId: string, endpointId?: string): Promise<number> {
+    let query = this.db
+      .selectFrom('policies')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .where('tenant_id', '=', tenantId);
+    if (endpointId !== undefined) query = query.where('endpoint_id', '=', endpointId);
+    return Number((await query.executeTakeFirstOrThrow()).count);
   }
 
   async get(tenantId: string, id: string): Promise<PolicyRecord | undefined> {

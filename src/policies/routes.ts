@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { rejectImmutableFields } from '../http/immutable-fields.ts';
-import { listOf, PageQuery, pageOf } from '../http/pagination.ts';
+import { listAnswer, listOf, PageQuery, windowOf } from '../http/pagination.ts';
 import { requirePrincipal } from '../http/principal.ts';
 import { IdParams, MessageBody } from '../http/schemas.ts';
 import { CreatePolicyBody, PolicyListQuery, PolicySummary, PolicyView, UpdatePolicyBody } from './schemas.ts';
@@ -24,7 +24,10 @@ export function policyRoutes(policies: PolicyService): FastifyPluginAsyncTypebox
     app.get('/policies', {
       ...common,
       schema: { tags, querystring: PolicyListQuery, response: { 200: listOf(PolicyView) } },
-      handler: async (request) => pageOf(await policies.list(requirePrincipal(request).tenant, request.query.endpoint_id), request.query),
+      handler: async (request) => {
+        const window = windowOf(request.query);
+        return listAnswer(await policies.list(requirePrincipal(request).tenant, request.query.endpoint_id, window), window);
+      },
     });
 
     app.get('/policies/:id', {
@@ -57,7 +60,10 @@ export function rootPolicyRoutes(policies: PolicyService): FastifyPluginAsyncTyp
     app.get('/policies/', {
       ...common,
       schema: { tags, querystring: PageQuery, response: { 200: listOf(PolicySummary) } },
-      handler: async (request) => pageOf(await policies.list(requirePrincipal(request).tenant), request.query),
+      handler: async (request) => {
+        const window = windowOf(request.query);
+        return listAnswer(await policies.list(requirePrincipal(request).tenant, undefined, window), window);
+      },
     });
   };
 }

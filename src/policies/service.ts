@@ -1,9 +1,11 @@
 import type { Static } from 'typebox';
 import { now } from '../db/database.ts';
+import type { Window } from '../db/windows.ts';
 import { type EndpointShape, searches } from '../domain/endpoint-shape.ts';
 import { NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
 import type { Publications } from '../domain/publications.ts';
+import type { Listed } from '../http/pagination.ts';
 import type { PolicyConfiguration, PolicyRecord, PolicySettings } from './codec.ts';
 import { normalizePolicySettings } from './configuration.ts';
 import type { PolicyRepository } from './repository.ts';
@@ -42,8 +44,10 @@ export class PolicyService {
     return toPolicyView(record);
   }
 
-  async list(tenant: Tenant, endpointId?: string): Promise<PolicyViewData[]> {
-    return (await this.policies.list(tenant.id, endpointId)).map(toPolicyView);
+  /** The tenant's policies (of one endpoint), or the window of them asked for, and how many there are. */
+  async list(tenant: Tenant, endpointId?: string, window?: Window): Promise<Listed<PolicyViewData>> {
+    const rows = await this.policies.list(tenant.id, endpointId, window);
+    return { items: rows.map(toPolicyView), total: window ? await this.policies.count(tenant.id, endpointId) : rows.length };
   }
 
   async get(tenant: Tenant, id: string): Promise<PolicyViewData> {
