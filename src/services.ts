@@ -170,7 +170,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     roots: ingestionRoots,
     onEmbedded: (chunks) => metrics.chunksEmbedded(chunks),
   });
-  const models = new ModelService(modelRepository, config.tenantQuotas.models);
+  const models = new ModelService(modelRepository, ingestionRoots, config.tenantQuotas.models);
   // Loaded GGUF models are shared by every request and given back after 10 idle minutes.
   const localModels = new LocalModelRegistry();
   const modelRunner = new ModelRunnerService(models, localModels);

@@ -3,7 +3,7 @@ import { isAbsolute } from 'node:path';
 import { checkConfiguration, type Issues } from '../http/issues.ts';
 import { isSupportedExtension, SUPPORTED_EXTENSIONS } from '../ingestion/parsers/file-types.ts';
 import type { Configuration } from '../security/secret-config.ts';
-import { isInsideAny, realPath } from '../util/paths.ts';
+import { placeInside } from '../util/paths.ts';
 import type { DatasetConfiguration } from './codec.ts';
 import { type CheckedLocalFileConfiguration, DATASET_CONFIGURATION_SCHEMAS, type DatasetDtype } from './configuration-schema.ts';
 
@@ -39,6 +39,7 @@ export function normalizeDatasetConfiguration(
     issues.add('chunkOverlap', 'Must be smaller than chunkSize', 'less_than');
   }
   const types = issues.has('fileTypes') ? [] : checkFileTypes(issues, fileTypes);
+  if (value.embedder !== undefined && !issues.has('embedder')) checkEmbedderFolder(issues, value.embedder, rules);
   issues.throwIfAny();
   // Keys in the order they always had: as given, then the ones filled in.
   return {
@@ -53,34 +54,35 @@ export function normalizeDatasetConfiguration(
   };
 }
 
-/** The folder must exist and lie inside the tenant's roots once symbolic links are followed. */
+/**
+ * The folder must lie inside the tenant's roots once symbolic links are followed, and exist (util/paths.ts
+ * `placeInside`: a path outside the roots is refused without telling whether it exists).
+ */
 function checkIngestionPath(issues: Issues, path: string, { ingestionRoots: roots }: DatasetRules): string | undefined {
-  if (!isAbsolute(path)) {
-    issues.add('ingestionPath', 'Must be an absolute path', 'value_error');
+  const placed = placeInside(roots, path);
+  if ('problem' in placed) {
+    issues.add('ingestionPath', placed.problem, 'value_error');
     return undefined;
   }
-  const resolved = realPath(path); // follows symlinks, so a link cannot lead outside the roots
-  if (resolved === undefined) {
-    issues.add('ingestionPath', `Folder '${path}' does not exist`, 'value_error');
-    return undefined;
-  }
-  if (roots.length === 0) {
-    issues.add(
-      'ingestionPath',
-      'This tenant may not index any folder yet: the operator grants folders with PATCH /api/v1/tenants/{name}',
-      'value_error',
-    );
-    return undefined;
-  }
-  if (!isInsideAny(roots, resolved)) {
-    issues.add('ingestionPath', `Must be inside one of this tenant's ingestion roots: ${roots.join(', ')}`, 'value_error');
-    return undefined;
-  }
+  const resolved = placed.real;
   if (!statSync(resolved).isDirectory()) {
     issues.add('ingestionPath', `'${path}' is not a folder`, 'value_error');
     return undefined;
   }
   return resolved;
+}
+
+/**
+ * A `transformers:` embedder given as a folder (`transformers:/models/bge-small`) is read from disk like
+ * the dataset's files, so it must lie inside the tenant's folders too; a model named without a path
+ * (`transformers:Xenova/all-MiniLM-L6-v2`) comes from knode's own models folder.
+ */
+function checkEmbedderFolder(issues: Issues, embedder: string, { ingestionRoots: roots }: DatasetRules): void {
+  if (!embedder.startsWith('transformers:')) return;
+  const model = embedder.slice('transformers:'.length);
+  if (!isAbsolute(model) && !model.startsWith('.')) return;
+  const placed = placeInside(roots, model);
+  if ('problem' in placed) issues.add('embedder', `The model folder: ${placed.problem}`, 'value_error');
 }
 
 /**

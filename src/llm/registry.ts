@@ -5,6 +5,7 @@
  */
 import { isAbsolute } from 'node:path';
 import { checkObject, type ObjectCheck } from '../util/json-schema.ts';
+import { placeInside } from '../util/paths.ts';
 import { LlamaCppChatProvider } from './llama-cpp/chat-provider.ts';
 import type { LocalModelRegistry } from './llama-cpp/model-registry.ts';
 import { ggufFileProblem, llamaCppModelConfig, openAIModelConfig } from './model-config.ts';
@@ -51,15 +52,17 @@ export interface ConfigurationIssue {
 /**
  * Checks a model configuration against its dtype's schema (model-schemas.ts), then what no schema can
  * say: a llama_cpp `model_path` must be an absolute path to an existing, readable file named `*.gguf`
- * that starts with the GGUF magic. Returns the configuration with the schema's defaults filled in, and
- * the issues (locs from the configuration). Unknown keys are allowed and kept.
+ * that starts with the GGUF magic, and, with `roots` (the tenant's folders), lie inside them, which is
+ * checked first so that nothing is said of a file outside them. Returns the configuration with the
+ * schema's defaults filled in, and the issues (locs from the configuration). Unknown keys are kept.
  */
-export function checkModelConfiguration(dtype: ModelDtype, configuration: unknown): ObjectCheck {
+export function checkModelConfiguration(dtype: ModelDtype, configuration: unknown, roots?: readonly string[]): ObjectCheck {
   const checked = checkObject(MODEL_CONFIGURATION_SCHEMAS[dtype], configuration);
   const path = checked.value.model_path;
   const pathChecked = !checked.issues.some((issue) => issue.loc[0] === 'model_path');
   if (dtype === 'llama_cpp' && pathChecked && typeof path === 'string') {
-    const problem = modelPathProblem(path);
+    const placed = roots ? placeInside(roots, path) : undefined;
+    const problem = placed && 'problem' in placed ? placed.problem : modelPathProblem(path);
     if (problem) checked.issues.push({ loc: ['model_path'], msg: problem, type: 'value_error' });
   }
   return checked;

@@ -10,10 +10,11 @@ export { MODEL_CONFIGURATION_SCHEMAS, MODEL_DTYPES, type ModelDtype } from '../l
 /**
  * Checks a model configuration with its dtype's schema and the checks of its provider (API-CONTRACT 4;
  * llm/registry.ts) and returns it with the defaults filled in, so what is stored says how the model runs
- * (422 with every problem otherwise). Unknown keys are kept as given.
+ * (422 with every problem otherwise). A local model file must lie inside `roots`, the tenant's folders.
+ * Unknown keys are kept as given.
  */
-export function normalizeModelSettings(dtype: ModelDtype, input: Configuration): ModelSettings {
-  const { value, issues } = checkConfiguration(input, (configuration) => checkModelConfiguration(dtype, configuration));
+export function normalizeModelSettings(dtype: ModelDtype, input: Configuration, roots: readonly string[]): ModelSettings {
+  const { value, issues } = checkConfiguration(input, (configuration) => checkModelConfiguration(dtype, configuration, roots));
   issues.throwIfAny();
   // Keys in the order they always had: as given, then the ones filled in.
   if (dtype === 'openai') {

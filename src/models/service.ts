@@ -15,6 +15,8 @@ export type ModelViewData = Static<typeof ModelView>;
 export class ModelService {
   constructor(
     private readonly models: ModelRepository,
+    /** The folders a tenant's local model files must lie in: the folders it may index (tenants/ingestion-roots.ts). */
+    private readonly roots: { of(tenantId: string): Promise<string[]> },
     /** How many models a tenant may have (SVC_TENANT_QUOTAS; 0: no limit). */
     private readonly quota = 0,
   ) {}
@@ -27,7 +29,7 @@ export class ModelService {
       name: body.name,
       created_at: timestamp,
       updated_at: timestamp,
-      ...normalizeModelSettings(body.dtype, body.configuration),
+      ...normalizeModelSettings(body.dtype, body.configuration, await this.roots.of(tenant.id)),
     };
     await this.models.insert(record, this.quota);
     return toModelView(record);
@@ -52,7 +54,7 @@ export class ModelService {
     let configuration: ModelConfiguration | undefined;
     if (body.configuration !== undefined) {
       const merged = keepMaskedSecrets(body.configuration, record.configuration);
-      configuration = normalizeModelSettings(record.dtype, merged).configuration;
+      configuration = normalizeModelSettings(record.dtype, merged, await this.roots.of(tenant.id)).configuration;
     }
     await this.models.update(tenant.id, id, {
       updated_at: now(),
