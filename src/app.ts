@@ -127,7 +127,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       await api.register(setupRoutes(config, services.auth));
       await api.register(typeRoutes());
       await api.register(datasetSearchRoutes(services.datasetSearch));
-      await api.register(serverModelRoutes());
+      await api.register(serverModelRoutes(services.outbound));
       await api.register(accessCheckRoutes());
       await api.register(folderRoutes(services.ingestionRoots));
       await api.register(storageRoutes(services.storage));

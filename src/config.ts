@@ -1,6 +1,7 @@
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
 import { DEFAULT_TENANT_QUOTAS, type TenantQuotas } from './domain/quotas.ts';
+import { type Cidr, cidrsOverlap, isMetadataHost, parseCidr } from './util/ip-ranges.ts';
 import { isHttpUrl } from './util/url.ts';
 
 /** Everything knode reads from its environment, validated once at start-up (API-CONTRACT section 2). */
@@ -30,6 +31,18 @@ export interface Config {
   readonly maxTextBytes: number;
   /** SVC_TENANT_QUOTAS: endpoints, datasets and models per tenant, policies per endpoint (0: no limit). */
   readonly tenantQuotas: TenantQuotas;
+  /** SVC_OUTBOUND_ALLOW: the loopback and private addresses every tenant's outbound calls may reach (outbound/). */
+  readonly outboundAllow: OutboundAllowList;
+}
+
+/** SVC_OUTBOUND_ALLOW parsed: `loopback`, `private`, host names and address ranges (API-CONTRACT 2). */
+export interface OutboundAllowList {
+  readonly loopback: boolean;
+  readonly private: boolean;
+  /** Lower-case host names whose addresses, whatever they are, may be called. */
+  readonly hosts: readonly string[];
+  /** Address ranges (`10.1.0.0/16`, `fd00::/8`, a single address) that may be called. */
+  readonly cidrs: readonly string[];
 }
 
 export class ConfigError extends Error {}
@@ -76,6 +89,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxFileBytes: integer(env, 'SVC_MAX_FILE_MB', 100, 1, 100_000) * MEGABYTE,
     maxTextBytes: integer(env, 'SVC_MAX_TEXT_MB', 20, 1, 10_000) * MEGABYTE,
     tenantQuotas: quotas(env, 'SVC_TENANT_QUOTAS'),
+    outboundAllow: outboundAllow(env, 'SVC_OUTBOUND_ALLOW'),
   };
   return Object.freeze(config);
 }
@@ -146,6 +160,42 @@ function quotas(env: Env, name: string): TenantQuotas {
     result[match[1] as string] = Number(match[2]);
   }
   return result as unknown as TenantQuotas;
+}
+
+/** What SVC_OUTBOUND_ALLOW may not name: link-local ranges and the metadata services outside them. */
+const NEVER_ALLOWED = ['169.254.0.0/16', 'fe80::/10', 'fd00:ec2::254', 'fd00:ec2::23', '100.100.100.200', '168.63.129.16'].map(
+  (range) => parseCidr(range) as Cidr,
+);
+
+const HOST_NAME = /^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*\.?$/;
+
+/**
+ * `loopback`, `private`, host names and CIDRs. Link-local and cloud metadata addresses are never allowed,
+ * so naming them is a mistake worth stopping start-up for, rather than an entry silently ignored.
+ */
+function outboundAllow(env: Env, name: string): OutboundAllowList {
+  const result = { loopback: false, private: false, hosts: [] as string[], cidrs: [] as string[] };
+  for (const item of list(env, name, []).map((entry) => entry.toLowerCase())) {
+    if (item === 'loopback' || item === 'private') {
+      result[item] = true;
+      continue;
+    }
+    const cidr = parseCidr(item);
+    if (cidr) {
+      if (NEVER_ALLOWED.some((range) => cidrsOverlap(range, cidr))) {
+        fail(name, `${item} covers link-local or cloud metadata addresses, which are never allowed`, env[name] ?? '');
+      }
+      result.cidrs.push(item);
+      continue;
+    }
+    if (HOST_NAME.test(item) && !item.includes('/')) {
+      if (isMetadataHost(item)) fail(name, `${item} is a cloud metadata host, which is never allowed`, env[name] ?? '');
+      result.hosts.push(item.replace(/\.$/, ''));
+      continue;
+    }
+    fail(name, `${item} is none of loopback, private, a host name or an address range (CIDR)`, env[name] ?? '');
+  }
+  return result;
 }
 
 function optionalSecret(env: Env, name: string): string | undefined {

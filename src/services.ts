@@ -27,6 +27,8 @@ import { Metrics } from './metrics/metrics.ts';
 import { ModelRepository } from './models/repository.ts';
 import { ModelRunnerService } from './models/runner.ts';
 import { ModelService } from './models/service.ts';
+import { ONE_MEGABYTE, outboundFetch } from './outbound/fetch.ts';
+import { OutboundPolicy, Reach } from './outbound/reach.ts';
 import { ConsumedStore } from './payments/consumed-store.ts';
 import { MppGateway } from './payments/mpp.ts';
 import { SettlementReconciler } from './payments/reconciler.ts';
@@ -110,6 +112,8 @@ export interface Services {
   readonly ingestionRoots: IngestionRoots;
   /** The search step of queries, also searched directly by `POST /datasets/{id}/search`. */
   readonly datasetSearch: DatasetSearchService;
+  /** What each tenant's (and the operator's) calls to other servers may reach; every such call goes through it. */
+  readonly outbound: OutboundPolicy;
   close(): Promise<void>;
 }
 
@@ -155,6 +159,15 @@ export async function createServices(config: Config, options: ServiceOptions = {
     configured: config.ingestionRoots,
     developmentMode: config.adminApiKey === '',
   });
+  // Loopback and private addresses are the first owner's, as SVC_INGESTION_ROOTS is (API-CONTRACT 2).
+  const outbound = new OutboundPolicy(config.outboundAllow, ingestionRoots);
+  const tenantFetch = async (tenantId: string | undefined) =>
+    outboundFetch(tenantId === undefined ? new Reach(false, config.outboundAllow) : await outbound.forTenant(tenantId));
+  // An embedding server answers 64 vectors of up to a few thousand numbers at once: 32 MB, never more.
+  const embedderFetch = async (tenantId: string) => {
+    const reach = await outbound.forTenant(tenantId);
+    return { fetch: outboundFetch(reach, { maxBytes: 32 * ONE_MEGABYTE, timeoutMs: 60_000 }), scope: reach.scope };
+  };
   const store = new VectorStore(database);
   const files = new FileRepository(db);
   // Read at scrape time: `tunnels` is made below, and a scrape comes only once the server listens.
@@ -169,14 +182,15 @@ export async function createServices(config: Config, options: ServiceOptions = {
     log,
     roots: ingestionRoots,
     onEmbedded: (chunks) => metrics.chunksEmbedded(chunks),
+    outbound: embedderFetch,
   });
   const models = new ModelService(modelRepository, ingestionRoots, config.tenantQuotas.models);
   // Loaded GGUF models are shared by every request and given back after 10 idle minutes.
   const localModels = new LocalModelRegistry();
-  const modelRunner = new ModelRunnerService(models, localModels);
+  const modelRunner = new ModelRunnerService(models, localModels, outbound);
 
   // Marketplaces: one hub session each; satellite tokens are verified with the hub that issued them.
-  const hubs = new HubClients((sealed) => box.decrypt(sealed), HUB_TIMEOUT_MS, clock);
+  const hubs = new HubClients((sealed) => box.decrypt(sealed), HUB_TIMEOUT_MS, clock, tenantFetch);
   const publishing = new PublishingService({
     endpoints: endpointRepository,
     policies: policyRepository,
@@ -247,18 +261,27 @@ export async function createServices(config: Config, options: ServiceOptions = {
     heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS,
     clock,
     onHeartbeatFailure: (label) => metrics.heartbeatFailed(label),
+    outbound,
   });
 
-  const marketplaces = new MarketplaceService(db, marketplaceRepository, box, hubs, {
-    connected: (tenant, id) => satelliteRegistry.connected(tenant, id),
-    deleted: (id) => satelliteRegistry.forget(id),
-  });
+  const marketplaces = new MarketplaceService(
+    db,
+    marketplaceRepository,
+    box,
+    hubs,
+    {
+      connected: (tenant, id) => satelliteRegistry.connected(tenant, id),
+      deleted: (id) => satelliteRegistry.forget(id),
+    },
+    tenantFetch,
+  );
   const walletRepository = new WalletRepository(db, box);
   const journal = new SettlementJournal(database);
   const payments = new MppGateway({
     wallets: walletRepository,
     consumed: new ConsumedStore(database),
     journal,
+    outbound: tenantFetch,
     ...(options.paymentReceiptTimeoutMs !== undefined ? { receiptTimeoutMs: options.paymentReceiptTimeoutMs } : {}),
   });
   const settlements = new SettlementReconciler({
@@ -266,8 +289,9 @@ export async function createServices(config: Config, options: ServiceOptions = {
     writeUsage: (entry) => usageRepository.recordSettlement(entry),
     paymentFailed: (entry, reason) => usageRepository.paymentFailed(entry, reason),
     log,
+    outbound: tenantFetch,
   });
-  const datasetSearch = new DatasetSearchService(config, datasetRepository, store, vectorStoreVersion);
+  const datasetSearch = new DatasetSearchService(config, datasetRepository, store, vectorStoreVersion, embedderFetch);
 
   const services: Services = {
     config,
@@ -324,6 +348,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     settlements,
     ingestionRoots,
     datasetSearch,
+    outbound,
     metrics,
     storage: { config, datasets: datasetRepository, store, owners: ingestionRoots },
     marketplaceStatus: { marketplaces: marketplaceRepository, endpoints: endpointRepository, hubs, heartbeats: publishingTasks },

@@ -2,6 +2,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, setSystem
 import { rmSync } from 'node:fs';
 import { type OpenedDatabase, openDatabase } from '../src/db/database.ts';
 import { BadGatewayError } from '../src/domain/errors.ts';
+import { outboundFetch } from '../src/outbound/fetch.ts';
+import { Reach } from '../src/outbound/reach.ts';
 import type { PaymentWallet } from '../src/payments/codec.ts';
 import { ConsumedStore } from '../src/payments/consumed-store.ts';
 import { MppGateway, PaymentRefusal, toBaseUnits } from '../src/payments/mpp.ts';
@@ -150,8 +152,10 @@ describe('a broadcast whose receipt does not come in time', () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
+  // The fake RPC listens on loopback: the calls go through the outbound module as the first owner's would.
+  const outbound = async () => outboundFetch(new Reach(true, { loopback: false, private: false, hosts: [], cidrs: [] }));
   const gatewayOf = (options: { receiptTimeoutMs?: number } = {}) =>
-    new MppGateway({ wallets: { get: async () => wallet }, consumed: new ConsumedStore(database), journal, ...options });
+    new MppGateway({ wallets: { get: async () => wallet }, consumed: new ConsumedStore(database), journal, outbound, ...options });
 
   test('is `pending`, not an error; an undelivered answer may be asked again on the same payment; the reconciler confirms it', async () => {
     const gateway = gatewayOf({ receiptTimeoutMs: 300 });
@@ -187,6 +191,7 @@ describe('a broadcast whose receipt does not come in time', () => {
       },
       paymentFailed: async () => {},
       log: { info: () => {}, warn: () => {}, error: () => {} },
+      outbound,
     });
     await reconciler.reconcile();
     expect((await journal.get(accepted.challengeId))?.state).toBe('sent'); // still no receipt

@@ -127,7 +127,14 @@ try {
   const tenant = await new TenantRepository(services.database.db).findByName('bench');
   if (!tenant) throw new Error('bench tenant missing');
   const box = new SecretBox(loadOrCreateKey(join(dataDir, 'secret.key'), 32));
-  const search = new DatasetSearchService(config, new DatasetRepository(services.database.db, box), store, services.vectorStoreVersion);
+  const search = new DatasetSearchService(
+    config,
+    new DatasetRepository(services.database.db, box),
+    store,
+    services.vectorStoreVersion,
+    // The bench embeds with USE-lite: no server is called, but the search takes the outbound module's fetch.
+    async () => ({ fetch: globalThis.fetch, scope: 'bench' }),
+  );
   const queries = Array.from({ length: 50 }, () => text(6));
   const options = { similarityThreshold: 0, limit: 5, includeMetadata: true, mode: 'hybrid' as const };
 

@@ -1,6 +1,6 @@
 import { type Static, Type } from 'typebox';
 import { EMBEDDER_PATTERN } from '../config.ts';
-import { HTTP_URL_FORMAT } from '../util/json-schema.ts';
+import { BASE_URL_FORMAT } from '../util/json-schema.ts';
 
 /**
  * What a dataset's configuration may hold, per dtype (API-CONTRACT 4): types, ranges, patterns and
@@ -53,7 +53,7 @@ export const LocalFileConfigurationSchema = Type.Object(
     httpPort: Type.Optional(Port),
     grpcPort: Type.Optional(Port),
     base_url: Type.Optional(
-      Type.String({ maxLength: 2000, format: HTTP_URL_FORMAT, description: 'Server of an `openai:` embedder (OpenAI-compatible)' }),
+      Type.String({ maxLength: 2000, format: BASE_URL_FORMAT, description: 'Server of an `openai:` embedder (OpenAI-compatible)' }),
     ),
     api_key: Type.Optional(Type.String({ maxLength: 2000, description: 'Key of an `openai:` embedder; stored encrypted, shown masked' })),
   },

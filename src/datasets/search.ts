@@ -2,7 +2,7 @@ import type { Static } from 'typebox';
 import type { Config } from '../config.ts';
 import { NotFoundError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
-import { datasetEmbedder } from '../embeddings/embedder.ts';
+import { datasetEmbedder, type EmbedderOutbound } from '../embeddings/embedder.ts';
 import { queryVector } from '../embeddings/query-vectors.ts';
 import { calibrationFor } from '../vectors/calibration.ts';
 import { RANKING } from '../vectors/ranking.ts';
@@ -30,6 +30,8 @@ export class DatasetSearchService {
     private readonly datasets: DatasetRepository,
     private readonly store: VectorStore,
     private readonly storeVersion: string,
+    /** The outbound module's fetch for a tenant, which an `openai:` embedder is called through (outbound/). */
+    private readonly outbound: EmbedderOutbound,
   ) {}
 
   async search(tenant: Tenant, datasetId: string, text: string, options: SearchOptions, signal?: AbortSignal): Promise<References> {
@@ -43,7 +45,7 @@ export class DatasetSearchService {
       ranking: RANKING,
       calibration: calibration.name,
     };
-    const vector = options.mode === 'keyword' ? undefined : await this.queryVector(configuration, text, signal);
+    const vector = options.mode === 'keyword' ? undefined : await this.queryVector(tenant, configuration, text, signal);
     let documents: References['documents'] = [];
     try {
       documents = (await this.store.search(datasetId, vector, text, { ...options, calibration })).map((hit) => ({ ...hit }));
@@ -58,8 +60,17 @@ export class DatasetSearchService {
     };
   }
 
-  private async queryVector(configuration: DatasetConfiguration, text: string, signal?: AbortSignal): Promise<Float32Array> {
-    const embedder = await datasetEmbedder(configuration, { dataDir: this.config.dataDir, allowDownload: this.config.allowModelDownload });
+  private async queryVector(
+    tenant: Tenant,
+    configuration: DatasetConfiguration,
+    text: string,
+    signal?: AbortSignal,
+  ): Promise<Float32Array> {
+    const embedder = await datasetEmbedder(configuration, {
+      dataDir: this.config.dataDir,
+      allowDownload: this.config.allowModelDownload,
+      outbound: await this.outbound(tenant.id),
+    });
     return queryVector(embedder, text, signal);
   }
 

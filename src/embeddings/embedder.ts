@@ -17,9 +17,15 @@ export interface EmbedderOptions {
   readonly dataDir: string;
   /** SVC_ALLOW_MODEL_DOWNLOAD: may a transformers model be fetched from the Hugging Face hub? */
   readonly allowDownload: boolean;
-  /** For `openai:<model>`: the server (default https://api.openai.com/v1) and its key. */
-  readonly openai?: { readonly base_url?: string; readonly api_key?: string };
+  /**
+   * For `openai:<model>`: the server (default https://api.openai.com/v1), its key, and the outbound module's
+   * fetch it is called through with `scope`, the name of what that fetch may reach (outbound/reach.ts).
+   */
+  readonly openai?: { readonly base_url?: string; readonly api_key?: string; readonly fetch?: typeof fetch; readonly scope?: string };
 }
+
+/** The fetch a tenant's embedding server is called through, and the name of what it may reach (outbound/reach.ts). */
+export type EmbedderOutbound = (tenantId: string) => Promise<{ fetch: typeof fetch; scope: string }>;
 
 export type EmbedderSpec =
   | { readonly kind: 'use-lite'; readonly quantized: boolean }
@@ -72,11 +78,21 @@ export async function createEmbedder(spec: string, options: EmbedderOptions): Pr
  */
 export function datasetEmbedder(
   configuration: { readonly embedder: string; readonly base_url?: string | null; readonly api_key?: string | null },
-  settings: { readonly dataDir: string; readonly allowDownload: boolean },
+  settings: {
+    readonly dataDir: string;
+    readonly allowDownload: boolean;
+    /** The outbound module's fetch for the dataset's tenant, and the name of what it may reach. */
+    readonly outbound?: { readonly fetch: typeof fetch; readonly scope: string };
+  },
 ): Promise<Embedder> {
+  const { outbound, ...rest } = settings;
   return createEmbedder(configuration.embedder, {
-    ...settings,
-    openai: { base_url: configuration.base_url ?? undefined, api_key: configuration.api_key ?? undefined },
+    ...rest,
+    openai: {
+      base_url: configuration.base_url ?? undefined,
+      api_key: configuration.api_key ?? undefined,
+      ...(outbound ? { fetch: outbound.fetch, scope: outbound.scope } : {}),
+    },
   });
 }
 
@@ -98,8 +114,15 @@ function cacheKey(spec: EmbedderSpec, options: EmbedderOptions): string {
     case 'transformers':
       return JSON.stringify(['transformers', spec.model, options.dataDir]);
     case 'openai':
-      // Two servers (or two keys) serving the same model name are two embedders.
-      return JSON.stringify(['openai', spec.model, options.openai?.base_url ?? '', options.openai?.api_key ?? '']);
+      // Two servers (or two keys) serving the same model name are two embedders; so are two tenants that may
+      // reach different addresses (the client holds the fetch that decides it).
+      return JSON.stringify([
+        'openai',
+        spec.model,
+        options.openai?.base_url ?? '',
+        options.openai?.api_key ?? '',
+        options.openai?.scope ?? '',
+      ]);
   }
 }
 

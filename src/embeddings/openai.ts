@@ -1,5 +1,7 @@
 import OpenAI, { APIError } from 'openai';
 import { errorMessage } from '../domain/errors.ts';
+import { outboundCause } from '../outbound/errors.ts';
+import { messageOf, shortMessage } from '../outbound/upstream.ts';
 import { redactSecrets } from '../security/redact.ts';
 import { SerialQueue } from '../util/serial-queue.ts';
 import { batches } from './batching.ts';
@@ -14,6 +16,11 @@ const TIMEOUT_MS = 60_000;
 export interface OpenAiEmbedderSettings {
   readonly base_url?: string;
   readonly api_key?: string;
+  /**
+   * The outbound module's fetch for the dataset's tenant (outbound/fetch.ts: addresses checked, answers
+   * bounded); the global fetch only where no tenant is involved (unit tests of the embedder itself).
+   */
+  readonly fetch?: typeof fetch;
 }
 
 /**
@@ -52,6 +59,7 @@ class OpenAiEmbedder implements Embedder {
       adminAPIKey: null,
       timeout: TIMEOUT_MS,
       maxRetries: 2,
+      ...(settings.fetch ? { fetch: settings.fetch } : {}),
     });
   }
 
@@ -106,9 +114,15 @@ class OpenAiEmbedder implements Embedder {
   }
 
   private describeFailure(error: unknown): string {
-    const detail = errorMessage(error);
+    const refused = outboundCause(error);
+    if (refused) return `embedding server ${this.server} failed for model ${this.model}: ${refused.detail}`;
+    // The status and a short JSON message, never the body: the server's URL is the tenant's to choose.
+    const detail =
+      error instanceof APIError && error.status ? shortMessage(messageOf({ error: error.error })) : shortMessage(errorMessage(error));
     const status = error instanceof APIError && error.status ? ` (HTTP ${error.status})` : '';
-    return redactSecrets(`embedding server ${this.server} failed for model ${this.model}${status}: ${detail}`, [this.apiKey]);
+    return redactSecrets(`embedding server ${this.server} failed for model ${this.model}${status}: ${detail || 'no reason given'}`, [
+      this.apiKey,
+    ]);
   }
 }
 

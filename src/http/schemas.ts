@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { NOT_BLANK } from '../util/json-schema.ts';
+import { BASE_URL_FORMAT, NOT_BLANK, SERVICE_URL_FORMAT } from '../util/json-schema.ts';
 
 /** Building blocks shared by the route schemas. */
 export const Uuid = Type.String({ format: 'uuid' });
@@ -17,3 +17,9 @@ export const LongText = Type.String({ maxLength: 50_000 });
 
 /** An absolute http(s) URL with a host (`format: uri` alone lets `https://` and `http:///x` through). */
 export const HttpUrl = Type.String({ format: 'uri', pattern: '^https?://[^/?#\\s]', maxLength: 2000 });
+
+/** A server's URL that knode appends paths to (a model's, an RPC node's): no query string or fragment (issue 22). */
+export const BaseUrl = Type.String({ format: BASE_URL_FORMAT, maxLength: 2000 });
+
+/** A service's URL whose credentials have fields of their own (a marketplace, its accounting): no user information either. */
+export const ServiceUrl = Type.String({ format: SERVICE_URL_FORMAT, maxLength: 2000 });

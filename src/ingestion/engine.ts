@@ -5,7 +5,7 @@ import type { FSWatcher } from 'chokidar';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import { errorMessage } from '../domain/errors.ts';
-import { datasetEmbedder, type Embedder } from '../embeddings/embedder.ts';
+import { datasetEmbedder, type Embedder, type EmbedderOutbound } from '../embeddings/embedder.ts';
 import { nextTurn } from '../util/next-turn.ts';
 import { isInsideAny } from '../util/paths.ts';
 import { SerialQueue } from '../util/serial-queue.ts';
@@ -57,6 +57,8 @@ export interface IngestionEngineDeps {
   roots: { of(tenantId: string): Promise<readonly string[]> };
   /** Told how many chunks got their vectors, as they are written (metrics count them). */
   onEmbedded?: (chunks: number) => void;
+  /** The outbound module's fetch for a tenant, which an `openai:` embedder is called through (outbound/). */
+  outbound: EmbedderOutbound;
 }
 
 /** What a running dataset needs while it ingests. */
@@ -177,7 +179,11 @@ export class IngestionEngine {
         await datasets.setStatus(datasetId, 'error', folder.refused);
         return;
       }
-      const embedder = await datasetEmbedder(configuration, { dataDir: config.dataDir, allowDownload: config.allowModelDownload });
+      const embedder = await datasetEmbedder(configuration, {
+        dataDir: config.dataDir,
+        allowDownload: config.allowModelDownload,
+        outbound: await this.deps.outbound(row.tenant_id),
+      });
       if (this.closed) return; // it resumes at the next start-up (its status is still `starting`)
       await store.createDatasetIndex(datasetId, embedder.dimension);
       await files.requeueInterrupted(datasetId);

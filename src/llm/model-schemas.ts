@@ -1,5 +1,5 @@
 import { type Static, Type } from 'typebox';
-import { HTTP_URL_FORMAT, NOT_BLANK } from '../util/json-schema.ts';
+import { BASE_URL_FORMAT, NOT_BLANK } from '../util/json-schema.ts';
 import { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_TIMEOUT_MS } from './model-config.ts';
 
 /**
@@ -22,7 +22,7 @@ const SystemPrompt = Type.Optional(Type.String({ description: 'Sent as the first
 export const OpenAIConfigurationSchema = Type.Object(
   {
     model: Type.String({ minLength: 1, pattern: NOT_BLANK, description: 'The model name the server knows, e.g. gpt-4o-mini or llama3.2' }),
-    base_url: Type.Optional(Type.String({ format: HTTP_URL_FORMAT, default: OPENAI_DEFAULT_BASE_URL })),
+    base_url: Type.Optional(Type.String({ format: BASE_URL_FORMAT, default: OPENAI_DEFAULT_BASE_URL })),
     api_key: Type.Optional(Type.String({ description: 'Stored encrypted, shown masked' })),
     timeout_ms: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_TIMEOUT_MS, default: OPENAI_DEFAULT_TIMEOUT_MS })),
     system_prompt: SystemPrompt,

@@ -18,6 +18,8 @@
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai';
 import type { ChatCompletionChunk, ChatCompletionCreateParamsBase, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { errorMessage } from '../domain/errors.ts';
+import { outboundCause } from '../outbound/errors.ts';
+import { messageOf, shortMessage } from '../outbound/upstream.ts';
 import { redactSecrets } from '../security/redact.ts';
 import { abortReason } from '../util/abort.ts';
 import { estimateTokens } from './costs.ts';
@@ -38,7 +40,10 @@ import {
 } from './provider.ts';
 
 export interface OpenAIProviderDeps {
-  /** For tests and proxies; the global fetch otherwise. */
+  /**
+   * The outbound module's fetch for the model's tenant (outbound/fetch.ts: addresses checked, answers
+   * bounded); the global fetch only where no tenant is involved (unit tests of the provider itself).
+   */
   fetch?: typeof fetch;
 }
 
@@ -312,12 +317,20 @@ export class OpenAIChatProvider implements ChatProvider {
       return new ModelTimeoutError(`${where} did not answer within ${this.timeoutMs} ms`);
     }
     if (error instanceof ModelError) return error;
+    // knode refused the address, or stopped reading an answer too large: say so, not "could not connect".
+    const outbound = outboundCause(error);
+    if (outbound) return new ModelError(`${where} failed: ${outbound.detail}`, { cause: outbound });
+    // The status and the short message of a JSON error, never the body: it may be anything the URL pointed at.
+    if (error instanceof APIError && error.status !== undefined) {
+      const message = shortMessage(messageOf({ error: error.error }), [this.#apiKey]);
+      return new ModelError(`${where} failed: ${error.status}${message ? ` ${message}` : ''}`);
+    }
     if (error instanceof APIConnectionError) {
       const cause = error.cause instanceof Error ? error.cause : undefined;
       const code = cause && 'code' in cause && typeof cause.code === 'string' ? ` (${cause.code})` : '';
       return new ModelError(`${where} failed: could not connect${code}`);
     }
-    const message = errorMessage(error);
+    const message = shortMessage(errorMessage(error), [this.#apiKey]);
     return new ModelError(`${where} failed: ${redactSecrets(message, [this.#apiKey])}`);
   }
 }

@@ -1,11 +1,14 @@
 import { errorMessage } from '../domain/errors.ts';
-import { redactSecrets } from '../security/redact.ts';
+import { OutboundRefusedError, OutboundTooLargeError } from '../outbound/errors.ts';
+import { jsonErrorMessage, shortMessage } from '../outbound/upstream.ts';
 
 /**
  * Asks an OpenAI-compatible server which models it serves (`GET {base_url}/models`: OpenAI, Ollama,
  * vLLM, LM Studio and llama.cpp's server all answer it), so a person picks a model instead of typing its
  * name. The answer is a probe's: a server that cannot be reached, refuses the key or answers nonsense is
- * `reachable: false` with the reason (scrubbed of the key), not a failure of the caller's request.
+ * `reachable: false` with the reason (scrubbed of the key), not a failure of the caller's request. The
+ * reason is the status and a short JSON message at most, never the body: the URL is the caller's, so the
+ * body could be any page knode can reach. An address knode may not call is the caller's failure (403).
  */
 
 export interface ServerModel {
@@ -22,18 +25,20 @@ export async function listServerModels(
   baseUrl: string,
   apiKey: string | undefined,
   timeoutMs: number,
-  fetcher: typeof fetch = fetch,
+  /** The outbound module's fetch for the caller (outbound/fetch.ts). */
+  fetcher: (url: string, init: RequestInit) => Promise<Response>,
 ): Promise<ServerModels> {
   const url = `${baseUrl.replace(/\/+$/, '')}/models`;
-  const scrub = (text: string) => redactSecrets(text, [apiKey]);
   try {
     const response = await fetcher(url, {
       headers: { accept: 'application/json', ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}) },
       signal: AbortSignal.timeout(timeoutMs),
-      redirect: 'error',
     });
     const text = await response.text();
-    if (!response.ok) return { reachable: false, error: scrub(`The server answered ${response.status}: ${reasonOf(text)}`) };
+    if (!response.ok) {
+      const message = jsonErrorMessage(text, [apiKey]);
+      return { reachable: false, error: `The server answered ${response.status}${message ? `: ${message}` : ''}` };
+    }
     const body = JSON.parse(text) as { data?: unknown };
     if (!Array.isArray(body.data)) return { reachable: false, error: 'The server did not answer a model list ({"data": [...]})' };
     const models = body.data
@@ -43,22 +48,11 @@ export async function listServerModels(
       .sort((a, b) => a.id.localeCompare(b.id));
     return { reachable: true, models };
   } catch (error) {
+    if (error instanceof OutboundRefusedError) throw error;
+    if (error instanceof OutboundTooLargeError) return { reachable: false, error: error.detail };
     const name = (error as Error)?.name;
     if (name === 'TimeoutError' || name === 'AbortError') return { reachable: false, error: `No answer within ${timeoutMs / 1000} s` };
     if (error instanceof SyntaxError) return { reachable: false, error: 'The server did not answer JSON' };
-    return { reachable: false, error: scrub(`Cannot reach the server: ${errorMessage(error)}`) };
+    return { reachable: false, error: `Cannot reach the server: ${shortMessage(errorMessage(error), [apiKey])}` };
   }
-}
-
-/** OpenAI's `{"error": {"message"}}`, Ollama's `{"error": "..."}`, or the start of the text. */
-function reasonOf(text: string): string {
-  try {
-    const body = JSON.parse(text) as { error?: { message?: unknown } | string; detail?: unknown };
-    if (typeof body.error === 'string') return body.error;
-    if (typeof body.error?.message === 'string') return body.error.message;
-    if (typeof body.detail === 'string') return body.detail;
-  } catch {
-    // not JSON: the text itself
-  }
-  return text.slice(0, 200) || '(no body)';
 }

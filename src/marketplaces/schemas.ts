@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { HttpUrl, Name, Timestamp, Uuid } from '../http/schemas.ts';
+import { Name, ServiceUrl, Timestamp, Uuid } from '../http/schemas.ts';
 
 const Username = Type.String({ minLength: 1, maxLength: 254 });
 const Email = Type.String({ format: 'email', maxLength: 254 });
@@ -7,13 +7,13 @@ const Password = Type.String({ minLength: 1, maxLength: 1000 });
 
 export const CreateMarketplaceBody = Type.Object({
   name: Name,
-  url: HttpUrl,
+  url: ServiceUrl,
   username: Username,
   email: Type.Optional(Type.Union([Email, Type.Null()])),
   password: Password,
   is_default: Type.Optional(Type.Boolean()),
   is_active: Type.Optional(Type.Boolean()),
-  accounting_url: Type.Optional(Type.Union([HttpUrl, Type.Null()])),
+  accounting_url: Type.Optional(Type.Union([ServiceUrl, Type.Null()])),
   accounting_email: Type.Optional(Type.Union([Email, Type.Null()])),
   accounting_password: Type.Optional(Type.Union([Password, Type.Null()])),
 });

@@ -34,7 +34,9 @@ export class MarketplaceService {
     private readonly marketplaces: MarketplaceRepository,
     private readonly box: SecretBox,
     private readonly hubs: HubClients,
-    private readonly hooks?: MarketplaceHooks,
+    private readonly hooks: MarketplaceHooks | undefined,
+    /** The outbound module's fetch for a tenant: its accounting service is called through it (outbound/). */
+    private readonly outbound: (tenantId: string) => Promise<(url: string, init: RequestInit) => Promise<Response>>,
   ) {}
 
   /** The first marketplace of a tenant becomes its default; `is_default: true` moves the default here. */
@@ -47,7 +49,7 @@ export class MarketplaceService {
     const url = body.url.replace(/\/+$/, '');
     const account = hubAccountKey(url, body.username);
     await this.requireFreeAccount(tenant, account, undefined); // before the login, which the hub rations
-    await this.hubs.connect(id, { name: body.name, url, username: body.username, password: body.password });
+    await this.hubs.connect(id, { name: body.name, url, username: body.username, password: body.password }, tenant.id);
     const timestamp = now();
     const record: MarketplaceRecord = {
       id,
@@ -114,7 +116,7 @@ export class MarketplaceService {
     const otherAccount = (url !== undefined && url !== row.url) || username !== row.username;
     const credentials = otherAccount || body.password !== undefined;
     if (credentials) {
-      await this.hubs.connect(id, { name: body.name ?? row.name, url: url ?? row.url, username, password });
+      await this.hubs.connect(id, { name: body.name ?? row.name, url: url ?? row.url, username, password }, tenant.id);
     }
     const changes: Partial<MarketplaceRecord> = { updated_at: now() };
     // A satellite belongs to one account of one hub: another account starts without one.
@@ -166,11 +168,14 @@ export class MarketplaceService {
   async accountingFor(tenant: Tenant): Promise<AccountingService | undefined> {
     const marketplace = await this.marketplaces.getDefault(tenant.id);
     if (!marketplace?.accounting_url || !marketplace.accounting_email || !marketplace.accounting_password) return undefined;
-    return new HttpAccountingService({
-      url: marketplace.accounting_url,
-      email: marketplace.accounting_email,
-      password: this.box.decrypt(marketplace.accounting_password),
-    });
+    return new HttpAccountingService(
+      {
+        url: marketplace.accounting_url,
+        email: marketplace.accounting_email,
+        password: this.box.decrypt(marketplace.accounting_password),
+      },
+      await this.outbound(tenant.id),
+    );
   }
 
   /**

@@ -5,11 +5,16 @@ import { maxGenerationCost, modelPrices, usageCost } from '../llm/costs.ts';
 import type { LocalModelRegistry } from '../llm/llama-cpp/model-registry.ts';
 import { type ChatMessage, type ChatOptions, newCompletionId, type ProviderHealth, type StreamEvent } from '../llm/provider.ts';
 import { createProvider } from '../llm/registry.ts';
+import { ONE_MEGABYTE, outboundFetch } from '../outbound/fetch.ts';
+import type { OutboundPolicy } from '../outbound/reach.ts';
 import type { ModelSettings } from './codec.ts';
 import type { SummaryView } from './schemas.ts';
 import type { ModelService } from './service.ts';
 
 export type Summary = Static<typeof SummaryView>;
+
+/** Longer than any model's timeout_ms is sensibly set to. */
+const HEADERS_TIMEOUT_MS = 10 * 60_000;
 
 /**
  * A model stream as the query pipeline sees it: first who answers (`start`), then text deltas, then
@@ -28,6 +33,8 @@ export class ModelRunnerService {
   constructor(
     private readonly models: ModelService,
     private readonly localModels: LocalModelRegistry,
+    /** Every call to a model server goes through the outbound module, with what the model's tenant may reach. */
+    private readonly outbound: OutboundPolicy,
   ) {}
 
   async chat(tenant: Tenant, modelId: string, messages: ChatMessage[], options: ChatOptions, signal?: AbortSignal): Promise<Summary> {
@@ -63,7 +70,13 @@ export class ModelRunnerService {
   private async provider(tenant: Tenant, modelId: string) {
     const settings = await this.models.openConfiguration(tenant, modelId);
     const { dtype, configuration } = settings;
-    return { provider: createProvider(dtype, configuration, { localModels: this.localModels }), configuration, settings };
+    const fetch = outboundFetch(await this.outbound.forTenant(tenant.id), {
+      // A long streamed answer is many small events: 16 MB, where an error answer still stops at 1 MB.
+      maxBytes: 16 * ONE_MEGABYTE,
+      // The provider's own deadline (the model's timeout_ms) decides; this only stops a server that never answers.
+      timeoutMs: HEADERS_TIMEOUT_MS,
+    });
+    return { provider: createProvider(dtype, configuration, { localModels: this.localModels, fetch }), configuration, settings };
   }
 }
 

@@ -4,6 +4,8 @@ import { BaseError, decodeFunctionData, formatUnits, type Hex, keccak256 } from 
 import { Abis, Transaction } from 'viem/tempo';
 import { BadGatewayError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
+import { outboundCause } from '../outbound/errors.ts';
+import { shortMessage } from '../outbound/upstream.ts';
 import { memoProblem } from './attribution.ts';
 import type { PaymentWallet } from './codec.ts';
 import type { ConsumedStore } from './consumed-store.ts';
@@ -16,6 +18,7 @@ import {
   PATH_USD_DECIMALS,
   RECEIPT_POLL_MS,
   RECEIPT_TIMEOUT_MS,
+  type RpcFetcher,
   RpcUnreachableError,
   rpcUrlOf,
   sameAddress,
@@ -103,6 +106,8 @@ export interface MppGatewayDeps {
   journal: SettlementJournal;
   /** How long a broadcast transaction may take to get its receipt before the answer goes out `pending`. */
   receiptTimeoutMs?: number;
+  /** The outbound module's fetch for a tenant: the Tempo RPC is called through it (outbound/). */
+  outbound: RpcFetcher;
 }
 
 /** pathUSD base units of a USD price (the policy's schema allows at most 6 decimals). */
@@ -189,7 +194,7 @@ export class MppGateway {
     if (!(expires > Date.now())) throw new PaymentRefusal(`The payment's challenge expired at ${challenge.expires}`);
     if (await this.deps.journal.transactionUsed(hash)) throw new PaymentRefusal('This payment has already been used');
 
-    const rpc = new TempoRpc({ rpcUrl: rpcUrlOf(wallet), testnet: wallet.testnet });
+    const rpc = new TempoRpc({ rpcUrl: rpcUrlOf(wallet), testnet: wallet.testnet, fetch: await this.deps.outbound(caller.tenantId) });
     await simulate(rpc, transaction);
     const reserved = await this.deps.journal.reserve({
       challenge_id: challenge.id,
@@ -413,12 +418,17 @@ function wwwAuthenticate(challenge: Challenge.Challenge): string {
 
 /** What a failure at the node means for the consumer: a 402 (refused) or a 502 (not decided, nothing charged). */
 function translate(error: unknown, refusal: string): Error {
+  // The RPC's address is one knode may not call, or it answered too much: say that, not "unreachable".
+  const outbound = outboundCause(error);
+  if (outbound)
+    return new BadGatewayError(`The Tempo RPC was not called: ${outbound.detail}; the payment was not charged`, { cause: error });
   if (causedBy(error, RpcUnreachableError)) {
     return new BadGatewayError('The Tempo RPC could not be reached: the payment was not charged', { cause: error });
   }
   if (error instanceof BaseError) {
     // The node answered: it refused the transaction (a balance too low, a bad nonce...).
-    return new PaymentRefusal(`${refusal}: ${firstLine(error.shortMessage)}`, /insufficient/i.test(error.message));
+    // Its JSON-RPC error message, one short line: never an HTTP body (outbound/upstream.ts).
+    return new PaymentRefusal(`${refusal}: ${shortMessage(firstLine(error.shortMessage))}`, /insufficient/i.test(error.message));
   }
   return error instanceof Error ? error : new Error(String(error));
 }

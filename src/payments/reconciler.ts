@@ -1,6 +1,6 @@
 import { BaseError } from 'viem';
 import type { SettlementEntry, SettlementJournal } from './settlement-journal.ts';
-import { PATH_USD, TempoRpc, verdictOf } from './tempo.ts';
+import { PATH_USD, type RpcFetcher, TempoRpc, verdictOf } from './tempo.ts';
 
 /**
  * Finishes the settlements the query that made them could not (API-CONTRACT 10.3 point 6): a receipt that
@@ -34,6 +34,8 @@ export interface SettlementReconcilerDeps {
   paymentFailed(entry: SettlementEntry, reason: string): Promise<void>;
   log: ReconcilerLog;
   intervalMs?: number;
+  /** The outbound module's fetch for a tenant: the Tempo RPC is called through it (outbound/). */
+  outbound: RpcFetcher;
 }
 
 export class SettlementReconciler {
@@ -98,7 +100,7 @@ export class SettlementReconciler {
       return;
     }
     if (entry.state === 'sending' && !earlier) return; // being sent right now
-    const rpc = new TempoRpc({ rpcUrl: entry.rpc_url, testnet: entry.testnet });
+    const rpc = new TempoRpc({ rpcUrl: entry.rpc_url, testnet: entry.testnet, fetch: await this.deps.outbound(entry.tenant_id) });
     const receipt = await rpc.receipt(entry.transaction_hash);
     if (receipt) {
       const verdict = verdictOf(receipt, { currency: PATH_USD, from: entry.payer, to: entry.recipient, amount: entry.amount });

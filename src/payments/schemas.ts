@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { HttpUrl } from '../http/schemas.ts';
+import { BaseUrl } from '../http/schemas.ts';
 
 /** `0x` and 40 hex digits: an account on Tempo (an EVM address). Receiving needs nothing more. */
 export const WalletAddress = Type.String({ pattern: '^0x[0-9a-fA-F]{40}$', examples: ['0x742d35Cc6634c0532925a3b844bC9e7595F8fE00'] });
@@ -9,7 +9,7 @@ export const WalletBody = Type.Object({
   wallet_address: WalletAddress,
   testnet: Type.Boolean({ default: true, description: 'Tempo testnet (Moderato, chain 42431); false: mainnet (chain 4217)' }),
   rpc_url: Type.Optional(
-    Type.Union([HttpUrl, Type.Null()], { description: "The Tempo JSON-RPC payments are checked with; default: the network's public RPC" }),
+    Type.Union([BaseUrl, Type.Null()], { description: "The Tempo JSON-RPC payments are checked with; default: the network's public RPC" }),
   ),
 });
 

@@ -30,6 +30,9 @@ export function rpcUrlOf(wallet: { rpc_url: string | null; testnet: boolean }): 
   return wallet.rpc_url ?? PUBLIC_RPC[wallet.testnet ? 'testnet' : 'mainnet'];
 }
 
+/** The fetch a tenant's RPC calls go through (outbound/fetch.ts: addresses checked, answers bounded). */
+export type RpcFetcher = (tenantId: string) => Promise<(input: string | URL | Request, init?: RequestInit) => Promise<Response>>;
+
 /** The node could not be reached, or answered with an HTTP error or not in time: nothing was decided there. */
 export class RpcUnreachableError extends Error {
   override readonly name = 'RpcUnreachableError';
@@ -56,10 +59,17 @@ export interface ExpectedTransfer {
 export class TempoRpc {
   private readonly client: Client;
 
-  constructor(readonly options: { rpcUrl: string; testnet: boolean }) {
+  constructor(
+    readonly options: {
+      rpcUrl: string;
+      testnet: boolean;
+      /** The outbound module's fetch for the wallet's tenant (outbound/fetch.ts): viem's calls go through it too. */
+      fetch: (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
+    },
+  ) {
     this.client = createClient({
       chain: options.testnet ? tempoModerato : tempoMainnet,
-      transport: http(options.rpcUrl, { timeout: RPC_TIMEOUT_MS, retryCount: 0 }),
+      transport: http(options.rpcUrl, { timeout: RPC_TIMEOUT_MS, retryCount: 0, fetchFn: options.fetch }),
     });
   }
 

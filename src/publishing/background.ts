@@ -5,6 +5,8 @@ import { errorMessage } from '../domain/errors.ts';
 import { DEFAULT_TENANT } from '../domain/principal.ts';
 import type { EndpointRepository } from '../endpoints/repository.ts';
 import type { MarketplaceRepository } from '../marketplaces/repository.ts';
+import { outboundFetch } from '../outbound/fetch.ts';
+import type { OutboundPolicy } from '../outbound/reach.ts';
 import { unpublishableReason } from '../syfthub/endpoint-metadata.ts';
 import type { HubClients } from '../syfthub/hub-client.ts';
 import type { TenantRepository } from '../tenants/repository.ts';
@@ -16,6 +18,8 @@ import type { PublicUrlService } from './public-url.ts';
 import type { SatelliteRegistry } from './satellites.ts';
 import type { PublishingService } from './service.ts';
 import type { TenantSettingsRepository } from './settings-repository.ts';
+
+const PUBLIC_IP_TIMEOUT_MS = 5_000;
 
 export interface PublishingTaskDeps {
   config: Config;
@@ -34,6 +38,8 @@ export interface PublishingTaskDeps {
   clock: Clock;
   /** Told of every heartbeat a marketplace did not take (label: tenant and marketplace). */
   onHeartbeatFailure?: (label: string) => void;
+  /** The public-IP lookup is the operator's call (SVC_PUBLIC_IP_URL), made through the outbound module. */
+  outbound: OutboundPolicy;
 }
 
 /**
@@ -125,7 +131,8 @@ export class PublishingTasks {
     let url = config.publicUrl;
     if (url === '') {
       try {
-        url = publicUrlFor(await detectPublicIp(config.publicIpUrl, this.closing.signal), config.port);
+        const fetcher = outboundFetch(this.deps.outbound.operator(), { timeoutMs: PUBLIC_IP_TIMEOUT_MS });
+        url = publicUrlFor(await detectPublicIp(config.publicIpUrl, fetcher, this.closing.signal), config.port);
       } catch (error) {
         log.warn({ err: errorMessage(error) }, 'the public IP could not be detected: the public URL stays as it was');
         return;

@@ -1,4 +1,6 @@
 import { ServiceUnavailableError } from '../domain/errors.ts';
+import { OutboundRefusedError } from '../outbound/errors.ts';
+import { upstreamStatus } from '../outbound/upstream.ts';
 
 /** The accounting service of a marketplace (API-CONTRACT 9): transactions created, confirmed, cancelled. */
 export interface AccountingService {
@@ -21,7 +23,11 @@ const TIMEOUT_MS = 10_000;
 
 /** The real protocol: JSON over HTTP with Basic authentication as the endpoint owner's accounting account. */
 export class HttpAccountingService implements AccountingService {
-  constructor(private readonly account: AccountingAccount) {}
+  constructor(
+    private readonly account: AccountingAccount,
+    /** The outbound module's fetch for the marketplace's tenant (outbound/fetch.ts). */
+    private readonly fetcher: (url: string, init: RequestInit) => Promise<Response>,
+  ) {}
 
   async createTransaction(input: { senderEmail: string; amount: number; token: string; appEpPath: string }): Promise<string> {
     const response = await this.post('/transaction/create', {
@@ -51,14 +57,17 @@ export class HttpAccountingService implements AccountingService {
   private async post(path: string, body: unknown): Promise<Response> {
     const credentials = Buffer.from(`${this.account.email}:${this.account.password}`).toString('base64');
     try {
-      return await fetch(`${this.account.url}${path}`, {
+      return await this.fetcher(`${this.account.url}${path}`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Basic ${credentials}` },
         body: JSON.stringify(body),
         signal: AbortSignal.timeout(TIMEOUT_MS),
       });
     } catch (error) {
-      throw new ServiceUnavailableError(`Accounting service at ${this.account.url} cannot be reached: ${(error as Error).message}`);
+      if (error instanceof OutboundRefusedError) throw error;
+      throw new ServiceUnavailableError(
+        `Accounting service at ${displayOrigin(this.account.url)} cannot be reached: ${(error as Error).message}`,
+      );
     }
   }
 
@@ -69,14 +78,16 @@ export class HttpAccountingService implements AccountingService {
   }
 }
 
-async function reason(response: Response): Promise<string> {
-  const text = (await response.text().catch(() => '')).slice(0, 300);
+/** The status and a short JSON message at most: the body is never quoted (outbound/upstream.ts). */
+function reason(response: Response): Promise<string> {
+  return upstreamStatus(response);
+}
+
+/** The service's address as messages show it: no user information, path or query. */
+function displayOrigin(url: string): string {
   try {
-    const body = JSON.parse(text) as { detail?: unknown; message?: unknown; error?: unknown };
-    const message = body.detail ?? body.message ?? body.error;
-    if (typeof message === 'string') return `${response.status} ${message}`;
+    return new URL(url).origin;
   } catch {
-    // not JSON: the raw text says enough
+    return '(invalid URL)';
   }
-  return `${response.status} ${text || response.statusText}`.trim();
 }

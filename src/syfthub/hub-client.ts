@@ -232,6 +232,8 @@ async function done<T>(response: Response, value: T): Promise<T> {
 /** A marketplace as stored: its password sealed. */
 export interface StoredMarketplace {
   id: string;
+  /** Whose marketplace it is: what its calls may reach is the tenant's (outbound/). */
+  tenant_id?: string;
   name: string;
   url: string;
   username: string;
@@ -252,6 +254,8 @@ export class HubClients {
     private readonly timeoutMs = HUB_TIMEOUT_MS,
     /** What the pause after a failed login is measured by. */
     private readonly clock: Clock = systemClock,
+    /** The outbound module's fetch for a tenant (the global fetch only in tests of the protocol itself). */
+    private readonly outbound: HubFetcher = async () => fetch,
   ) {}
 
   /** Whether knode holds a logged-in session with the marketplace (without logging in to find out). */
@@ -262,19 +266,18 @@ export class HubClients {
   /** The client of a stored marketplace. */
   client(marketplace: StoredMarketplace): HubClient {
     const { name, url, username } = marketplace;
-    return this.entry(marketplace.id, { name, url, username, password: this.openSecret(marketplace.password) });
+    return this.entry(marketplace.id, { name, url, username, password: this.openSecret(marketplace.password) }, marketplace.tenant_id);
   }
 
   /**
    * Logs in with credentials that are not stored yet (a marketplace being created or changed), and
    * keeps the session for that marketplace id. Refused credentials are the caller's mistake: 400.
    */
-  async connect(id: string, account: HubAccount): Promise<void> {
+  async connect(id: string, account: HubAccount, tenantId?: string): Promise<void> {
     const fingerprint = fingerprintOf(account);
     const known = this.clients.get(id);
     // The session in use stays until the new credentials are proven good.
-    const entry =
-      known && known.fingerprint === fingerprint ? known : newEntry(account, fingerprint, this.closing.signal, this.timeoutMs, this.clock);
+    const entry = known && known.fingerprint === fingerprint ? known : this.newEntry(account, fingerprint, tenantId);
     try {
       await entry.client.connect();
     } catch (error) {
@@ -293,29 +296,33 @@ export class HubClients {
     this.clients.clear();
   }
 
-  private entry(id: string, account: HubAccount): HubClient {
+  private entry(id: string, account: HubAccount, tenantId: string | undefined): HubClient {
     const fingerprint = fingerprintOf(account);
     const known = this.clients.get(id);
     if (known && known.fingerprint === fingerprint) {
       known.session.account.name = account.name; // a rename needs no new login
       return known.client;
     }
-    const entry = newEntry(account, fingerprint, this.closing.signal, this.timeoutMs, this.clock);
+    const entry = this.newEntry(account, fingerprint, tenantId);
     this.clients.set(id, entry);
     return entry.client;
   }
+
+  private newEntry(account: HubAccount, fingerprint: string, tenantId: string | undefined): Entry {
+    const { name, url, username, password } = account;
+    const fetcher = () => this.outbound(tenantId);
+    const session = new HubSession({ name, url, username, password }, this.closing.signal, this.timeoutMs, this.clock, fetcher);
+    return { fingerprint, client: new HubClient(session), session };
+  }
 }
+
+/** The fetch a tenant's marketplace calls go through (outbound/); undefined: a marketplace of no known tenant. */
+export type HubFetcher = (tenantId: string | undefined) => Promise<(url: string, init: RequestInit) => Promise<Response>>;
 
 interface Entry {
   fingerprint: string;
   client: HubClient;
   session: HubSession;
-}
-
-function newEntry(account: HubAccount, fingerprint: string, closing: AbortSignal, timeoutMs: number, clock: Clock): Entry {
-  const { name, url, username, password } = account;
-  const session = new HubSession({ name, url, username, password }, closing, timeoutMs, clock);
-  return { fingerprint, client: new HubClient(session), session };
 }
 
 function fingerprintOf(account: HubAccount): string {

@@ -1,5 +1,5 @@
 import { BadGatewayError, BadRequestError, ServiceUnavailableError } from '../domain/errors.ts';
-import { redactSecrets } from '../security/redact.ts';
+import { shortMessage } from '../outbound/upstream.ts';
 
 /**
  * What can go wrong talking to a marketplace (SyftHub), as HTTP errors whose `detail` names the
@@ -33,18 +33,19 @@ export class HubCredentialsError extends HubAnswerError {
 
 /**
  * The hub's reason for an error answer, in one line: FastAPI's `detail` (a string, an object with a
- * `message`, or a list of validation issues), else the start of the body, else the status text.
+ * `message`, or a list of validation issues) or a `message`, cut to 200 characters, else the status text.
+ * Never the body's text: what answers at a marketplace's URL is whatever the URL points at (the body is read
+ * through the outbound module, so 1 MB at most).
  */
 export async function hubReason(response: Response, secrets: readonly (string | undefined)[]): Promise<string> {
-  const text = (await response.text().catch(() => '')).slice(0, 2000);
+  const text = await response.text().catch(() => '');
   let reason = '';
   try {
     reason = describeDetail((JSON.parse(text) as { detail?: unknown; message?: unknown }) ?? {});
   } catch {
-    reason = text.replace(/\s+/g, ' ').trim();
+    // not JSON: not quoted
   }
-  reason = reason || response.statusText || 'no reason given';
-  return redactSecrets(reason.slice(0, 300), secrets);
+  return shortMessage(reason || response.statusText || 'no reason given', secrets);
 }
 
 function describeDetail(body: { detail?: unknown; message?: unknown; error?: unknown }): string {

@@ -1,3 +1,4 @@
+import { OutboundRefusedError } from '../outbound/errors.ts';
 import { type Clock, systemClock } from '../util/clock.ts';
 import { displayUrl, HubAnswerError, HubCredentialsError, HubUnavailableError, hubReason, unreachableReason } from './hub-errors.ts';
 
@@ -41,6 +42,11 @@ export class HubSession {
     private readonly closing: AbortSignal,
     private readonly timeoutMs = HUB_TIMEOUT_MS,
     private readonly clock: Clock = systemClock,
+    /**
+     * The outbound module's fetch for the marketplace's tenant (outbound/fetch.ts: addresses checked,
+     * answers bounded, no redirect to another host); the global fetch only in tests of the protocol itself.
+     */
+    private readonly fetcher: () => Promise<(url: string, init: RequestInit) => Promise<Response>> = async () => fetch,
   ) {}
 
   /** Whether the session holds an access token (it logged in and was not refused since). */
@@ -186,13 +192,16 @@ export class HubSession {
 
   private async fetch(path: string, init: RequestInit): Promise<Response> {
     try {
-      return await fetch(`${this.account.url}${path}`, {
+      const fetcher = await this.fetcher();
+      return await fetcher(`${this.account.url}${path}`, {
         ...init,
         // A redirect would carry our bearer token elsewhere: it is reported instead of followed.
         redirect: 'manual',
         signal: AbortSignal.any([AbortSignal.timeout(this.timeoutMs), this.closing]),
       });
     } catch (error) {
+      // An address knode may not call is not the hub being down: the refusal says why (403).
+      if (error instanceof OutboundRefusedError) throw error;
       throw new HubUnavailableError(
         `${this.label} at ${displayUrl(this.account.url)} cannot be reached: ${unreachableReason(error, this.timeoutMs)}`,
       );

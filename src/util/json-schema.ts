@@ -6,7 +6,7 @@
 import Ajv, { type ErrorObject, type Options, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { TSchema } from 'typebox';
-import { isHttpUrl } from './url.ts';
+import { baseUrlProblem, isHttpUrl } from './url.ts';
 
 export type Location = (string | number)[];
 
@@ -23,6 +23,12 @@ export const NOT_BLANK = '\\S';
 /** An absolute http(s) URL, checked the way the URLs will be used (WHATWG URL parsing). */
 export const HTTP_URL_FORMAT = 'http-url';
 
+/** A URL that paths are appended to (a model's or embedder's server): no query string or fragment. */
+export const BASE_URL_FORMAT = 'base-url';
+
+/** A service's URL whose credentials have fields of their own (a marketplace): a base URL without user information. */
+export const SERVICE_URL_FORMAT = 'service-url';
+
 export function makeAjv(options: Options = {}): Ajv {
   const ajv = new Ajv({
     allErrors: true,
@@ -37,6 +43,8 @@ export function makeAjv(options: Options = {}): Ajv {
   });
   addFormats(ajv);
   ajv.addFormat(HTTP_URL_FORMAT, { type: 'string', validate: isHttpUrl });
+  ajv.addFormat(BASE_URL_FORMAT, { type: 'string', validate: (value) => baseUrlProblem(value, { userInfo: true }) === undefined });
+  ajv.addFormat(SERVICE_URL_FORMAT, { type: 'string', validate: (value) => baseUrlProblem(value, { userInfo: false }) === undefined });
   return ajv;
 }
 
@@ -52,6 +60,11 @@ const TYPE_ISSUES: Record<string, { msg: string; type: string }> = {
 
 const FORMAT_ISSUES: Record<string, { msg: string; type: string }> = {
   [HTTP_URL_FORMAT]: { msg: 'Input should be a valid http or https URL', type: 'url_parsing' },
+  [BASE_URL_FORMAT]: { msg: 'Input should be an http or https URL without a query string (?) or fragment (#)', type: 'url_parsing' },
+  [SERVICE_URL_FORMAT]: {
+    msg: 'Input should be an http or https URL without a query string (?), fragment (#) or user name and password',
+    type: 'url_parsing',
+  },
 };
 
 const plural = (count: unknown, word: string) => `${count} ${word}${count === 1 ? '' : 's'}`;

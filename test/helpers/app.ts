@@ -48,7 +48,7 @@ export interface TestAppOptions extends Omit<ServiceOptions, 'clock'> {
 
 /**
  * A whole knode on a fresh temporary data directory, with logging off, the general API limits off unless
- * a test sets them, and a clock that moves only when the test advances it. `env` overrides any SVC_*
+ * a test sets them, outbound calls to loopback allowed to every tenant (the fakes' address), and a clock that moves only when the test advances it. `env` overrides any SVC_*
  * variable; `options` collects logs, brings a tunnel double...
  */
 export async function createTestApp(
@@ -62,6 +62,10 @@ export async function createTestApp(
     SVC_INGESTION_ROOTS: dataDir,
     SVC_RATE_LIMIT_PER_HOUR: '0',
     SVC_RATE_LIMIT_PER_MINUTE: '0',
+    // The fake model servers, hubs and RPC nodes of the tests listen on 127.0.0.1, and most tenants of a test
+    // are not the first owner: loopback is allowed to all of them, as an operator may. test/security/ passes
+    // SVC_OUTBOUND_ALLOW: '' to test the rule itself.
+    SVC_OUTBOUND_ALLOW: 'loopback',
     ...env,
   });
   const services = await createServices(config, { ...options, clock });

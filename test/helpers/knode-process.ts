@@ -22,7 +22,15 @@ export async function startKnodeProcess(env: Record<string, string>, timeoutMs =
   const command = binary ? [resolve(PROJECT_ROOT, binary)] : ['./node_modules/.bin/bun', 'src/main.ts'];
   const server = Bun.spawn(command, {
     cwd: PROJECT_ROOT,
-    env: { PATH: process.env.PATH ?? '', SVC_HOST: '127.0.0.1', SVC_PORT: '0', SVC_LOG_LEVEL: 'info', ...env },
+    // The fakes listen on 127.0.0.1: loopback is allowed to every tenant, as in createTestApp.
+    env: {
+      PATH: process.env.PATH ?? '',
+      SVC_HOST: '127.0.0.1',
+      SVC_PORT: '0',
+      SVC_LOG_LEVEL: 'info',
+      SVC_OUTBOUND_ALLOW: 'loopback',
+      ...env,
+    },
     stdin: 'ignore',
     stdout: 'pipe',
     stderr: 'inherit',
