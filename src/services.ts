@@ -184,7 +184,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     onEmbedded: (chunks) => metrics.chunksEmbedded(chunks),
     outbound: embedderFetch,
   });
-  const models = new ModelService(modelRepository, ingestionRoots, config.tenantQuotas.models);
+  const models = new ModelService(modelRepository, ingestionRoots, config.tenantQuotas.models, outbound);
   // Loaded GGUF models are shared by every request and given back after 10 idle minutes.
   const localModels = new LocalModelRegistry();
   const modelRunner = new ModelRunnerService(models, localModels, outbound);
@@ -343,7 +343,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
       log,
     }),
     usage: new UsageService(endpointRepository, usageRepository),
-    wallets: new WalletService(walletRepository),
+    wallets: new WalletService(walletRepository, outbound),
     payments,
     settlements,
     ingestionRoots,

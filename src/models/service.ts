@@ -4,6 +4,7 @@ import type { Window } from '../db/windows.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
 import type { Listed } from '../http/pagination.ts';
+import type { OutboundPolicy } from '../outbound/reach.ts';
 import { keepMaskedSecrets } from '../security/secret-config.ts';
 import { type ModelConfiguration, type ModelRecord, modelConfigurationView } from './codec.ts';
 import { normalizeModelSettings } from './configuration.ts';
@@ -19,6 +20,8 @@ export class ModelService {
     private readonly roots: { of(tenantId: string): Promise<string[]> },
     /** How many models a tenant may have (SVC_TENANT_QUOTAS; 0: no limit). */
     private readonly quota = 0,
+    /** What the tenant's calls may reach: a base_url it may never call is refused when it is configured (outbound/). */
+    private readonly outbound?: OutboundPolicy,
   ) {}
 
   async create(tenant: Tenant, body: Static<typeof CreateModelBody>): Promise<ModelViewData> {
@@ -31,6 +34,7 @@ export class ModelService {
       updated_at: timestamp,
       ...normalizeModelSettings(body.dtype, body.configuration, await this.roots.of(tenant.id)),
     };
+    await this.checkAddress(tenant, record.configuration);
     await this.models.insert(record, this.quota);
     return toModelView(record);
   }
@@ -55,6 +59,7 @@ export class ModelService {
     if (body.configuration !== undefined) {
       const merged = keepMaskedSecrets(body.configuration, record.configuration);
       configuration = normalizeModelSettings(record.dtype, merged, await this.roots.of(tenant.id)).configuration;
+      await this.checkAddress(tenant, configuration);
     }
     await this.models.update(tenant.id, id, {
       updated_at: now(),
@@ -71,6 +76,18 @@ export class ModelService {
       throw new ConflictError(`Model '${record.name}' is used by endpoints: ${slugs.join(', ')}; delete them first`);
     }
     await this.models.delete(tenant.id, id);
+  }
+
+  /**
+   * A base_url whose host knode will not call for this tenant (a metadata service, link-local, or loopback and
+   * private addresses it may not reach) is a 422 on the field now, rather than a failure at every query. A
+   * host name is resolved only when called (outbound/fetch.ts checks every address then).
+   */
+  private async checkAddress(tenant: Tenant, configuration: ModelConfiguration): Promise<void> {
+    const baseUrl = (configuration as { base_url?: unknown }).base_url;
+    if (!this.outbound || typeof baseUrl !== 'string') return;
+    const refused = (await this.outbound.forTenant(tenant.id)).hostRefusal(new URL(baseUrl).hostname);
+    if (refused) throw ValidationError.body(['configuration', 'base_url'], refused, 'url_refused');
   }
 
   /** The model with its configuration opened (secrets readable), for the call that needs it. */

@@ -3,6 +3,7 @@ import type { Static } from 'typebox';
 import { now } from '../db/database.ts';
 import { NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
+import type { OutboundPolicy } from '../outbound/reach.ts';
 import { keepMaskedSecrets, maskedSecretKeys, maskSecrets } from '../security/secret-config.ts';
 import type { PaymentWallet } from './codec.ts';
 import type { WalletRepository } from './repository.ts';
@@ -17,7 +18,11 @@ export type WalletViewData = Static<typeof WalletView>;
  * signs the tenant's challenges is generated here once, sealed, and never shown.
  */
 export class WalletService {
-  constructor(private readonly wallets: WalletRepository) {}
+  constructor(
+    private readonly wallets: WalletRepository,
+    /** What the tenant's calls may reach: an RPC it may never call is refused when it is set (outbound/). */
+    private readonly outbound?: OutboundPolicy,
+  ) {}
 
   async get(tenant: Tenant): Promise<WalletViewData> {
     return toWalletView(await this.require(tenant));
@@ -30,6 +35,12 @@ export class WalletService {
   async set(tenant: Tenant, body: Static<typeof WalletBody>): Promise<WalletViewData> {
     const stored = await this.wallets.get(tenant.id);
     const rpcUrl = this.rpcUrl(body.rpc_url ?? null, stored);
+    if (rpcUrl !== null && this.outbound) {
+      // Refused whatever it resolves to (a metadata service, link-local, a loopback or private address this
+      // tenant may not reach): said now, on the field, rather than at every payment.
+      const refused = (await this.outbound.forTenant(tenant.id)).hostRefusal(new URL(rpcUrl).hostname);
+      if (refused) throw ValidationError.body('rpc_url', refused, 'url_refused');
+    }
     const timestamp = now();
     const wallet: PaymentWallet = {
       tenant_id: tenant.id,
