@@ -1,0 +1,137 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+import { OutboundRefusedError } from '../../src/outbound/errors.ts';
+import { outboundFetch } from '../../src/outbound/fetch.ts';
+import { Reach } from '../../src/outbound/reach.ts';
+import { startHostileServer } from '../fakes/hostile-server.ts';
+import { createTestApp, issueLocs, type TestApp, type TestUser, validationIssues } from '../helpers/app.ts';
+
+/**
+ * Issue 22, item 2: any tenant user could make knode fetch any address, a cloud metadata service included
+ * (169.254.169.254 hands out the machine's cloud credentials). Link-local and metadata addresses are never
+ * called now, for nobody, whatever SVC_OUTBOUND_ALLOW says, and also when a harmless-looking name resolves to
+ * one. Every refusal here is decided before a connection: no traffic leaves the machine.
+ */
+const FORBIDDEN = [
+  'http://169.254.169.254/latest/meta-data',
+  'http://169.254.10.1:8080/v1',
+  'http://[fe80::1]:8080/v1',
+  'http://[fd00:ec2::254]/latest',
+  'http://[::ffff:169.254.169.254]/latest',
+  'http://metadata.google.internal/computeMetadata/v1',
+  'http://100.100.100.200/latest',
+];
+
+describe('security: cloud metadata and link-local addresses are never called', () => {
+  let t: TestApp;
+  let owner: TestUser;
+
+  beforeAll(async () => {
+    // Loopback and private are allowed to everyone: metadata and link-local stay refused all the same.
+    t = await createTestApp({ SVC_OUTBOUND_ALLOW: 'loopback,private' });
+    owner = await t.user('metadata-owner'); // the first owner: the most trusted tenant there is
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  test('model discovery: 422 on base_url, saying why', async () => {
+    for (const base_url of FORBIDDEN) {
+      const response = await t.request({ method: 'POST', url: '/api/v1/models/discover', token: owner.token, payload: { base_url } });
+      const [issue] = validationIssues(response);
+      expect(issue?.loc).toEqual(['body', 'base_url']);
+      expect(issue?.msg).toMatch(/metadata service|link-local/);
+    }
+  });
+
+  test('a model: 422 on configuration.base_url, when created and when changed', async () => {
+    for (const base_url of FORBIDDEN) {
+      const created = await t.request({
+        method: 'POST',
+        url: '/api/v1/models/',
+        token: owner.token,
+        payload: { name: 'steal', dtype: 'openai', configuration: { model: 'm', base_url } },
+      });
+      expect(issueLocs(created)).toEqual(['body.configuration.base_url']);
+    }
+    const model = await t.request({
+      method: 'POST',
+      url: '/api/v1/models/',
+      token: owner.token,
+      payload: { name: 'fine', dtype: 'openai', configuration: { model: 'm', base_url: 'http://127.0.0.1:9/v1' } },
+    });
+    expect(model.statusCode).toBe(201);
+    const changed = await t.request({
+      method: 'PATCH',
+      url: `/api/v1/models/${model.json().id}`,
+      token: owner.token,
+      payload: { configuration: { model: 'm', base_url: 'http://169.254.169.254/latest' } },
+    });
+    expect(issueLocs(changed)).toEqual(['body.configuration.base_url']);
+  });
+
+  test("the wallet's RPC: 422 on rpc_url", async () => {
+    const response = await t.request({
+      method: 'POST',
+      url: '/api/v1/settings/wallet',
+      token: owner.token,
+      payload: { wallet_address: `0x${'ab'.repeat(20)}`, testnet: true, rpc_url: 'http://169.254.169.254/rpc' },
+    });
+    expect(issueLocs(response)).toEqual(['body.rpc_url']);
+  });
+
+  test('a marketplace: 403 saying why, before any login is sent', async () => {
+    const response = await t.request({
+      method: 'POST',
+      url: '/api/v1/marketplaces/',
+      token: owner.token,
+      payload: { name: 'imds', url: 'http://169.254.169.254/latest', username: 'u', password: 'p' },
+    });
+    expect(response.statusCode).toBe(403);
+    expect(response.json().detail).toContain('cloud metadata service');
+  });
+
+  test('SVC_OUTBOUND_ALLOW cannot allow them: one clear line at start-up', () => {
+    for (const value of ['169.254.0.0/16', '0.0.0.0/0', 'fe80::/10', 'metadata.google.internal']) {
+      expect(() => loadConfig({ SVC_OUTBOUND_ALLOW: value })).toThrow(ConfigError);
+    }
+    expect(() => loadConfig({ SVC_OUTBOUND_ALLOW: 'loopback,bogus entry' })).toThrow(/^SVC_OUTBOUND_ALLOW: /);
+    expect(loadConfig({ SVC_OUTBOUND_ALLOW: 'loopback, 10.1.0.0/16, ollama.lan' }).outboundAllow).toEqual({
+      loopback: true,
+      private: false,
+      hosts: ['ollama.lan'],
+      cidrs: ['10.1.0.0/16'],
+    });
+  });
+});
+
+describe('security: a name that resolves to a forbidden address is refused after resolution (DNS rebinding)', () => {
+  const everything = new Reach(true, { loopback: true, private: true, hosts: [], cidrs: [] });
+
+  test('every address of the host is checked: one forbidden address is enough to refuse', async () => {
+    for (const addresses of [['169.254.169.254'], ['93.184.216.34', '169.254.169.254'], ['fe80::1'], ['::ffff:a9fe:a9fe']]) {
+      const call = outboundFetch(everything, { lookup: async () => addresses });
+      const error = await call('http://innocent.example/v1/models').catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(OutboundRefusedError);
+    }
+  });
+
+  test('the connection goes to the address that was checked, the name kept in Host (no second lookup)', async () => {
+    const server = startHostileServer();
+    try {
+      let lookups = 0;
+      const call = outboundFetch(everything, {
+        lookup: async () => {
+          lookups++;
+          return ['127.0.0.1'];
+        },
+      });
+      const response = await call(`http://rebinding.example:${server.port}/v1/models`);
+      expect(response.status).toBe(200);
+      expect(lookups).toBe(1);
+      expect(server.requests).toEqual([{ method: 'GET', path: '/v1/models', host: `rebinding.example:${server.port}` }]);
+    } finally {
+      await server.close();
+    }
+  });
+});
