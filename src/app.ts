@@ -19,6 +19,7 @@ import { publishingRoutes } from './publishing/routes.ts';
 import './http/fastify-types.ts';
 import { storageRoutes } from './datasets/storage-routes.ts';
 import { registerJsonBodyParser } from './http/json-body.ts';
+import { QuietRequestLog } from './http/request-log.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { marketplaceRoutes } from './marketplaces/routes.ts';
 import { metricsRoutes } from './metrics/routes.ts';
@@ -50,6 +51,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : crypto.randomUUID();
     },
     trustProxy: false,
+    logController: new QuietRequestLog(),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bun
 import { type Config, ConfigError, loadConfig } from './config.ts';
 import { runForkedVendorScript } from './runtime/vendor.ts';
+import { consoleUrl, startupBanner, startupFailure } from './startup.ts';
 import { VERSION } from './version.ts';
 
 const HELP = `knode ${VERSION}: a self-hosted Knowledge Endpoint Service
@@ -29,6 +30,7 @@ Configuration (environment variables):
   SVC_ALLOW_MODEL_DOWNLOAD  let transformers.js download embedding models (default false)
   SVC_MAX_FILE_MB           largest file indexed, in MB (default 100)
   SVC_MAX_TEXT_MB           most text indexed from one file, in MB (default 20)
+  SVC_TENANT_QUOTAS         endpoints=500,datasets=100,models=100,policies=50 per tenant (policies: per endpoint)
   SVC_LOG_LEVEL             fatal, error, warn, info, debug, trace or silent (default info)
 `;
 
@@ -64,7 +66,23 @@ async function main(argv: string[]): Promise<number> {
   }
   // Imported here so that --version and --help answer without loading the whole server.
   const { startServer } = await import('./server.ts');
-  const server = await startServer(config);
+  let server: Awaited<ReturnType<typeof startServer>>;
+  try {
+    server = await startServer(config);
+  } catch (error) {
+    const line = startupFailure(error, config);
+    if (!line) throw error;
+    console.error(`knode: ${line}`);
+    return 1;
+  }
+  const facts = { url: server.url, ingestionRoots: config.ingestionRoots, hasUsers: await server.services.auth.hasUsers() };
+  // A person at a terminal reads the block; a service manager's log gets the same facts as one JSON line.
+  if (process.stdout.isTTY) console.log(`\n${startupBanner(config, facts)}\n`);
+  else
+    server.app.log.info(
+      { console: consoleUrl(server.url), data_dir: config.dataDir, development_mode: config.adminApiKey === '' },
+      'knode is ready',
+    );
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) {

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import pino, { type DestinationStream, type Logger } from 'pino';
+import type { DestinationStream, Logger } from 'pino';
 import { FailedAuthLimiter } from './auth/failed-attempts.ts';
 import { CredentialGuard } from './auth/guard.ts';
 import { AuthService } from './auth/service.ts';
@@ -21,6 +21,7 @@ import { IngestionEngine } from './ingestion/engine.ts';
 import { FileRepository } from './ingestion/files-repository.ts';
 import { ParserPool } from './ingestion/parser-pool.ts';
 import { LocalModelRegistry } from './llm/llama-cpp/model-registry.ts';
+import { createLogger } from './logging.ts';
 import { MarketplaceRepository } from './marketplaces/repository.ts';
 import { MarketplaceService } from './marketplaces/service.ts';
 import { Metrics } from './metrics/metrics.ts';
@@ -132,8 +133,7 @@ export interface ServiceOptions {
 }
 
 export async function createServices(config: Config, options: ServiceOptions = {}): Promise<Services> {
-  const logOptions = { level: config.logLevel, redact: ['req.headers.authorization'] };
-  const log = options.logDestination ? pino(logOptions, options.logDestination) : pino(logOptions);
+  const log = createLogger(config, options.logDestination);
   // The embedder is shared by the process: its one warning (USE-lite fell back to tfjs) goes to the last log.
   setUseLiteWarningListener((message) => log.warn(message));
   const clock = options.clock ?? systemClock;
