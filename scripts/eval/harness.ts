@@ -54,9 +54,9 @@ export interface Evaluation {
   figures: Figures[];
 }
 
-const LIMIT = 10;
+export const LIMIT = 10;
 const USER = { email: 'eval@example.com', password: 'evaluation password', tenant_name: 'eval' };
-const SLUG = 'retrieval-eval';
+export const SLUG = 'retrieval-eval';
 
 export interface EvaluateOptions {
   /** knode's data directory: reused when it already holds this set's index. */
@@ -68,7 +68,23 @@ export interface EvaluateOptions {
   log?: (line: string) => void;
 }
 
-export async function evaluate(set: EvalSet, options: EvaluateOptions): Promise<Evaluation> {
+/** A whole knode with the corpus indexed and the evaluation endpoint made, ready to be asked. */
+export interface OpenedEvaluation {
+  readonly call: Call;
+  readonly token: string;
+  readonly datasetId: string;
+  readonly indexingSeconds: number;
+  readonly reusedIndex: boolean;
+  readonly chunks: number;
+  readonly failedFiles: { path: string; error: string | null }[];
+  close(): Promise<void>;
+}
+
+/** Starts knode on `options.dataDir`, indexes `corpus` (or finds it indexed) and makes the raw endpoint. */
+export async function openEvaluation(
+  corpus: { dir: string; files: readonly unknown[] },
+  options: Omit<EvaluateOptions, 'modes'>,
+): Promise<OpenedEvaluation> {
   const log = options.log ?? (() => {});
   const embedder = options.embedder ?? 'use-lite';
   const config = loadConfig({
@@ -82,10 +98,14 @@ export async function evaluate(set: EvalSet, options: EvaluateOptions): Promise<
   const services = await createServices(config);
   const app = await buildApp(services);
   await app.ready();
+  const close = async () => {
+    await app.close();
+    await services.close();
+  };
   try {
     const call = request(app);
     const token = await logIn(call);
-    const { datasetId, indexingSeconds, reusedIndex } = await indexCorpus(call, token, set, options.dataDir, log);
+    const { datasetId, indexingSeconds, reusedIndex } = await indexCorpus(call, token, corpus, options.dataDir, log);
     const view = await call('GET', `/api/v1/datasets/${datasetId}`, token);
     // Without ?limit the route answers every file as a plain array.
     const files = (await call('GET', `/api/v1/datasets/${datasetId}/files`, token)) as unknown as {
@@ -101,7 +121,20 @@ export async function evaluate(set: EvalSet, options: EvaluateOptions): Promise<
         dataset_id: datasetId,
         response_type: 'raw',
       });
+    const ingestion = (view as { ingestion: { chunks: number } }).ingestion;
+    return { call, token, datasetId, indexingSeconds, reusedIndex, chunks: ingestion.chunks, failedFiles, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
 
+export async function evaluate(set: EvalSet, options: EvaluateOptions): Promise<Evaluation> {
+  const log = options.log ?? (() => {});
+  const embedder = options.embedder ?? 'use-lite';
+  const opened = await openEvaluation(set, options);
+  const { call, token } = opened;
+  try {
     const figures: Figures[] = [];
     for (const mode of options.modes ?? MODES) {
       for (const threshold of THRESHOLDS) {
@@ -110,24 +143,22 @@ export async function evaluate(set: EvalSet, options: EvaluateOptions): Promise<
         log(`${mode} @ ${threshold}: R@1 ${f.recallAt1.toFixed(3)}  R@5 ${f.recallAt5.toFixed(3)}  MRR@10 ${f.mrrAt10.toFixed(3)}`);
       }
     }
-    const ingestion = (view as { ingestion: { chunks: number } }).ingestion;
     return {
       fingerprint: set.fingerprint,
       embedder,
       files: set.files.length,
-      chunks: ingestion.chunks,
-      failedFiles,
-      indexingSeconds,
-      reusedIndex,
+      chunks: opened.chunks,
+      failedFiles: opened.failedFiles,
+      indexingSeconds: opened.indexingSeconds,
+      reusedIndex: opened.reusedIndex,
       figures,
     };
   } finally {
-    await app.close();
-    await services.close();
+    await opened.close();
   }
 }
 
-type Call = (method: 'GET' | 'POST', url: string, token?: string, payload?: object) => Promise<Record<string, unknown>>;
+export type Call = (method: 'GET' | 'POST', url: string, token?: string, payload?: object) => Promise<Record<string, unknown>>;
 
 function bearer(token?: string): Record<string, string> {
   return token ? { authorization: `Bearer ${token}` } : {};
@@ -157,7 +188,7 @@ const INDEXED_MARK = 'eval-indexed.json';
 async function indexCorpus(
   call: Call,
   token: string,
-  set: EvalSet,
+  set: { dir: string; files: readonly unknown[] },
   dataDir: string,
   log: (line: string) => void,
 ): Promise<{ datasetId: string; indexingSeconds: number; reusedIndex: boolean }> {

@@ -27,7 +27,7 @@ export interface SourceDocument {
 }
 
 /** Documents are cut to this many words: long enough to be realistic, short enough to index in minutes. */
-const MAX_WORDS = 3000;
+export const MAX_WORDS = 3000;
 const MIN_WORDS = 250;
 
 export const SOURCE_PATHS = {
@@ -43,12 +43,12 @@ export function readAllSources(): SourceDocument[] {
 
 // ------------------------------------------------------------------------------------------ helpers
 
-function readMaybeGzipped(path: string): string {
+export function readMaybeGzipped(path: string): string {
   const bytes = readFileSync(path);
   return path.endsWith('.gz') ? gunzipSync(bytes).toString('utf8') : bytes.toString('utf8');
 }
 
-function slug(text: string): string {
+export function slug(text: string): string {
   return text
     .toLowerCase()
     .replace(/[^a-z0-9]+/g, '-')
@@ -56,12 +56,12 @@ function slug(text: string): string {
     .slice(0, 60);
 }
 
-function documentWords(sections: readonly Section[]): number {
+export function documentWords(sections: readonly Section[]): number {
   return sections.reduce((sum, section) => sum + wordCount(section.paragraphs.join(' ')), 0);
 }
 
 /** Keeps whole paragraphs until MAX_WORDS, so a long source still ends at a paragraph boundary. */
-function capWords(sections: readonly Section[], max = MAX_WORDS): Section[] {
+export function capWords(sections: readonly Section[], max = MAX_WORDS): Section[] {
   const kept: Section[] = [];
   let total = 0;
   for (const section of sections) {
@@ -83,7 +83,7 @@ function capWords(sections: readonly Section[], max = MAX_WORDS): Section[] {
 }
 
 /** Paragraphs of plain text: blank-line separated, lines joined, whitespace collapsed. */
-function paragraphsOf(text: string): string[] {
+export function paragraphsOf(text: string): string[] {
   return text
     .split(/\n\s*\n/)
     .map((block) =>
@@ -107,7 +107,7 @@ interface InfoNode {
 }
 
 // Indexes, licences (common-licenses has them), the Top node (a table of contents) and history notes.
-const SKIPPED_NODES = /index|^top$|copying|license|licence|^(gnu )?free documentation|^history$|^contributors|^thanks|^authors/i;
+export const SKIPPED_NODES = /index|^top$|copying|license|licence|^(gnu )?free documentation|^history$|^contributors|^thanks|^authors/i;
 
 function infoManuals(): SourceDocument[] {
   if (!existsSync(SOURCE_PATHS.info)) return [];
@@ -141,7 +141,7 @@ function infoNodes(manual: string, text: string): InfoNode[] {
 }
 
 /** A node's text in sections: info headings are a line underlined with *, =, - or . of the same length. */
-function infoSections(body: string): Section[] {
+export function infoSections(body: string): Section[] {
   const withoutMenu = body.replace(/\n\* Menu:[\s\S]*$/, '\n');
   const cleaned = withoutMenu
     // Cross references read as plain words: "*Note Sorting::" -> "see Sorting".
@@ -252,7 +252,7 @@ interface MarkdownSection extends Section {
 }
 
 /** Headings and paragraphs of Markdown (ATX or underlined headings); code blocks kept as paragraphs. */
-function markdownSections(markdown: string): { title: string; sections: MarkdownSection[] } {
+export function markdownSections(markdown: string): { title: string; sections: MarkdownSection[] } {
   const text = normalise(
     markdown
       .replace(/<!--[\s\S]*?-->/g, '')
@@ -345,7 +345,7 @@ function readmes(): SourceDocument[] {
   return documents;
 }
 
-function listFiles(dir: string): string[] {
+export function listFiles(dir: string): string[] {
   const files: string[] = [];
   for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
     const path = join(dir, entry.name);
@@ -356,7 +356,7 @@ function listFiles(dir: string): string[] {
 }
 
 /** Source code, configuration or tables saved as .txt: few sentences per symbol. */
-function looksLikeCode(sections: readonly Section[]): boolean {
+export function looksLikeCode(sections: readonly Section[]): boolean {
   const text = sections.flatMap((section) => section.paragraphs).join(' ');
   const symbols = (text.match(/[{}();=<>|\\$]/g) ?? []).length;
   return symbols / Math.max(1, text.length) > 0.03;
