@@ -273,7 +273,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
       connected: (tenant, id) => satelliteRegistry.connected(tenant, id),
       deleted: (id) => satelliteRegistry.forget(id),
     },
-    tenantFetch,
+    outbound,
   );
   const walletRepository = new WalletRepository(db, box);
   const journal = new SettlementJournal(database);
@@ -317,6 +317,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
       ingestionRoots,
       ingestion,
       files,
+      outbound,
     ),
     ingestion,
     models,

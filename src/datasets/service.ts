@@ -8,6 +8,7 @@ import { USE_LITE_DIMENSION } from '../embeddings/use-lite.ts';
 import type { Listed } from '../http/pagination.ts';
 import type { IngestionEngine } from '../ingestion/engine.ts';
 import type { FileRepository } from '../ingestion/files-repository.ts';
+import type { OutboundPolicy } from '../outbound/reach.ts';
 import type { IngestionRoots } from '../tenants/ingestion-roots.ts';
 import { calibrationFor } from '../vectors/calibration.ts';
 import { RANKING } from '../vectors/ranking.ts';
@@ -28,6 +29,8 @@ export class DatasetService {
     private readonly roots: IngestionRoots,
     private readonly ingestion: IngestionEngine,
     private readonly files: FileRepository,
+    /** What the tenant's calls may reach: an embedder's base_url it may never call is refused when configured (outbound/). */
+    private readonly outbound?: OutboundPolicy,
   ) {}
 
   async create(tenant: Tenant, body: Static<typeof CreateDatasetBody>): Promise<DatasetViewData> {
@@ -45,10 +48,21 @@ export class DatasetService {
       created_at: timestamp,
       updated_at: timestamp,
     };
+    await this.checkAddress(tenant, record.configuration.base_url);
     await conflictAs(`Dataset named '${body.name}' already exists`, () => this.datasets.insert(record, this.rules.quota));
     // A new dataset starts at once; its first scan runs in the background (status tells how far it got).
     void this.ingestion.start(record.id);
     return this.view(record);
+  }
+
+  /**
+   * An `openai:` embedder's base_url whose host knode will not call for this tenant (a metadata service,
+   * link-local, loopback or private where not allowed) is a 422 on the field now, not a failed dataset later.
+   */
+  private async checkAddress(tenant: Tenant, baseUrl: string | null | undefined): Promise<void> {
+    if (!this.outbound || typeof baseUrl !== 'string' || baseUrl === '') return;
+    const refused = (await this.outbound.forTenant(tenant.id)).hostRefusal(new URL(baseUrl).hostname);
+    if (refused) throw ValidationError.body(['configuration', 'base_url'], refused, 'url_refused');
   }
 
   /** The tenant's datasets, or the window of them asked for, and how many there are. */

@@ -3,6 +3,8 @@ import { conflictAs } from '../db/conflicts.ts';
 import { type Db, inTransaction, now } from '../db/database.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
+import { outboundFetch } from '../outbound/fetch.ts';
+import type { OutboundPolicy } from '../outbound/reach.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import { hubAccountKey } from '../syfthub/account.ts';
 import { type AccountingService, HttpAccountingService } from '../syfthub/accounting.ts';
@@ -35,8 +37,8 @@ export class MarketplaceService {
     private readonly box: SecretBox,
     private readonly hubs: HubClients,
     private readonly hooks: MarketplaceHooks | undefined,
-    /** The outbound module's fetch for a tenant: its accounting service is called through it (outbound/). */
-    private readonly outbound: (tenantId: string) => Promise<(url: string, init: RequestInit) => Promise<Response>>,
+    /** What the tenant's calls may reach: its hub and accounting service are called through the outbound module. */
+    private readonly outbound: OutboundPolicy,
   ) {}
 
   /** The first marketplace of a tenant becomes its default; `is_default: true` moves the default here. */
@@ -47,6 +49,7 @@ export class MarketplaceService {
     }
     const id = crypto.randomUUID();
     const url = body.url.replace(/\/+$/, '');
+    await this.checkAddresses(tenant, { url, accounting_url: body.accounting_url });
     const account = hubAccountKey(url, body.username);
     await this.requireFreeAccount(tenant, account, undefined); // before the login, which the hub rations
     await this.hubs.connect(id, { name: body.name, url, username: body.username, password: body.password }, tenant.id);
@@ -107,6 +110,7 @@ export class MarketplaceService {
       throw ValidationError.body('is_default', 'A tenant always has a default marketplace: make another one the default instead');
     }
     const url = body.url?.replace(/\/+$/, '');
+    await this.checkAddresses(tenant, { url, accounting_url: body.accounting_url });
     const username = body.username ?? row.username;
     const password = body.password ?? this.box.decrypt(row.password);
     const account = hubAccountKey(url ?? row.url, username);
@@ -174,8 +178,21 @@ export class MarketplaceService {
         email: marketplace.accounting_email,
         password: this.box.decrypt(marketplace.accounting_password),
       },
-      await this.outbound(tenant.id),
+      outboundFetch(await this.outbound.forTenant(tenant.id)),
     );
+  }
+
+  /**
+   * A URL whose host knode will not call for this tenant (a metadata service, link-local, loopback or private
+   * where not allowed) is a 422 on its field, before any login is sent (outbound/reach.ts).
+   */
+  private async checkAddresses(tenant: Tenant, urls: { url?: string | undefined; accounting_url?: string | null | undefined }) {
+    const reach = await this.outbound.forTenant(tenant.id);
+    for (const [field, value] of Object.entries(urls)) {
+      if (typeof value !== 'string') continue;
+      const refused = reach.hostRefusal(new URL(value).hostname);
+      if (refused) throw ValidationError.body(field, refused, 'url_refused');
+    }
   }
 
   /**

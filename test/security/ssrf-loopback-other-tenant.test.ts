@@ -62,6 +62,36 @@ describe("security: another tenant's model at 127.0.0.1 is refused unless the op
     expect(local.requests.length).toBe(before);
   });
 
+  test('another tenant: its marketplace, accounting, wallet RPC and embedder on loopback are refused alike (422)', async () => {
+    const before = local.requests.length;
+    const marketplace = await t.request({
+      method: 'POST',
+      url: '/api/v1/marketplaces/',
+      token: other.token,
+      payload: { name: 'local-hub', url: local.url, username: 'u', password: 'p' },
+    });
+    expect(issueLocs(marketplace)).toEqual(['body.url']);
+    const wallet = await t.request({
+      method: 'POST',
+      url: '/api/v1/settings/wallet',
+      token: other.token,
+      payload: { wallet_address: `0x${'ef'.repeat(20)}`, testnet: true, rpc_url: `${local.url}/rpc` },
+    });
+    expect(issueLocs(wallet)).toEqual(['body.rpc_url']);
+    const dataset = await t.request({
+      method: 'POST',
+      url: '/api/v1/datasets/',
+      token: other.token,
+      payload: {
+        name: 'local-embedder',
+        dtype: 'local_file',
+        configuration: { ingestionPath: t.dataDir, embedder: 'openai:nomic-embed-text', base_url: `${local.url}/v1` },
+      },
+    });
+    expect(issueLocs(dataset)).toEqual(['body.configuration.base_url']);
+    expect(local.requests.length).toBe(before);
+  });
+
   test('another tenant: private network addresses are refused alike (decided before any connection)', async () => {
     for (const base_url of ['http://10.0.0.5:11434/v1', 'http://192.168.1.20/v1', 'http://172.16.0.1/v1', 'http://[fd12::1]/v1']) {
       const [issue] = validationIssues(await createModel(other, base_url));

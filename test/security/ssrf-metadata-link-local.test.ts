@@ -80,15 +80,35 @@ describe('security: cloud metadata and link-local addresses are never called', (
     expect(issueLocs(response)).toEqual(['body.rpc_url']);
   });
 
-  test('a marketplace: 403 saying why, before any login is sent', async () => {
+  test('a marketplace: 422 on url or accounting_url, before any login is sent', async () => {
+    for (const [field, payload] of [
+      ['url', { url: 'http://169.254.169.254/latest' }],
+      ['accounting_url', { url: 'http://127.0.0.1:9', accounting_url: 'http://[fd00:ec2::254]/latest' }],
+    ] as const) {
+      const response = await t.request({
+        method: 'POST',
+        url: '/api/v1/marketplaces/',
+        token: owner.token,
+        payload: { name: 'imds', username: 'u', password: 'p', ...payload },
+      });
+      const [issue] = validationIssues(response);
+      expect(issue?.loc).toEqual(['body', field]);
+      expect(issue?.msg).toContain('cloud metadata service');
+    }
+  });
+
+  test("a dataset's openai: embedder: 422 on configuration.base_url", async () => {
     const response = await t.request({
       method: 'POST',
-      url: '/api/v1/marketplaces/',
+      url: '/api/v1/datasets/',
       token: owner.token,
-      payload: { name: 'imds', url: 'http://169.254.169.254/latest', username: 'u', password: 'p' },
+      payload: {
+        name: 'imds-embedder',
+        dtype: 'local_file',
+        configuration: { ingestionPath: t.dataDir, embedder: 'openai:text-embedding-3-small', base_url: 'http://169.254.169.254/v1' },
+      },
     });
-    expect(response.statusCode).toBe(403);
-    expect(response.json().detail).toContain('cloud metadata service');
+    expect(issueLocs(response)).toEqual(['body.configuration.base_url']);
   });
 
   test('SVC_OUTBOUND_ALLOW cannot allow them: one clear line at start-up', () => {
