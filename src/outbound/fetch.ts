@@ -72,7 +72,10 @@ async function send(reach: Reach, options: OutboundOptions, input: string | URL 
         redirect: 'manual',
         signal,
         // The certificate is checked for the host that was asked for, not for the address connected to.
-        ...(url.protocol === 'https:' && isIP(bareHost(url)) === 0 ? { tls: { serverName: bareHost(url) } } : {}),
+        // (Checked by hand with a certificate for a name and a server on 127.0.0.1: verified against serverName.)
+        ...(url.protocol === 'https:' && isIP(bareHost(url)) === 0
+          ? { tls: { ...(init as { tls?: object }).tls, serverName: bareHost(url) } }
+          : {}),
       } as RequestInit);
     } finally {
       clearTimeout(timer);
@@ -137,7 +140,8 @@ async function checkedAddress(reach: Reach, url: URL, lookup: (host: string) => 
     const refusal = reach.addressRefusal(host, address);
     if (refusal) throw new OutboundRefusedError(refusal);
   }
-  return addresses[0] as string;
+  // IPv4 first when there is one: a pinned address gets no second try, and IPv6 routes are the ones often broken.
+  return (addresses.find((address) => isIP(address) === 4) ?? addresses[0]) as string;
 }
 
 function bareHost(url: URL): string {
