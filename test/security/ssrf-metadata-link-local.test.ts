@@ -3,6 +3,7 @@ import { ConfigError, loadConfig } from '../../src/config.ts';
 import { OutboundRefusedError } from '../../src/outbound/errors.ts';
 import { outboundFetch } from '../../src/outbound/fetch.ts';
 import { Reach } from '../../src/outbound/reach.ts';
+import { addressKind } from '../../src/util/ip-ranges.ts';
 import { startHostileServer } from '../fakes/hostile-server.ts';
 import { createTestApp, issueLocs, type TestApp, type TestUser, validationIssues } from '../helpers/app.ts';
 
@@ -121,6 +122,56 @@ describe('security: cloud metadata and link-local addresses are never called', (
       private: false,
       hosts: ['ollama.lan'],
       cidrs: ['10.1.0.0/16'],
+    });
+  });
+});
+
+describe('security: an address is judged by what it reaches, however it is spelled', () => {
+  test('IPv4 inside IPv6 (mapped, NAT64, 6to4) is the IPv4 address', () => {
+    expect(
+      Object.fromEntries(
+        [
+          '169.254.169.254',
+          '::ffff:169.254.169.254',
+          '::ffff:a9fe:a9fe',
+          '64:ff9b::a9fe:a9fe',
+          '2002:a9fe:a9fe::1',
+          'fd00:ec2::254',
+          'fe80::1%eth0',
+          '[fe80::1]',
+          '127.0.0.1',
+          '::ffff:7f00:1',
+          '0.0.0.0',
+          '::',
+          '::1',
+          '10.1.2.3',
+          'fd12::1',
+          '100.64.0.1',
+          '224.0.0.1',
+          '93.184.216.34',
+          '2606:2800:220:1::1',
+        ].map((address) => [address, addressKind(address)]),
+      ),
+    ).toEqual({
+      '169.254.169.254': 'metadata',
+      '::ffff:169.254.169.254': 'metadata',
+      '::ffff:a9fe:a9fe': 'metadata',
+      '64:ff9b::a9fe:a9fe': 'metadata',
+      '2002:a9fe:a9fe::1': 'metadata',
+      'fd00:ec2::254': 'metadata',
+      'fe80::1%eth0': 'link-local',
+      '[fe80::1]': 'link-local',
+      '127.0.0.1': 'loopback',
+      '::ffff:7f00:1': 'loopback',
+      '0.0.0.0': 'loopback',
+      '::': 'loopback',
+      '::1': 'loopback',
+      '10.1.2.3': 'private',
+      'fd12::1': 'private',
+      '100.64.0.1': 'private',
+      '224.0.0.1': 'reserved',
+      '93.184.216.34': 'public',
+      '2606:2800:220:1::1': 'public',
     });
   });
 });
