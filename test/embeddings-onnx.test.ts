@@ -1,25 +1,22 @@
 /**
  * USE-lite on ONNX Runtime: the TF.js graph converted to ONNX (src/embeddings/tfjs-graph-to-onnx.ts),
  * its tokenizer, and the proof that it gives tfjs' vectors (so a dataset's stored vectors stay valid):
- * cosine >= 0.999 on each of 1,000 real chunks (this machine's documentation, chunked as ingestion does).
- *
- * tfjs takes about 30 s for those 1,000 chunks, so its vectors are kept in the temporary folder under
- * a key of everything that decides them (the texts, the model's files, the tfjs packages' versions) and
- * computed again whenever one of them changes.
+ * cosine >= 0.999 on each of 100 real chunks (this machine's documentation, chunked as ingestion does;
+ * `scripts/bench/use-lite-equivalence.ts` checks 1,000), whose tfjs vectors are kept between runs.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { readAllSources } from '../scripts/eval/sources.ts';
+import { cosine, EDGE_TEXTS, realChunks, tfjsReference } from '../scripts/eval/use-lite-engines.ts';
 import { encodeOnnxModel } from '../src/embeddings/onnx-writer.ts';
 import { convertTfjsGraph, MAPPED_OPS, type TfjsModelJson, UnsupportedGraphError } from '../src/embeddings/tfjs-graph-to-onnx.ts';
 import { setUseLiteWarningListener, UseLiteEmbedder } from '../src/embeddings/use-lite.ts';
 import { convertedUseLiteModel, type UseLiteModelFiles, useLiteModelFiles } from '../src/embeddings/use-lite-model.ts';
 import { USE_LITE_MAX_TOKENS, UseLiteTokenizer, type Vocabulary } from '../src/embeddings/use-lite-tokenizer.ts';
-import { chunkText } from '../src/ingestion/chunker.ts';
 
-const CHUNKS = 1_000;
+/** A sample in the tests (their time is what a developer waits); scripts/bench/use-lite-equivalence.ts checks 1,000. */
+const CHUNKS = 100;
 const MIN_COSINE = 0.999;
 /** The int8 model (an option, not the default) moves vectors a little: 0.997 at worst (mean 0.9994) when measured. */
 const MIN_COSINE_INT8 = 0.995;
@@ -45,54 +42,12 @@ function withUnknownOp(): TfjsModelJson {
   return clone;
 }
 
-function cosine(a: Float32Array, b: Float32Array): number {
-  let dot = 0;
-  let normA = 0;
-  let normB = 0;
-  for (let i = 0; i < a.length; i++) {
-    const x = a[i] as number;
-    const y = b[i] as number;
-    dot += x * y;
-    normA += x * x;
-    normB += y * y;
-  }
-  return dot / Math.sqrt(normA * normB);
-}
-
-/** 1,000 chunks spread over every document of this machine's documentation (scripts/eval/sources.ts). */
-function realChunks(): string[] {
-  const all: string[] = [];
-  for (const document of readAllSources()) {
-    for (const section of document.sections) {
-      const text = [section.heading, ...section.paragraphs].filter(Boolean).join('\n\n');
-      all.push(...chunkText(text, { chunkSize: 1000, chunkOverlap: 100 }));
-    }
-  }
-  if (all.length < CHUNKS) throw new Error(`this machine's documentation gives ${all.length} chunks, the test needs ${CHUNKS}`);
-  const step = all.length / CHUNKS;
-  return Array.from({ length: CHUNKS }, (_, i) => all[Math.floor(i * step)] as string);
-}
-
 /** @energetic-ai/embeddings' own tokenizer (what the tfjs engine uses), without loading a model. */
 async function originalTokenizer(): Promise<{ encode(text: string): number[] }> {
   const { EmbeddingsModel } = await import('@energetic-ai/embeddings');
   const model = new EmbeddingsModel({ vocabulary: vocabulary as never, model: undefined as never });
   return (model as unknown as { tokenizer: { encode(text: string): number[] } }).tokenizer;
 }
-
-/** Awkward texts: empty, spaces only, ligatures and full-width forms (NFKC), unknown characters, emoji. */
-const EDGE_TEXTS = [
-  '',
-  ' ',
-  'a',
-  'What is the capital of France?',
-  'ﬁnancial ｆｕｌｌ-width ① ² ½ café naïve',
-  '日本語のテキスト、中文文本 и русский текст',
-  '🎉🎉 emoji 👩‍👩‍👧 ⚙️ and \u{1F600}\u{1F601}\u{1F602}',
-  '\u0000\u0001 control \t\ttabs\r\nand newlines\n\n\n',
-  '   leading and trailing spaces   ',
-  'word '.repeat(600),
-];
 
 describe('converting the TF.js graph to ONNX', () => {
   test('maps every op the USE-lite graph uses', () => {
@@ -161,7 +116,7 @@ describe('USE-lite on ONNX Runtime gives the vectors of tfjs', () => {
   let chunks: string[];
   let onnx: UseLiteEmbedder;
   beforeAll(() => {
-    chunks = realChunks();
+    chunks = realChunks(CHUNKS);
     onnx = new UseLiteEmbedder({ engine: 'onnx', threads: 2, intraOpThreads: 1 });
   });
   afterAll(async () => {
@@ -273,33 +228,3 @@ describe('engine choice and fallback', () => {
 });
 
 /** tfjs' vectors for `texts`, from the temporary folder when this exact computation was done before. */
-async function tfjsReference(texts: readonly string[]): Promise<Float32Array[]> {
-  const versions = ['@energetic-ai/core', '@energetic-ai/embeddings'].map(
-    (name) => (JSON.parse(readFileSync(require.resolve(`${name}/package.json`), 'utf8')) as { version: string }).version,
-  );
-  const hasher = new Bun.CryptoHasher('sha256').update(JSON.stringify(versions)).update(readFileSync(files.model));
-  for (const path of Object.values(files.shards)) hasher.update(readFileSync(path));
-  for (const text of texts) hasher.update(`${text.length}\0${text}`);
-  const folder = join(tmpdir(), `knode-test-cache-${process.getuid?.() ?? 'user'}`);
-  const path = join(folder, `use-lite-tfjs-${hasher.digest('hex').slice(0, 16)}.f32`);
-  if (existsSync(path)) {
-    const bytes = readFileSync(path);
-    const all = new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
-    if (all.length === texts.length * 512) return texts.map((_, i) => all.slice(i * 512, (i + 1) * 512));
-  }
-  const tfjs = new UseLiteEmbedder({ engine: 'tfjs', threads: 2 });
-  try {
-    const vectors = await tfjs.embed([...texts]);
-    mkdirSync(folder, { recursive: true, mode: 0o700 });
-    const all = new Float32Array(texts.length * 512);
-    vectors.forEach((vector, i) => {
-      all.set(vector, i * 512);
-    });
-    writeFileSync(`${path}.${process.pid}`, all);
-    // Whole or not at all: a test run stopped while writing leaves no half file behind.
-    require('node:fs').renameSync(`${path}.${process.pid}`, path);
-    return vectors;
-  } finally {
-    await tfjs.close();
-  }
-}

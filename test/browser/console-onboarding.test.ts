@@ -4,7 +4,8 @@
  * URL replaced by the hub double's, as another hub's would be), and the tunnel starts with the SyftHub account:
  * the hub hands out the ngrok credential and names the host, nothing is pasted. knode runs in this process (on a
  * loopback port) so that it can be given the test tunnel provider; development mode, so the console at this
- * machine holds the operator's settings. Screenshots go to docs/screenshots/ like the other browser tests'.
+ * machine holds the operator's settings. Screenshots go where the other browser tests' go (test-output/screenshots/, or docs/screenshots/ with
+ * `npm run screenshots`).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync } from 'node:fs';
@@ -15,7 +16,7 @@ import { FakeTunnelProvider } from '../fakes/tunnel.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { openConsoleAs, press, replaceInto, typeInto, unlabelledControls, waitForText, watch } from './page.ts';
 
-const SCREENSHOTS = resolve(import.meta.dir, '../..', process.env.SCREENSHOTS_DIR ?? 'docs/screenshots');
+const SCREENSHOTS = resolve(import.meta.dir, '../..', process.env.SCREENSHOTS_DIR ?? 'test-output/screenshots');
 const HUB_PASSWORD = 'a hub password';
 
 describe('onto SyftHub from the console', () => {

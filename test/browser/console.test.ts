@@ -8,7 +8,8 @@
  * model picked from the server's list → an endpoint → a streamed answer with its references in the
  * playground → an access policy whose live check refuses an e-mail. Then a refused token brings the login
  * page back. On every page: no console error, no failed request, every form control labelled. Screenshots
- * of the main pages go to docs/screenshots/ (the README shows them; SCREENSHOTS_DIR moves them).
+ * of the main pages go to test-output/screenshots/ (ignored by git; `npm run screenshots` writes the README's
+ * gallery in docs/screenshots/ instead).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
@@ -35,7 +36,7 @@ import {
   watch,
 } from './page.ts';
 
-const SCREENSHOTS = resolve(import.meta.dir, '../..', process.env.SCREENSHOTS_DIR ?? 'docs/screenshots');
+const SCREENSHOTS = resolve(import.meta.dir, '../..', process.env.SCREENSHOTS_DIR ?? 'test-output/screenshots');
 const OWNER = { email: 'ada@example.com', password: 'a long password' };
 const HUB_PASSWORD = 'a hub password';
 /**
