@@ -115,7 +115,8 @@ class Cancelled extends Error {
  * the chunks back from the store a window at a time.
  *
  * Datasets take turns at every stage, so one huge file never starves another dataset: files are
- * claimed in rounds across datasets, the parse thread takes one file of each dataset in turn, and
+ * claimed in rounds across datasets, a dataset's files are parsed on one thread while a second one is kept
+ * for the other datasets (each file within a parse budget of time, pages and memory), and
  * embedding runs in slices of about a second that alternate between datasets (embedding-scheduler.ts).
  * Every file's work carries an AbortSignal: deleting the file, stopping or deleting its dataset, or
  * closing the engine cancels it within moments (the parse thread is replaced, waiting slices dropped).
@@ -143,8 +144,10 @@ export class IngestionEngine {
     this.embedding = new EmbeddingScheduler({ concurrency: () => this.embeddingConcurrency(), slice: SLICE });
     // One file parsing per thread and one more ready to go (or being written): the pool's own queue
     // stays short, so the order of turns is decided here, fairly, and not by whoever queued first. A turn
-    // lasts until the file is searchable, which bounds how many parsed files memory holds.
-    this.parseTurns = new TurnGate(deps.pool.size + 1);
+    // lasts until the file is searchable, which bounds how many parsed files memory holds. A dataset holds
+    // at most its lane's threads plus one such turn: the rest stay free for the other datasets, whose files
+    // the pool's spare thread parses while this dataset's slow file holds its own (parser-pool.ts).
+    this.parseTurns = new TurnGate(deps.pool.threadCount + 1, undefined, deps.pool.size + 1);
   }
 
   /** At start-up: every dataset that was ingesting resumes, and its folder is reconciled with the index. */
@@ -488,7 +491,8 @@ export class IngestionEngine {
     try {
       const release = await this.parseTurns.acquire(runtime.datasetId, signal);
       try {
-        const prepared = await this.deps.pool.prepare(join(runtime.root, file.path), this.prepareOptions(runtime, file), signal);
+        const path = join(runtime.root, file.path);
+        const prepared = await this.deps.pool.prepare(path, this.prepareOptions(runtime, file), signal, runtime.datasetId);
         if (prepared.unchanged) {
           const status = await runtime.serial.run(() => this.deps.files.unchanged(file));
           if (status === 'searchable') runtime.lane.add(file);

@@ -10,6 +10,7 @@
 import { errorMessage } from '../domain/errors.ts';
 import { type Chunk, chunkDocument } from './chunker.ts';
 import { type ParsedDocument, ParseError, type ParseErrorCode, parseBytes, parseFile } from './parsers/index.ts';
+import { checkMemory, resetMemoryCheck } from './parsers/limits.ts';
 import { readFileLimited } from './read-file.ts';
 
 /** What ingestion asks of a file besides its text: chunks of this size, unless its hash is known already. */
@@ -35,10 +36,17 @@ export interface PreparedFile {
   chunks: Chunk[];
 }
 
+/** The parse budget of one file besides its sizes (parser-pool.ts sets it; the time limit is the pool's own). */
+export interface ParseBudget {
+  maxPages: number;
+  maxHeapBytes: number;
+}
+
 export interface ParseRequest {
   id: number;
   path: string;
   prepare?: PrepareOptions;
+  budget?: ParseBudget;
 }
 
 export type ParseResponse =
@@ -48,8 +56,9 @@ export type ParseResponse =
 declare var self: Worker;
 
 self.onmessage = async (event: MessageEvent<ParseRequest>) => {
-  const { id, path, prepare } = event.data;
-  postMessage(await answer(id, path, prepare));
+  const { id, path, prepare, budget } = event.data;
+  resetMemoryCheck();
+  postMessage(await answer(id, path, prepare && { ...prepare, ...budget }));
 };
 
 /**
@@ -57,15 +66,19 @@ self.onmessage = async (event: MessageEvent<ParseRequest>) => {
  * hashes, parses and chunks those same bytes. Hashing and chunking run here too: for a 20 MB file each
  * is work the HTTP thread should not do.
  */
-async function prepareFile(path: string, options: PrepareOptions): Promise<PreparedFile> {
+async function prepareFile(path: string, options: PrepareOptions & Partial<ParseBudget>): Promise<PreparedFile> {
   const bytes = await readFileLimited(path, options, { folder: options.folder, roots: options.roots });
   const hash = new Bun.CryptoHasher('sha256').update(bytes).digest('hex');
   if (hash === options.knownHash) return { hash, unchanged: true, chunks: [] };
   const doc = await parseBytes(path, bytes, options);
-  return { hash, unchanged: false, title: doc.title, chunks: chunkDocument(doc, options) };
+  // DOCX and HTML are parsed in one go: their memory is looked at once they are done, and once chunked.
+  checkMemory(options);
+  const chunks = chunkDocument(doc, options);
+  checkMemory(options);
+  return { hash, unchanged: false, title: doc.title, chunks };
 }
 
-async function answer(id: number, path: string, prepare?: PrepareOptions): Promise<ParseResponse> {
+async function answer(id: number, path: string, prepare?: PrepareOptions & Partial<ParseBudget>): Promise<ParseResponse> {
   try {
     if (prepare) return { id, ok: true, prepared: await prepareFile(path, prepare) };
     return { id, ok: true, doc: await parseFile(path) };

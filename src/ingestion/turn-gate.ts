@@ -5,18 +5,21 @@ interface Waiter {
 }
 
 /**
- * A few permits handed out in turns across keys (dataset ids): the parse thread takes one file of each
+ * A few permits handed out in turns across keys (dataset ids): the parse threads take one file of each
  * dataset in turn instead of every queued file of whichever dataset claimed first. A key that
  * `eligible` refuses (its parsed text is still waiting for the embedder) waits without holding up the
- * others; call `recheck` when that may have changed.
+ * others; call `recheck` when that may have changed. No key holds more than `perKey` permits, so that
+ * one dataset's files cannot take every permit while another dataset's file waits for one.
  */
 export class TurnGate {
   private readonly waiting = new FairQueue<Waiter>();
+  private readonly held = new Map<string, number>();
   private free: number;
 
   constructor(
     permits: number,
     private readonly eligible: (key: string) => boolean = () => true,
+    private readonly perKey = Number.POSITIVE_INFINITY,
   ) {
     this.free = permits;
   }
@@ -36,6 +39,9 @@ export class TurnGate {
             if (!held) return;
             held = false;
             this.free++;
+            const count = (this.held.get(key) ?? 1) - 1;
+            if (count > 0) this.held.set(key, count);
+            else this.held.delete(key);
             this.dispatch();
           });
         },
@@ -51,10 +57,16 @@ export class TurnGate {
   }
 
   private dispatch(): void {
+    const eligible = (key: string) => (this.held.get(key) ?? 0) < this.perKey && this.eligible(key);
     while (this.free > 0) {
-      const waiter = this.waiting.shift(this.eligible);
-      if (!waiter) return;
+      let granted: string | undefined;
+      const waiter = this.waiting.serve((items, key) => {
+        granted = key;
+        return items.shift();
+      }, eligible);
+      if (!waiter || granted === undefined) return;
       this.free--;
+      this.held.set(granted, (this.held.get(granted) ?? 0) + 1);
       waiter.grant();
     }
   }

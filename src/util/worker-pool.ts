@@ -9,6 +9,10 @@
  *
  * Both messages carry an `id` that the pool gives each task and the worker answers with, so that an
  * answer is matched to its task.
+ *
+ * A task may name a key (whose work it is: a dataset): with `perKey`, no key holds more than that many
+ * workers at once, and a waiting task of a key at its limit lets the tasks behind it go first. That is how
+ * one caller's slow tasks leave a worker free for the others.
  */
 
 /**
@@ -31,6 +35,13 @@ export interface WorkerPoolOptions<Response, Result> {
   result: (response: Response) => Result;
   /** A limit per task; without it a task may run as long as it takes. */
   timeout?: { ms: number; error: () => unknown };
+  /** The most workers the tasks of one key may hold at once (tasks without a key are not limited). */
+  perKey?: number;
+  /**
+   * Whether a worker that gave this answer is replaced afterwards (its task still settles with it): for a
+   * worker that says it grew past a budget, so that the memory it holds goes with it.
+   */
+  retire?: (response: Response) => boolean;
   /** What a task fails with when its worker throws an uncaught error (Bun's ErrorEvent)... */
   crashed: (event: ErrorEvent) => unknown;
   /** ...or exits by itself. */
@@ -49,6 +60,7 @@ export interface WorkerPoolOptions<Response, Result> {
 interface Task<Request, Result> {
   request: Request;
   signal: AbortSignal | undefined;
+  key: string | undefined;
   resolve: (result: Result) => void;
   reject: (error: unknown) => void;
 }
@@ -69,6 +81,8 @@ export class WorkerPool<Request extends { id: number }, Response extends { id: n
   constructor(private readonly options: WorkerPoolOptions<Response, Result>) {
     if (!Number.isInteger(options.size) || options.size < 1) throw new RangeError('worker pool size must be an integer >= 1');
     if (options.timeout && !(options.timeout.ms > 0)) throw new RangeError('worker pool timeout must be > 0');
+    if (options.perKey !== undefined && !(Number.isInteger(options.perKey) && options.perKey >= 1))
+      throw new RangeError('worker pool perKey must be an integer >= 1');
     this.size = options.size;
     this.slots = Array.from({ length: this.size }, () => ({}));
   }
@@ -78,8 +92,11 @@ export class WorkerPool<Request extends { id: number }, Response extends { id: n
     return this.queue.length + this.slots.filter((slot) => slot.task).length;
   }
 
-  /** Queues `message` (the pool adds its id) and resolves with the result of the worker's answer. */
-  run(message: Omit<Request, 'id'>, signal?: AbortSignal): Promise<Result> {
+  /**
+   * Queues `message` (the pool adds its id) and resolves with the result of the worker's answer; `key`
+   * says whose task it is (see `perKey`).
+   */
+  run(message: Omit<Request, 'id'>, signal?: AbortSignal, key?: string): Promise<Result> {
     const interrupt = this.options.abort === 'interrupt';
     if (interrupt && signal?.aborted) return Promise.reject(signal.reason);
     return new Promise<Result>((resolve, reject) => {
@@ -88,6 +105,7 @@ export class WorkerPool<Request extends { id: number }, Response extends { id: n
       const task: Task<Request, Result> = {
         request: { ...message, id: this.nextId++ } as Request,
         signal,
+        key,
         resolve: (result) => {
           done();
           resolve(result);
@@ -149,13 +167,34 @@ export class WorkerPool<Request extends { id: number }, Response extends { id: n
     this.notifyIdle();
   }
 
-  /** The first waiting task whose caller still wants it; the others reject with their signal's reason. */
+  /**
+   * The first waiting task whose caller still wants it and whose key is under its limit; tasks whose
+   * signal aborted leave the queue (rejected with its reason), those of a key at its limit keep their place.
+   */
   private nextTask(): Task<Request, Result> | undefined {
-    for (let task = this.queue.shift(); task; task = this.queue.shift()) {
-      if (!task.signal?.aborted) return task;
-      task.reject(task.signal.reason);
+    for (let index = 0; index < this.queue.length; ) {
+      const task = this.queue[index] as Task<Request, Result>;
+      if (task.signal?.aborted) {
+        this.queue.splice(index, 1);
+        task.reject(task.signal.reason);
+        continue;
+      }
+      if (this.atLimit(task.key)) {
+        index++;
+        continue;
+      }
+      this.queue.splice(index, 1);
+      return task;
     }
     return undefined;
+  }
+
+  private atLimit(key: string | undefined): boolean {
+    const limit = this.options.perKey;
+    if (key === undefined || limit === undefined) return false;
+    let running = 0;
+    for (const slot of this.slots) if (slot.task?.key === key) running++;
+    return running >= limit;
   }
 
   private start(slot: Slot<Request, Result>, task: Task<Request, Result>): void {
@@ -187,7 +226,8 @@ export class WorkerPool<Request extends { id: number }, Response extends { id: n
   private settle(slot: Slot<Request, Result>, response: Response): void {
     const task = slot.task;
     if (!task || response.id !== task.request.id) return;
-    this.release(slot);
+    if (this.options.retire?.(response)) this.retire(slot);
+    else this.release(slot);
     try {
       task.resolve(this.options.result(response));
     } catch (error) {

@@ -1,3 +1,4 @@
+import { heapSize } from 'bun:jsc';
 import { ParseError } from './types.ts';
 
 /**
@@ -8,6 +9,10 @@ import { ParseError } from './types.ts';
 export interface FileLimits {
   readonly maxFileBytes: number;
   readonly maxTextBytes: number;
+  /** The parse budget (parser-pool.ts): the most pages a PDF may have, checked before any page is read. */
+  readonly maxPages?: number;
+  /** The parse budget: the most JavaScript heap the parse thread may hold, checked between steps (checkMemory). */
+  readonly maxHeapBytes?: number;
 }
 
 const MEGABYTE = 1024 * 1024;
@@ -52,4 +57,51 @@ export function textTooLarge(bytes: number, limits: FileLimits, soFar = false): 
 /** UTF-8 size of a string without encoding it. */
 export function utf8Bytes(text: string): number {
   return Buffer.byteLength(text, 'utf8');
+}
+
+/** A PDF past the page budget, told before a page of it is read. */
+export function tooManyPages(pages: number, maxPages: number): ParseError {
+  return new ParseError('too_many_pages', `the PDF has ${pages} pages, more than the ${maxPages} a file may have: not parsed`);
+}
+
+/** What the parse thread held when it was found over its memory budget. */
+export function outOfMemory(heapBytes: number, maxHeapBytes: number): ParseError {
+  return new ParseError(
+    'out_of_memory',
+    `parsing held ${megabytes(heapBytes)} of memory, more than the ${setting(maxHeapBytes)} a file may use: stopped`,
+  );
+}
+
+/**
+ * The resident size above which the thread's own heap is measured again (see checkMemory); one per parse
+ * thread, as each has its own module state.
+ */
+let nextMeasureAt = 0;
+
+/**
+ * Throws when this parse thread's JavaScript heap holds more than `limits.maxHeapBytes`. Called between
+ * steps of a parse (every few PDF pages, after parsing, after chunking); a step cannot be interrupted, so
+ * a step's own allocation is the most it can overshoot by.
+ *
+ * Bun ignores a Worker's `resourceLimits` (tried on Bun 1.4.5: a worker given maxOldGenerationSizeMb: 64
+ * grew to 3.2 GB), so the thread measures itself. Measuring is not free: bun:jsc's heapSize() is exact only
+ * after a full collection (between two it lagged the real heap by 2 GB) and a full collection of a 70 MB
+ * heap takes tens of milliseconds. So the process's resident size, which is cheap to read and never less
+ * than what this thread holds, decides when to measure: while it is under the budget (or has not grown by
+ * the room the last measurement left) this thread cannot be over it, and nothing is collected.
+ */
+export function checkMemory(limits: FileLimits): void {
+  const max = limits.maxHeapBytes;
+  if (max === undefined || !Number.isFinite(max)) return;
+  const rss = process.memoryUsage.rss();
+  if (rss < Math.max(max, nextMeasureAt)) return;
+  Bun.gc(true);
+  const live = heapSize();
+  if (live > max) throw outOfMemory(live, max);
+  nextMeasureAt = rss + (max - live);
+}
+
+/** Forgets the last measurement: a new file starts with a fresh look (parse-worker.ts calls it per file). */
+export function resetMemoryCheck(): void {
+  nextMeasureAt = 0;
 }

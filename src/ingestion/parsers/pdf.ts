@@ -1,6 +1,6 @@
 import { errorMessage } from '../../domain/errors.ts';
 import { ensureDomMatrix } from './dom-matrix.ts';
-import { type FileLimits, textTooLarge, utf8Bytes } from './limits.ts';
+import { checkMemory, type FileLimits, textTooLarge, tooManyPages, utf8Bytes } from './limits.ts';
 import { type ParsedDocument, type ParsedSection, ParseError } from './types.ts';
 
 /**
@@ -48,7 +48,10 @@ async function withoutCanvasWarnings<T>(load: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Pages read per getText call: the text limit is checked between them, so a huge PDF stops early. */
+/**
+ * Pages read per getText call: the text limit and the memory budget are checked between them, so a huge
+ * PDF stops early.
+ */
 const PAGES_PER_STEP = 16;
 
 export async function parsePdf(bytes: Uint8Array, limits: FileLimits): Promise<ParsedDocument> {
@@ -60,6 +63,7 @@ export async function parsePdf(bytes: Uint8Array, limits: FileLimits): Promise<P
     useSystemFonts: false,
   });
   try {
+    await checkPageCount(parser, limits);
     const sections = await pdfPages(parser, limits);
     const title = await pdfTitle(parser);
     return title ? { title, sections } : { sections };
@@ -68,6 +72,27 @@ export async function parsePdf(bytes: Uint8Array, limits: FileLimits): Promise<P
   } finally {
     await parser.destroy().catch(() => undefined);
   }
+}
+
+/** The page count as the document declares it (pdf-parse loads the document, not a page). */
+interface LoadedDocument {
+  numPages: number;
+}
+
+/**
+ * Refuses a PDF with more pages than the budget before any page is read. pdf.js takes the count from the
+ * page tree's root (`/Count`), without walking it; reading pages goes no further than that count either,
+ * so a file that declares fewer pages than it holds is read only as far as it declares.
+ *
+ * pdf-parse's `load` (which opens the document once and keeps it for getText) is private in its types,
+ * hence the cast; a pdf-parse without it fails this file's parse, and test/security/ingestion-page-budget
+ * fails with it.
+ */
+async function checkPageCount(parser: InstanceType<PdfParseModule['PDFParse']>, limits: FileLimits): Promise<void> {
+  const max = limits.maxPages;
+  if (max === undefined || !Number.isFinite(max)) return;
+  const doc = await (parser as unknown as { load(): Promise<LoadedDocument> }).load();
+  if (doc.numPages > max) throw tooManyPages(doc.numPages, max);
 }
 
 /**
@@ -87,6 +112,7 @@ async function pdfPages(parser: InstanceType<PdfParseModule['PDFParse']>, limits
       if (textBytes > limits.maxTextBytes) throw textTooLarge(textBytes, limits, page.num < total);
       sections.push({ text: page.text, page: page.num });
     }
+    checkMemory(limits);
   }
   return sections;
 }

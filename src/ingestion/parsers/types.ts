@@ -31,6 +31,10 @@ export type ParseErrorCode =
   | 'worker_crashed'
   /** Larger than SVC_MAX_FILE_MB, or more text than SVC_MAX_TEXT_MB. */
   | 'too_large'
+  /** A PDF with more pages than a file may have (parser-pool.ts, the parse budget): refused before its pages are read. */
+  | 'too_many_pages'
+  /** The parse thread's heap grew past its budget while parsing this file; the thread was replaced. */
+  | 'out_of_memory'
   /** A .txt or .md (or .html) file whose bytes are not text. */
   | 'binary'
   /** The file resolves (through a symbolic link) outside the dataset folder or the tenant's roots. */
@@ -61,6 +65,8 @@ const PARSE_ERROR_CODES: ReadonlySet<string> = new Set<ParseErrorCode>([
   'timeout',
   'worker_crashed',
   'too_large',
+  'too_many_pages',
+  'out_of_memory',
   'binary',
   'outside_folder',
 ]);
