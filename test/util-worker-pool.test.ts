@@ -184,9 +184,26 @@ describe('WorkerPool', () => {
     expect((await new Response(child.stdout).text()).trim()).toBe('ANSWERED');
   });
 
-  test('rejects a nonsensical size or timeout', () => {
+  test("a key at its perKey limit lets another key's task take the free worker; its own waits its turn", async () => {
+    const workers = pool({ size: 2, perKey: 1 });
+    try {
+      const hung = workers.run({ text: 'hang' }, undefined, 'a');
+      const second = workers.run({ text: 'second of a' }, undefined, 'a');
+      // Queued behind both of them, and answered while the first still holds its worker.
+      expect(await workers.run({ text: 'b' }, undefined, 'b')).toBe('B');
+      expect(workers.pending).toBe(2);
+      workers.stop(new Error('test over'));
+      await expect(hung).rejects.toThrow('test over');
+      await expect(second).rejects.toThrow('test over');
+    } finally {
+      workers.stop(new Error('test over'));
+    }
+  });
+
+  test('rejects a nonsensical size, timeout or perKey', () => {
     expect(() => pool({ size: 0 })).toThrow(RangeError);
     expect(() => pool({ size: 1.5 })).toThrow(RangeError);
     expect(() => pool({ timeout: { ms: 0, error: () => new Error('never') } })).toThrow(RangeError);
+    expect(() => pool({ perKey: 0 })).toThrow(RangeError);
   });
 });

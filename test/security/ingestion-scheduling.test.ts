@@ -133,6 +133,24 @@ describe('taking turns', () => {
     expect(order).toEqual(['a', 'b', 'a', 'c']);
   });
 
+  test('the parse gate keeps a permit for another dataset while one dataset holds its share', async () => {
+    const gate = new TurnGate(3, undefined, 2);
+    const signal = new AbortController().signal;
+    const a = [await gate.acquire('a', signal), await gate.acquire('a', signal)];
+    let thirdOfA = false;
+    const third = gate.acquire('a', signal).then((release) => {
+      thirdOfA = true;
+      return release;
+    });
+    // B is served at once, though A asked first: A holds its two permits.
+    const b = await gate.acquire('b', signal);
+    expect(thirdOfA).toBe(false);
+    a[0]?.();
+    (await third)();
+    a[1]?.();
+    b();
+  });
+
   test('the fair queue takes one item of each key in turn', () => {
     const queue = new FairQueue<string>();
     for (const item of ['a1', 'a2', 'a3']) queue.push('a', item);
