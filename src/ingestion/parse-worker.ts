@@ -10,7 +10,7 @@
 import { errorMessage } from '../domain/errors.ts';
 import { type Chunk, chunkDocument } from './chunker.ts';
 import { type ParsedDocument, ParseError, type ParseErrorCode, parseBytes, parseFile } from './parsers/index.ts';
-import { checkMemory, resetMemoryCheck } from './parsers/limits.ts';
+import { checkMemory } from './parsers/limits.ts';
 import { readFileLimited } from './read-file.ts';
 
 /** What ingestion asks of a file besides its text: chunks of this size, unless its hash is known already. */
@@ -57,7 +57,6 @@ declare var self: Worker;
 
 self.onmessage = async (event: MessageEvent<ParseRequest>) => {
   const { id, path, prepare, budget } = event.data;
-  resetMemoryCheck();
   postMessage(await answer(id, path, prepare && { ...prepare, ...budget }));
 };
 

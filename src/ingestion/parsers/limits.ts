@@ -74,7 +74,9 @@ export function outOfMemory(heapBytes: number, maxHeapBytes: number): ParseError
 
 /**
  * The resident size above which the thread's own heap is measured again (see checkMemory); one per parse
- * thread, as each has its own module state.
+ * thread, as each has its own module state. Kept from file to file: a heap measured live stays a fair
+ * starting point, and measuring afresh for every file would cost a full collection per file whenever the
+ * process is large for other reasons (a local model loaded).
  */
 let nextMeasureAt = 0;
 
@@ -87,8 +89,10 @@ let nextMeasureAt = 0;
  * grew to 3.2 GB), so the thread measures itself. Measuring is not free: bun:jsc's heapSize() is exact only
  * after a full collection (between two it lagged the real heap by 2 GB) and a full collection of a 70 MB
  * heap takes tens of milliseconds. So the process's resident size, which is cheap to read and never less
- * than what this thread holds, decides when to measure: while it is under the budget (or has not grown by
- * the room the last measurement left) this thread cannot be over it, and nothing is collected.
+ * than what this thread holds, decides when to measure: while it is under the budget this thread cannot be
+ * over it, and after a measurement the thread is looked at again once the process has grown by the room
+ * that measurement left (memory other threads give back meanwhile makes this approximate, never by more
+ * than what they gave back).
  */
 export function checkMemory(limits: FileLimits): void {
   const max = limits.maxHeapBytes;
@@ -99,9 +103,4 @@ export function checkMemory(limits: FileLimits): void {
   const live = heapSize();
   if (live > max) throw outOfMemory(live, max);
   nextMeasureAt = rss + (max - live);
-}
-
-/** Forgets the last measurement: a new file starts with a fresh look (parse-worker.ts calls it per file). */
-export function resetMemoryCheck(): void {
-  nextMeasureAt = 0;
 }
