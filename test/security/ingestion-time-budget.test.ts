@@ -1,6 +1,6 @@
 /**
  * Issue 22, item 4 (time): a file could hold a parse thread for 120 s. A file past the time budget
- * (60 s by default, parser-pool.ts says why) loses its thread and fails with a reason that names the
+ * (90 s by default, parser-pool.ts says why) loses its thread and fails with a reason that names the
  * budget, and the dataset's next file is parsed. The budget is lowered to one second here, and the file
  * never finishes (test/fixtures/hanging-parse-worker.ts): what is checked is the outcome, not a duration.
  */
