@@ -6,7 +6,10 @@ const Email = Type.String({ format: 'email', maxLength: 254 });
 export const RegisterBody = Type.Object({
   email: Email,
   password: Type.String({ minLength: 8, maxLength: 128 }),
-  tenant_name: Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$' }),
+  tenant_name: Type.String({
+    pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$',
+    errorMessage: 'Use up to 64 letters, digits, dots, hyphens or underscores, starting with a letter or a digit',
+  }),
 });
 
 export const RegisteredUser = Type.Object({

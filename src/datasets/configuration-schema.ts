@@ -29,7 +29,13 @@ export const LocalFileConfigurationSchema = Type.Object(
       description: "Absolute path of a folder inside the tenant's ingestion roots; read recursively, hidden files skipped",
     }),
     collectionName: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_]+$', description: "Default: from the dataset's name" }),
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        pattern: '^[A-Za-z0-9_]+$',
+        description: "Default: from the dataset's name",
+        errorMessage: 'Use letters, digits and underscores only, e.g. my_papers',
+      }),
     ),
     embedder: Type.Optional(
       Type.String({
@@ -37,6 +43,7 @@ export const LocalFileConfigurationSchema = Type.Object(
         pattern: EMBEDDER_PATTERN.source,
         examples: ['use-lite', 'use-lite-int8', 'transformers:Xenova/all-MiniLM-L6-v2', 'openai:text-embedding-3-small'],
         description: "Default: the server's SVC_EMBEDDER",
+        errorMessage: 'Choose use-lite, use-lite-int8, transformers:<model> (e.g. transformers:Xenova/all-MiniLM-L6-v2) or openai:<model>',
       }),
     ),
     chunkSize: Type.Optional(Type.Integer({ minimum: 100, maximum: 100_000, default: 1000, description: 'Characters per chunk' })),
@@ -53,9 +60,9 @@ export const LocalFileConfigurationSchema = Type.Object(
     httpPort: Type.Optional(Port),
     grpcPort: Type.Optional(Port),
     base_url: Type.Optional(
-      Type.String({ maxLength: 2000, format: BASE_URL_FORMAT, description: 'Server of an `openai:` embedder (OpenAI-compatible)' }),
+      Type.String({ maxLength: 2000, format: BASE_URL_FORMAT, description: 'Server of an openai: embedder (OpenAI-compatible)' }),
     ),
-    api_key: Type.Optional(Type.String({ maxLength: 2000, description: 'Key of an `openai:` embedder; stored encrypted, shown masked' })),
+    api_key: Type.Optional(Type.String({ maxLength: 2000, description: 'Key of an openai: embedder; stored encrypted, shown masked' })),
   },
   { description: 'A folder of documents, indexed on this machine' },
 );

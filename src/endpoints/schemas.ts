@@ -9,7 +9,12 @@ export const ResponseType = Type.Enum([...RESPONSE_TYPES]);
 
 /** Lower-case letters, digits and single inner hyphens; upper case is accepted and lowered on create. */
 export const SLUG_PATTERN = '^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$';
-export const Slug = Type.String({ minLength: 3, maxLength: 64, pattern: SLUG_PATTERN });
+export const Slug = Type.String({
+  minLength: 3,
+  maxLength: 64,
+  pattern: SLUG_PATTERN,
+  errorMessage: 'Use letters, digits and single hyphens between them, e.g. my-papers (no spaces, no hyphen at either end)',
+});
 export const SlugParams = Type.Object({ slug: Type.String({ minLength: 1, maxLength: 200 }) });
 
 const Tags = Type.String({ maxLength: 2000 });

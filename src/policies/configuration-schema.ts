@@ -12,6 +12,8 @@ export type PolicyType = (typeof POLICY_TYPES)[number];
 
 /** `<count>/<period>`: at most 999,999,999 queries per second, minute, hour or day. */
 export const RATE_PATTERN = '^[1-9][0-9]{0,8}/(s|m|h|d)$';
+/** What a 422 says of a rate that is not one (the pattern is for machines). */
+export const RATE_MESSAGE = 'Write a number and a period: 10/m (per minute), 100/h, 5/s or 1000/d';
 
 export const AccessConfigurationSchema = Type.Object(
   {
@@ -28,7 +30,14 @@ export const AccessConfigurationSchema = Type.Object(
 );
 
 export const RateLimitConfigurationSchema = Type.Object(
-  { rate: Type.String({ pattern: RATE_PATTERN, examples: ['10/m'], description: 'Queries per caller per period' }) },
+  {
+    rate: Type.String({
+      pattern: RATE_PATTERN,
+      examples: ['10/m'],
+      description: 'Queries per caller per period: a number, a slash and s, m, h or d (10/m is ten a minute)',
+      errorMessage: RATE_MESSAGE,
+    }),
+  },
   { description: 'How often each caller may query the endpoint' },
 );
 

@@ -17,7 +17,11 @@ export interface SchemaIssue {
   type: string;
 }
 
-/** A string with at least one visible character; the mapping words a miss as "blank", not as a regex. */
+/**
+ * A string with at least one visible character; the mapping words a miss as "blank", not as a regex. Any other
+ * `pattern` is worded by its schema's `errorMessage` when it has one (the 422 is read by people, in the console
+ * too), else quoted with the schema's first example.
+ */
 export const NOT_BLANK = '\\S';
 
 /** An absolute http(s) URL, checked the way the URLs will be used (WHATWG URL parsing). */
@@ -90,6 +94,9 @@ function toIssue(prefix: Location, error: ErrorObject): SchemaIssue {
       return { loc, msg: `String should have at most ${plural(params.limit, 'character')}`, type: 'string_too_long' };
     case 'pattern': {
       if (params.pattern === NOT_BLANK) return { loc, msg: 'String should not be blank', type: 'string_too_short' };
+      // A pattern is for machines: a schema that words its rule for people (`errorMessage`) is quoted instead.
+      const worded = error.parentSchema?.errorMessage;
+      if (typeof worded === 'string') return { loc, msg: worded, type: 'string_pattern_mismatch' };
       const example = (error.parentSchema?.examples as unknown[] | undefined)?.[0];
       const hint = typeof example === 'string' ? `, e.g. '${example}'` : '';
       return { loc, msg: `String should match pattern '${params.pattern}'${hint}`, type: 'string_pattern_mismatch' };

@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiError, type FolderListing, get } from '../api.ts';
 import { bytes, count, plural } from '../lib/format.ts';
 import { FileIcon, FolderIcon } from './icons.tsx';
@@ -56,6 +56,18 @@ function Browser(props: { pick: 'folder' | 'model'; start: string; selected: str
   const [path, setPath] = useState<string | null>(null);
   const [listing, setListing] = useState<FolderListing | undefined>(undefined);
   const [error, setError] = useState<string | undefined>(undefined);
+  // "Open" and "Up" replace the list, the pressed button with it: the focus goes to the folder's name, shown next.
+  const moved = useRef(false);
+  const title = useRef<HTMLSpanElement>(null);
+  const go = (next: string | null) => {
+    moved.current = true;
+    setPath(next);
+  };
+  useEffect(() => {
+    if (!moved.current || !listing || listing.path !== path) return;
+    moved.current = false;
+    title.current?.focus();
+  }, [listing, path]);
 
   useEffect(() => {
     let current = true;
@@ -72,9 +84,11 @@ function Browser(props: { pick: 'folder' | 'model'; start: string; selected: str
   return (
     <section class="browser" aria-label="Folders inside your ingestion roots">
       <div class="browser-bar">
-        <span class="browser-path">{listing?.path ?? 'Your ingestion roots'}</span>
+        <span class="browser-path" tabIndex={-1} ref={title} aria-live="polite">
+          {listing?.path ?? 'Your ingestion roots'}
+        </span>
         {listing?.path && (
-          <button type="button" class="link" onClick={() => setPath(listing.parent)}>
+          <button type="button" class="link" onClick={() => go(listing.parent)}>
             ↑ Up{listing.parent ? '' : ' to the roots'}
           </button>
         )}
@@ -93,7 +107,7 @@ function Browser(props: { pick: 'folder' | 'model'; start: string; selected: str
             const found = props.pick === 'folder' ? folder.documents : folder.models;
             return (
               <li key={folder.path} class={props.selected === folder.path ? 'selected' : undefined}>
-                <button type="button" class="browser-open" onClick={() => setPath(folder.path)} aria-label={`Open ${folder.name}`}>
+                <button type="button" class="browser-open" onClick={() => go(folder.path)} aria-label={`Open ${folder.name}`}>
                   <FolderIcon /> {folder.name}
                 </button>
                 <span class="browser-count">

@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { post } from '../api.ts';
 import { useDebounced } from '../lib/hooks.ts';
 import type { WidgetProps } from './schema-form.tsx';
@@ -63,20 +63,38 @@ export function ModelChooser(props: WidgetProps) {
   }, [settled, attempt]);
 
   const list = found?.reachable && found.models.length > 0 && !typing ? found.models : undefined;
+  // An unreachable server is a problem to fix (its address, or starting it), said beside the control, not a hint.
+  const unreachable =
+    !loading && found && !found.reachable
+      ? `knode cannot reach the model server at ${found.base_url}${found.error ? ` (${found.error})` : ''}. Check that it is running and that the base URL is right (Ollama: ${OLLAMA_URL}), then load the list again.`
+      : undefined;
   const status = loading
     ? 'Asking the server for its models…'
-    : found && !found.reachable
-      ? `The server did not list its models (${found.error}): type the model's name.`
-      : found && found.models.length === 0
-        ? 'The server lists no model: type its name.'
-        : list
-          ? `${list.length} models on ${found?.base_url}.`
-          : undefined;
+    : found?.reachable && found.models.length === 0
+      ? 'The server lists no model: type its name.'
+      : list
+        ? `${list.length} models on ${found?.base_url}.`
+        : undefined;
+  // The list or the text box replaces the button pressed ("Load the list", "Type a name"): the focus follows.
+  const row = useRef<HTMLDivElement>(null);
+  const focusControl = () => row.current?.querySelector<HTMLElement>('select, input')?.focus();
+  const follow = useRef<'list' | 'typing' | undefined>(undefined);
+  const askedWith = useRef<Discovered | undefined>(undefined);
+  useEffect(() => {
+    if (follow.current === 'typing' && typing) {
+      follow.current = undefined;
+      focusControl();
+    } else if (follow.current === 'list' && !loading && found !== askedWith.current) {
+      // The answer to the press has come: the list when there is one (else the button stays, and the message says why).
+      follow.current = undefined;
+      if (list) focusControl();
+    }
+  }, [typing, loading, found]);
 
   return (
-    <Field label={props.label} hint={status ?? props.hint} error={props.error} required={props.required}>
+    <Field label={props.label} hint={status ?? props.hint} error={props.error ?? unreachable} required={props.required}>
       {({ id, describedBy, invalid }) => (
-        <div class="picker-row">
+        <div class="picker-row" ref={row}>
           {list ? (
             <select
               id={id}
@@ -108,7 +126,14 @@ export function ModelChooser(props: WidgetProps) {
             />
           )}
           {list ? (
-            <button type="button" class="secondary" onClick={() => setTyping(true)}>
+            <button
+              type="button"
+              class="secondary"
+              onClick={() => {
+                follow.current = 'typing';
+                setTyping(true);
+              }}
+            >
               Type a name
             </button>
           ) : (
@@ -117,6 +142,8 @@ export function ModelChooser(props: WidgetProps) {
               class="secondary"
               disabled={loading || !isHttpUrl(baseUrl)}
               onClick={() => {
+                follow.current = 'list';
+                askedWith.current = found;
                 setTyping(false);
                 setAttempt(attempt + 1);
               }}

@@ -161,7 +161,13 @@ function hintOf(property: JsonSchema, kind: Kind): ComponentChildren {
   if (property.description) parts.push(property.description.replace(/\.$/, ''));
   if (property.default !== undefined && property.default !== '' && kind !== 'boolean') parts.push(`default ${String(property.default)}`);
   if (kind === 'lines') parts.push('one per line');
-  return parts.length > 0 ? `${parts.join('; ')}.` : undefined;
+  return parts.length > 0 ? withCode(`${parts.join('; ')}.`) : undefined;
+}
+
+/** A description's Markdown code spans (`openai:`) as code, not as raw backticks. */
+export function withCode(text: string): ComponentChildren {
+  if (!text.includes('`')) return text;
+  return text.split('`').map((part, index) => (index % 2 === 1 ? <code key={index}>{part}</code> : part));
 }
 
 function placeholderOf(property: JsonSchema): string | undefined {
@@ -278,6 +284,8 @@ export function SchemaForm(props: {
   hidden?: readonly string[];
   /** Optional properties shown first, with the required ones, in this order (a server's URL before its model). */
   first?: readonly string[];
+  /** Only the main fields, or only "More settings" (a page puts its own fields between them); both by default. */
+  part?: 'main' | 'more';
 }) {
   const { schema, values } = props;
   const required = new Set(schema.required ?? []);
@@ -334,8 +342,8 @@ export function SchemaForm(props: {
   const moreHasError = more.some(([name]) => props.errors?.[name]);
   return (
     <div class="schema-form">
-      {main.map(render)}
-      {more.length > 0 && (
+      {props.part !== 'more' && main.map(render)}
+      {props.part !== 'main' && more.length > 0 && (
         <details class="more" open={moreHasError || undefined}>
           <summary>More settings ({more.length})</summary>
           <div class="more-body">{more.map(render)}</div>

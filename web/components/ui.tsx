@@ -1,5 +1,5 @@
 import type { ComponentChildren, InputHTMLAttributes, TextareaHTMLAttributes } from 'preact';
-import { useId } from 'preact/hooks';
+import { useEffect, useId, useRef } from 'preact/hooks';
 import type { ApiError } from '../api.ts';
 
 /**
@@ -143,8 +143,19 @@ export function SelectField(props: {
 /** An error (or any message) the person must see: announced by screen readers as it appears. */
 export function Notice(props: { kind?: 'error' | 'info' | 'success' | 'warning'; children: ComponentChildren; title?: string }) {
   const kind = props.kind ?? 'info';
+  const box = useRef<HTMLDivElement>(null);
+  // An error appears where the eye is: scrolled into view (below the sticky header), and focusable, so that a
+  // form that failed can move the focus to it (`useSubmission`).
+  useEffect(() => {
+    if (kind === 'error') box.current?.scrollIntoView({ block: 'nearest' });
+  }, [kind]);
   return (
-    <div class={`notice notice-${kind}`} role={kind === 'error' ? 'alert' : 'status'}>
+    <div
+      ref={box}
+      class={`notice notice-${kind}`}
+      role={kind === 'error' ? 'alert' : 'status'}
+      tabIndex={kind === 'error' || kind === 'warning' ? -1 : undefined}
+    >
       {props.title && <strong>{props.title} </strong>}
       {props.children}
     </div>

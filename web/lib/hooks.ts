@@ -48,25 +48,62 @@ export function useResource<T>(path: string | null): Resource<T> {
  */
 export function useSubmission() {
   const [busy, setBusy] = useState(false);
-  const [errors, setErrors] = useState<Record<string, string>>({});
+  const [errors, setStoredErrors] = useState<Record<string, string>>({});
   const [failure, setFailure] = useState<Error | undefined>(undefined);
+  // The form the person was in when it was sent (the focus is in it: its button, or a field and Enter), and a
+  // count of failures whose first error is still to be focused once shown.
+  const origin = useRef<HTMLElement | null>(null);
+  const [toFocus, setToFocus] = useState(0);
+  const capture = () => {
+    origin.current = (document.activeElement as HTMLElement | null)?.closest('form') ?? origin.current;
+  };
+  useEffect(() => {
+    if (toFocus > 0) focusFirstError(origin.current);
+  }, [toFocus]);
+  /** Field errors found by the form itself: shown like the server's, the first one focused. */
+  const setErrors = useCallback((found: Record<string, string>) => {
+    capture();
+    setStoredErrors(found);
+    if (Object.keys(found).length > 0) setToFocus((count) => count + 1);
+  }, []);
   /** Runs `work`; true when it succeeded. */
   const run = useCallback(async (work: () => Promise<unknown>): Promise<boolean> => {
+    capture();
     setBusy(true);
-    setErrors({});
+    setStoredErrors({});
     setFailure(undefined);
     try {
       await work();
       return true;
     } catch (error) {
-      if (error instanceof ApiError && error.issues.length > 0) setErrors(error.fieldErrors());
+      if (error instanceof ApiError && error.issues.length > 0) setStoredErrors(error.fieldErrors());
       else setFailure(error as Error);
+      setToFocus((count) => count + 1);
       return false;
     } finally {
       setBusy(false);
     }
   }, []);
   return { busy, errors, setErrors, failure, run };
+}
+
+/**
+ * Moves the focus to a failed form's first invalid field (opening the "More settings" it may be in), else to its
+ * error notice (in the form or just after it), scrolled into view below the sticky header.
+ */
+export function focusFirstError(scope: HTMLElement | null): void {
+  const within = scope ?? document.getElementById('main');
+  if (!within) return;
+  const target =
+    within.querySelector<HTMLElement>('[aria-invalid="true"]') ??
+    within.querySelector<HTMLElement>('.notice-error') ??
+    within.parentElement?.querySelector<HTMLElement>('.notice-error') ??
+    null;
+  if (!target) return;
+  const folded = target.closest('details');
+  if (folded && !folded.open) folded.open = true;
+  target.focus({ preventScroll: true });
+  target.scrollIntoView({ block: 'center' });
 }
 
 /** Calls `tick` every `ms` while `active`, one call at a time, and not while the tab is hidden. */

@@ -3,7 +3,7 @@ import { useLocation } from 'preact-iso';
 import { type Dataset, post } from '../api.ts';
 import { FolderPicker } from '../components/folder-picker.tsx';
 import { errorsUnder, type FormValues, initialValues, SchemaForm, toConfiguration, type WidgetProps } from '../components/schema-form.tsx';
-import { ErrorNotice, Loading, Notice, PageHeader, SelectField, SubmitButton, TextField } from '../components/ui.tsx';
+import { ErrorNotice, Field, Loading, Notice, PageHeader, SelectField, SubmitButton, TextField } from '../components/ui.tsx';
 import { baseName } from '../lib/format.ts';
 import { useFirstRender, useSubmission, useTitle } from '../lib/hooks.ts';
 import { typeLabel, typeNamed, useTypes } from '../lib/types.ts';
@@ -48,6 +48,7 @@ function Form(props: { kinds: NonNullable<ReturnType<typeof useTypes>['data']>['
   };
 
   const widgets = {
+    embedder: (widget: WidgetProps) => <EmbedderChooser {...widget} />,
     ingestionPath: (widget: WidgetProps) => (
       <FolderPicker
         {...widget}
@@ -59,6 +60,17 @@ function Form(props: { kinds: NonNullable<ReturnType<typeof useTypes>['data']>['
     ),
   };
   const configurationErrors = errorsUnder(errors, 'configuration');
+  // The ports are kept for compatibility only (no port is opened); an embedder's server and key matter only for
+  // an `openai:` embedder.
+  const openaiEmbedder = typeof values.embedder === 'string' && values.embedder.startsWith('openai:');
+  const form = {
+    schema,
+    values,
+    onChange: setValues,
+    errors: configurationErrors,
+    widgets,
+    hidden: ['httpPort', 'grpcPort', ...(openaiEmbedder ? [] : ['base_url', 'api_key'])],
+  };
 
   return (
     <>
@@ -76,11 +88,11 @@ function Form(props: { kinds: NonNullable<ReturnType<typeof useTypes>['data']>['
             hint={info?.description}
           />
         )}
-        <SchemaForm schema={schema} values={values} onChange={setValues} errors={configurationErrors} widgets={widgets} />
         <TextField
           label="Name"
           required
           maxLength={200}
+          hint="The folder's name once you pick one, unless you write another."
           value={name}
           error={errors.name}
           onInput={(value) => {
@@ -88,6 +100,7 @@ function Form(props: { kinds: NonNullable<ReturnType<typeof useTypes>['data']>['
             setNameTouched(true);
           }}
         />
+        <SchemaForm part="main" {...form} />
         <TextField
           label="Summary"
           hint="A line about what the documents are."
@@ -96,6 +109,7 @@ function Form(props: { kinds: NonNullable<ReturnType<typeof useTypes>['data']>['
           error={errors.summary}
           onInput={setSummary}
         />
+        <SchemaForm part="more" {...form} />
         {configurationErrors._ && <Notice kind="error">{configurationErrors._}</Notice>}
         <ErrorNotice error={failure} />
         <div class="form-actions">
@@ -108,5 +122,44 @@ function Form(props: { kinds: NonNullable<ReturnType<typeof useTypes>['data']>['
         </div>
       </form>
     </>
+  );
+}
+
+/** What each embedder the server knows is, in a few words (`embedder`'s examples in the dataset schema). */
+const EMBEDDERS: Record<string, string> = {
+  'use-lite': 'use-lite: Universal Sentence Encoder lite, on this machine',
+  'use-lite-int8': 'use-lite-int8: the same, smaller and faster (8-bit)',
+  'transformers:Xenova/all-MiniLM-L6-v2': 'transformers:Xenova/all-MiniLM-L6-v2: a sentence transformer, on this machine',
+  'openai:text-embedding-3-small': 'openai:text-embedding-3-small: an OpenAI-compatible server (its URL and key below)',
+};
+
+/** The embedder, chosen from the list the schema gives (its examples), the server's default first. */
+function EmbedderChooser(props: WidgetProps) {
+  const known = (props.schema.examples ?? []).filter((example): example is string => typeof example === 'string');
+  const options = known.includes(props.value) || props.value === '' ? known : [...known, props.value];
+  return (
+    <Field
+      label={props.label}
+      hint="How passages become vectors; the same embedder must index and search, so it is chosen once."
+      error={props.error}
+    >
+      {({ id, describedBy, invalid }) => (
+        <select
+          id={id}
+          name={props.name}
+          value={props.value}
+          aria-describedby={describedBy}
+          aria-invalid={invalid || undefined}
+          onChange={(event) => props.onChange(event.currentTarget.value)}
+        >
+          <option value="">The server's default (SVC_EMBEDDER)</option>
+          {options.map((option) => (
+            <option key={option} value={option}>
+              {EMBEDDERS[option] ?? option}
+            </option>
+          ))}
+        </select>
+      )}
+    </Field>
   );
 }

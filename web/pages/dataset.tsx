@@ -211,11 +211,20 @@ function Progress(props: { dataset: Dataset }) {
         </div>
         <div data-stat="left">
           <dt>Time left</dt>
-          <dd>{busy ? (Number.isFinite(left) ? duration(left) : 'measuring…') : ingestion.files_pending > 0 ? 'paused' : 'done'}</dd>
+          <dd>{timeLeft(props.dataset, busy, left)}</dd>
         </div>
       </dl>
     </section>
   );
+}
+
+/** "done" only once there was something to do and it is done; before the first file is seen, nothing. */
+function timeLeft(dataset: Dataset, busy: boolean, left: number): string {
+  const { ingestion } = dataset;
+  if (busy) return Number.isFinite(left) ? duration(left) : 'measuring…';
+  if (ingestion.files_pending > 0) return dataset.status === 'running' ? 'waiting' : 'paused';
+  if (ingestion.files_total === 0) return dataset.status === 'starting' ? 'starting…' : '–';
+  return 'done';
 }
 
 const MODES = [
@@ -275,6 +284,10 @@ function Search(props: { dataset: Dataset }) {
           Search
         </SubmitButton>
       </form>
+      <p class="hint threshold-note" data-threshold-note>
+        {Number(threshold) > 0 ? `Results scoring below ${threshold} are left out.` : 'Threshold 0: every result is shown, however weak.'}{' '}
+        An endpoint's playground (and its consumers) leave out passages scoring below 0.5 unless a query asks otherwise.
+      </p>
       <ErrorNotice error={failure} />
       {result && (
         <div class="search-results" aria-live="polite">

@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { type Dataset, type Endpoint, type Model, post } from '../api.ts';
+import { type Dataset, type Endpoint, type GenerationDefaults, type Model, post } from '../api.ts';
 import { CheckboxField, ErrorNotice, Loading, Notice, PageHeader, SelectField, SubmitButton, TextField } from '../components/ui.tsx';
 import { slugify } from '../lib/format.ts';
 import { useFirstRender, useResource, useSubmission, useTitle } from '../lib/hooks.ts';
@@ -16,8 +16,17 @@ export function EndpointNew() {
   return <Form datasets={datasets.data} models={models.data} />;
 }
 
+/** The specification's `max_tokens` for a query that names none and an endpoint without a default of its own. */
+export const SPEC_MAX_TOKENS = 100;
+/**
+ * The answer length the console gives a new endpoint: 100 tokens (the specification's) cut a real model's answer
+ * at about 75 words, mid-sentence; 1024 (about 750 words) lets it answer from its five passages in full, and still
+ * bounds a model that runs on (and the most a paid query can cost, which counts the prompt and max_tokens).
+ */
+export const ANSWER_TOKENS = 1024;
+
 /** raw needs a dataset, summary a model; both needs both. */
-function allowedTypes(datasetId: string, modelId: string): Endpoint['response_type'][] {
+export function allowedTypes(datasetId: string, modelId: string): Endpoint['response_type'][] {
   if (datasetId && modelId) return ['both', 'summary', 'raw'];
   if (datasetId) return ['raw'];
   if (modelId) return ['summary'];
@@ -35,6 +44,7 @@ function Form(props: { datasets: Dataset[]; models: Model[] }) {
   const [modelId, setModelId] = useState(props.models[0]?.id ?? '');
   const [responseType, setResponseType] = useState<Endpoint['response_type']>('both');
   const [fullAnswers, setFullAnswers] = useState(true);
+  const [maxTokens, setMaxTokens] = useState(String(ANSWER_TOKENS));
   const { busy, errors, failure, run } = useSubmission();
 
   const allowed = allowedTypes(datasetId, modelId);
@@ -50,8 +60,7 @@ function Form(props: { datasets: Dataset[]; models: Model[] }) {
         dataset_id: datasetId || null,
         model_id: modelId || null,
         response_type: chosenType,
-        // The specification's default stop sequence (a new line) cuts every answer to its first line.
-        ...(fullAnswers && modelId ? { generation_defaults: { stop_sequences: [] } } : {}),
+        ...(modelId ? { generation_defaults: generationDefaults(maxTokens, fullAnswers) } : {}),
       });
       route(`/endpoints/${created.slug}`);
     });
@@ -136,11 +145,12 @@ function Form(props: { datasets: Dataset[]; models: Model[] }) {
         </fieldset>
         {errors._ && <Notice kind="error">{errors._}</Notice>}
         {modelId && (
-          <CheckboxField
-            label="Answer in full (no stop at the first line break)"
-            hint="Queries that name no stop sequences get none; the specification's default stops at the first new line."
-            checked={fullAnswers}
-            onChange={setFullAnswers}
+          <GenerationFields
+            maxTokens={maxTokens}
+            setMaxTokens={setMaxTokens}
+            fullAnswers={fullAnswers}
+            setFullAnswers={setFullAnswers}
+            errors={errors}
           />
         )}
         {allowed.length === 0 && <Notice kind="warning">Choose a dataset, a model, or both.</Notice>}
@@ -155,5 +165,49 @@ function Form(props: { datasets: Dataset[]; models: Model[] }) {
         </div>
       </form>
     </>
+  );
+}
+
+/**
+ * What a query that says nothing else gets (`generation_defaults`): an answer length, and no stop at the first
+ * line break (the specification's default stop sequence, a new line, cuts every answer to its first line).
+ */
+export function generationDefaults(maxTokens: string, fullAnswers: boolean): GenerationDefaults {
+  return {
+    ...(maxTokens.trim() === '' ? {} : { max_tokens: Number(maxTokens) }),
+    ...(fullAnswers ? { stop_sequences: [] } : {}),
+  };
+}
+
+/** The generation defaults of a new (or replacing) endpoint, shown with what they mean. */
+export function GenerationFields(props: {
+  maxTokens: string;
+  setMaxTokens: (value: string) => void;
+  fullAnswers: boolean;
+  setFullAnswers: (value: boolean) => void;
+  errors: Record<string, string>;
+}) {
+  return (
+    <fieldset data-generation-defaults>
+      <legend>Answers</legend>
+      <TextField
+        label="Answer length (max tokens)"
+        type="number"
+        min={1}
+        max={32768}
+        step={1}
+        placeholder={String(SPEC_MAX_TOKENS)}
+        hint={`At most this many tokens (a token is about ¾ of a word): ${ANSWER_TOKENS} lets a model answer in full; empty, a query gets the specification's ${SPEC_MAX_TOKENS} (about 75 words). A query can ask for another length.`}
+        value={props.maxTokens}
+        onInput={props.setMaxTokens}
+        error={props.errors['generation_defaults.max_tokens']}
+      />
+      <CheckboxField
+        label="Answer in full (no stop at the first line break)"
+        hint="Queries that name no stop sequences get none; the specification's default stops at the first new line, and SyftHub's clients send none."
+        checked={props.fullAnswers}
+        onChange={props.setFullAnswers}
+      />
+    </fieldset>
   );
 }

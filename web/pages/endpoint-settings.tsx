@@ -1,9 +1,11 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { apiPath, del, type Endpoint, type GenerationDefaults, patch } from '../api.ts';
+import { apiPath, type Dataset, del, type Endpoint, type GenerationDefaults, get, type Model, patch, post } from '../api.ts';
 import { errorsUnder } from '../components/schema-form.tsx';
-import { CheckboxField, ErrorNotice, Notice, SubmitButton, TextField } from '../components/ui.tsx';
-import { useFirstRender, useSubmission } from '../lib/hooks.ts';
+import { CheckboxField, ErrorNotice, Loading, Notice, SelectField, SubmitButton, TextField } from '../components/ui.tsx';
+import { useFirstRender, useResource, useSubmission } from '../lib/hooks.ts';
+import { RESPONSE_TYPES } from './endpoint-list.tsx';
+import { allowedTypes, SPEC_MAX_TOKENS } from './endpoint-new.tsx';
 
 /** Name, summary and description, and what a query that omits them gets (`generation_defaults`). */
 export function EndpointSettings(props: { endpoint: Endpoint; reload: () => Promise<void> }) {
@@ -106,11 +108,12 @@ export function EndpointSettings(props: { endpoint: Endpoint; reload: () => Prom
                 error={generationErrors.temperature}
               />
               <TextField
-                label="Max tokens"
+                label="Answer length (max tokens)"
                 type="number"
                 min={1}
                 max={32768}
-                placeholder="100"
+                placeholder={String(SPEC_MAX_TOKENS)}
+                hint={`A token is about ¾ of a word; empty: the specification's ${SPEC_MAX_TOKENS} (about 75 words).`}
                 value={maxTokens}
                 onInput={setMaxTokens}
                 error={generationErrors.max_tokens}
@@ -143,6 +146,7 @@ export function EndpointSettings(props: { endpoint: Endpoint; reload: () => Prom
           </SubmitButton>
         </div>
       </form>
+      <Replace endpoint={endpoint} reload={props.reload} />
       <section class="card danger-zone" aria-labelledby="delete-title">
         <h2 id="delete-title">Delete the endpoint</h2>
         <p>Its policies and usage records go with it; its dataset and model stay.</p>
@@ -152,4 +156,206 @@ export function EndpointSettings(props: { endpoint: Endpoint; reload: () => Prom
       </section>
     </>
   );
+}
+
+/**
+ * An endpoint's dataset, model and answer type cannot change (the API's rule: consumers rely on what an endpoint
+ * is). Replacing it deletes it and creates it again under the same slug, with the new choices and everything
+ * else copied: name, summary, description, tags, generation defaults, its policies, and its publication on the
+ * same marketplaces. Its usage history goes with the old one. Should the new one be refused, the old one is put
+ * back as it was.
+ */
+function Replace(props: { endpoint: Endpoint; reload: () => Promise<void> }) {
+  const { endpoint } = props;
+  const [open, setOpen] = useState(false);
+  const opener = useRef<HTMLButtonElement>(null);
+  const closed = useRef(false);
+  // Closing the form gives the focus back to the button it replaced.
+  useEffect(() => {
+    if (!open && closed.current) opener.current?.focus();
+  }, [open]);
+  if (!open) {
+    return (
+      <section class="card" aria-labelledby="replace-title">
+        <h2 id="replace-title">Dataset, model and answer type</h2>
+        <p>
+          This endpoint searches {endpoint.dataset ? <strong>{endpoint.dataset.name}</strong> : 'no dataset'} and answers with{' '}
+          {endpoint.model ? <strong>{endpoint.model.name}</strong> : 'no model'} ({RESPONSE_TYPES[endpoint.response_type].toLowerCase()}).
+          These cannot change in place: replacing the endpoint makes it again with your choice, its policies and publication copied.
+        </p>
+        <button type="button" class="secondary" ref={opener} onClick={() => setOpen(true)}>
+          Replace the dataset, model or answer type…
+        </button>
+      </section>
+    );
+  }
+  return (
+    <ReplaceForm
+      endpoint={endpoint}
+      reload={props.reload}
+      onClose={() => {
+        closed.current = true;
+        setOpen(false);
+      }}
+    />
+  );
+}
+
+interface Replaced {
+  steps: string[];
+}
+
+function ReplaceForm(props: { endpoint: Endpoint; reload: () => Promise<void>; onClose: () => void }) {
+  const { endpoint } = props;
+  const datasets = useResource<Dataset[]>('/datasets/');
+  const models = useResource<Model[]>('/models/');
+  const [datasetId, setDatasetId] = useState(endpoint.dataset?.id ?? '');
+  const [modelId, setModelId] = useState(endpoint.model?.id ?? '');
+  const [responseType, setResponseType] = useState<Endpoint['response_type']>(endpoint.response_type);
+  const [done, setDone] = useState<Replaced | undefined>(undefined);
+  const { busy, errors, setErrors, failure, run } = useSubmission();
+  const allowed = allowedTypes(datasetId, modelId);
+  const chosenType = allowed.includes(responseType) ? responseType : (allowed[0] ?? 'both');
+  const heading = useRef<HTMLHeadingElement>(null);
+  // The form replaces the button that opened it: the focus goes to its heading once it is shown.
+  const ready = Boolean(datasets.data && models.data);
+  useEffect(() => {
+    if (ready) heading.current?.focus();
+  }, [ready]);
+
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    if (datasetId === (endpoint.dataset?.id ?? '') && modelId === (endpoint.model?.id ?? '') && chosenType === endpoint.response_type) {
+      setErrors({ _: 'Nothing to replace: choose another dataset, model or answer type.' });
+      return;
+    }
+    if (
+      !confirm(
+        `Replace '${endpoint.name}'? It is deleted and made again at the same address with your choice; its policies and publication are copied, its usage history is deleted with it.`,
+      )
+    )
+      return;
+    setDone(undefined);
+    await run(async () => {
+      // The endpoint as it is now (its policies and marketplaces), not as the page last saw it.
+      const old = await get<Endpoint>(apiPath`/endpoints/${endpoint.slug}`);
+      const steps = await replaceEndpoint(old, { dataset_id: datasetId || null, model_id: modelId || null, response_type: chosenType });
+      setDone({ steps });
+      await props.reload();
+      heading.current?.focus();
+    });
+  };
+
+  if (datasets.error || models.error) return <ErrorNotice error={datasets.error ?? models.error} />;
+  if (!datasets.data || !models.data) return <Loading what="your datasets and models" />;
+  return (
+    <form class="card form" onSubmit={submit} aria-labelledby="replace-title" data-replace>
+      <h2 id="replace-title" tabIndex={-1} ref={heading}>
+        Replace the dataset, model or answer type
+      </h2>
+      <Notice kind="warning">
+        The endpoint is deleted and made again at the same address (<code>{endpoint.slug}</code>): its name, summary, description,
+        generation defaults, {endpoint.policies?.length ?? 0} {endpoint.policies?.length === 1 ? 'policy' : 'policies'} and its publication
+        on {endpoint.published_to.length} {endpoint.published_to.length === 1 ? 'marketplace' : 'marketplaces'} are copied. Its usage
+        history is deleted with the old one.
+      </Notice>
+      <SelectField
+        label="Dataset"
+        value={datasetId}
+        onChange={setDatasetId}
+        error={errors.dataset_id}
+        options={[{ value: '', label: 'None' }, ...datasets.data.map((dataset) => ({ value: dataset.id, label: dataset.name }))]}
+      />
+      <SelectField
+        label="Model"
+        value={modelId}
+        onChange={setModelId}
+        error={errors.model_id}
+        options={[{ value: '', label: 'None' }, ...models.data.map((model) => ({ value: model.id, label: model.name }))]}
+      />
+      <SelectField
+        label="It answers with"
+        value={chosenType}
+        onChange={(value) => setResponseType(value as Endpoint['response_type'])}
+        options={allowed.map((type) => ({ value: type, label: RESPONSE_TYPES[type] }))}
+        error={errors.response_type}
+      />
+      {errors._ && <Notice kind="error">{errors._}</Notice>}
+      {allowed.length === 0 && <Notice kind="warning">Choose a dataset, a model, or both.</Notice>}
+      <ErrorNotice error={failure} />
+      {done && (
+        <Notice kind="success" title="Replaced.">
+          <ul class="replace-steps">
+            {done.steps.map((step) => (
+              <li key={step}>{step}</li>
+            ))}
+          </ul>
+        </Notice>
+      )}
+      <div class="form-actions">
+        <SubmitButton busy={busy} busyLabel="Replacing…" disabled={allowed.length === 0}>
+          Replace the endpoint
+        </SubmitButton>
+        <button type="button" class="secondary" onClick={props.onClose}>
+          Close
+        </button>
+      </div>
+    </form>
+  );
+}
+
+type Choice = { dataset_id: string | null; model_id: string | null; response_type: Endpoint['response_type'] };
+
+/** Creates `old` again under its slug with `choice`, then its policies and its publications; the steps done, in words. */
+async function recreate(old: Endpoint, choice: Choice): Promise<{ created: Endpoint; steps: string[] }> {
+  const created = await post<Endpoint>('/endpoints/', {
+    name: old.name,
+    slug: old.slug,
+    summary: old.summary,
+    description: old.description ?? '',
+    tags: old.tags,
+    ...choice,
+    generation_defaults: old.generation_defaults,
+  });
+  const steps: string[] = [];
+  for (const policy of old.policies ?? []) {
+    await post('/policies/', {
+      name: policy.name,
+      policy_type: policy.policy_type,
+      endpoint_id: created.id,
+      configuration: policy.configuration,
+    });
+  }
+  if ((old.policies ?? []).length > 0) steps.push(`Policies copied: ${(old.policies ?? []).map((policy) => policy.name).join(', ')}.`);
+  if (old.published_to.length > 0) {
+    const answer = await post<{ results: { marketplace_name: string; success: boolean; error: string | null }[] }>(
+      apiPath`/endpoints/${old.slug}/publish`,
+      { marketplace_ids: old.published_to },
+    );
+    for (const result of answer.results) {
+      steps.push(
+        result.success
+          ? `Published again on ${result.marketplace_name}.`
+          : `Not published again on ${result.marketplace_name}: ${result.error ?? 'refused'} (publish it from the Publish tab).`,
+      );
+    }
+  }
+  return { created, steps };
+}
+
+async function replaceEndpoint(old: Endpoint, choice: Choice): Promise<string[]> {
+  await del(apiPath`/endpoints/${old.slug}`);
+  try {
+    const { steps } = await recreate(old, choice);
+    return [`Deleted and made again at ${old.slug}.`, ...steps];
+  } catch (error) {
+    // The new one was refused (or half made): the old one comes back as it was, and the reason is shown.
+    await del(apiPath`/endpoints/${old.slug}`).catch(() => undefined);
+    await recreate(old, {
+      dataset_id: old.dataset?.id ?? null,
+      model_id: old.model?.id ?? null,
+      response_type: old.response_type,
+    }).catch(() => undefined);
+    throw error;
+  }
 }

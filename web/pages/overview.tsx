@@ -1,4 +1,5 @@
-import type { Dataset, Endpoint, Model, Policy } from '../api.ts';
+import { useEffect, useState } from 'preact/hooks';
+import { apiPath, type Dataset, type Endpoint, get, type Model, type Page, type Policy, type Usage } from '../api.ts';
 import { Loading, PageHeader } from '../components/ui.tsx';
 import { count, plural } from '../lib/format.ts';
 import { useFirstRender, useResource, useTitle } from '../lib/hooks.ts';
@@ -23,6 +24,7 @@ function Steps(props: { datasets: Dataset[]; models: Model[]; endpoints: Endpoin
   const indexed = datasets.reduce((sum, dataset) => sum + dataset.ingestion.files_indexed, 0);
   const first = endpoints[0];
   const withPolicies = props.policies.length > 0;
+  const asked = useAsked(endpoints);
   const steps = [
     {
       done: datasets.length > 0,
@@ -55,9 +57,11 @@ function Steps(props: { datasets: Dataset[]; models: Model[]; endpoints: Endpoin
       action: endpoints.length > 0 ? 'See endpoints' : 'Make an endpoint',
     },
     {
-      done: false,
+      done: asked !== undefined,
       title: 'Ask it a question',
-      text: 'The playground queries an endpoint as you, its owner, and streams the answer with its sources.',
+      text: asked
+        ? `${asked.name} was asked ${plural(asked.questions, 'question')}; ask more in the playground.`
+        : 'The playground queries an endpoint as you, its owner, and streams the answer with its sources.',
       href: first ? `/endpoints/${first.slug}` : '/endpoints/new',
       action: 'Open the playground',
     },
@@ -100,4 +104,31 @@ function Steps(props: { datasets: Dataset[]; models: Model[]; endpoints: Endpoin
       </ol>
     </>
   );
+}
+
+/**
+ * The first endpoint that was asked something (by anyone, the playground included), from each endpoint's usage
+ * (one row asked for: its total is the count); undefined while none was. At most the first 20 endpoints are asked.
+ */
+function useAsked(endpoints: Endpoint[]): { name: string; questions: number } | undefined {
+  const [asked, setAsked] = useState<{ name: string; questions: number } | undefined>(undefined);
+  const slugs = endpoints
+    .slice(0, 20)
+    .map((endpoint) => endpoint.slug)
+    .join('\n');
+  useEffect(() => {
+    let current = true;
+    const pages = endpoints.slice(0, 20).map((endpoint) =>
+      get<Page<Usage>>(apiPath`/endpoints/${endpoint.slug}/usage?skip=0&limit=1`)
+        .then((page) => ({ name: endpoint.name, questions: page.total }))
+        .catch(() => ({ name: endpoint.name, questions: 0 })),
+    );
+    void Promise.all(pages).then((found) => {
+      if (current) setAsked(found.find((entry) => entry.questions > 0));
+    });
+    return () => {
+      current = false;
+    };
+  }, [slugs]);
+  return asked;
 }

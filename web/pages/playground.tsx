@@ -4,12 +4,27 @@ import { References } from '../components/references.tsx';
 import { Notice, SelectField, TextField } from '../components/ui.tsx';
 import { money } from '../lib/format.ts';
 import { useFirstRender } from '../lib/hooks.ts';
+import { SPEC_MAX_TOKENS } from './endpoint-new.tsx';
 
 interface PolicyEntry {
   policy_type: string;
   status: string;
   reason: string | null;
   amount: number | null;
+}
+
+/** The server's default `similarity_threshold` (src/query/schemas.ts): passages scoring below it are left out. */
+const DEFAULT_THRESHOLD = 0.5;
+
+/**
+ * Which of the endpoint's policies refused a query: the refusing entry is the last of `policy_metadata` (it names
+ * a type), and the endpoint's policies of that type give its name.
+ */
+function refusedBy(entries: PolicyEntry[] | undefined, policies: Endpoint['policies']): { type: string; names: string[] } | undefined {
+  const refusing = entries?.findLast((entry) => entry.status === 'rejected') ?? undefined;
+  if (!refusing) return undefined;
+  const names = (policies ?? []).filter((policy) => policy.policy_type === refusing.policy_type).map((policy) => policy.name);
+  return { type: refusing.policy_type, names };
 }
 
 interface Turn {
@@ -25,6 +40,8 @@ interface Turn {
   done: boolean;
   firstTokenMs?: number;
   ms?: number;
+  /** The threshold the question was asked with. */
+  threshold?: number;
 }
 
 /** Server-Sent Events of a fetch response: `{event, data}` per block (API-CONTRACT 6). */
@@ -109,7 +126,7 @@ export function Playground(props: { endpoint: Endpoint }) {
     if (mode) body.extras = { reference_options: { mode } };
 
     const index = turns.length;
-    setTurns([...turns, { question: text, answer: '', done: false }]);
+    setTurns([...turns, { question: text, answer: '', done: false, threshold: threshold ? Number(threshold) : DEFAULT_THRESHOLD }]);
     setQuestion('');
     setAsking(true);
     const controller = new AbortController();
@@ -179,6 +196,7 @@ export function Playground(props: { endpoint: Endpoint }) {
             </div>
             <div class="bubble answer-bubble" aria-live="polite" aria-busy={!turn.done}>
               {turn.error && <Notice kind="error">{turn.error}</Notice>}
+              {turn.error && <Refusal entries={turn.policies} endpoint={endpoint} />}
               {hasModel && (turn.answer || !turn.error) && (
                 <p class="answer-text">
                   {turn.answer}
@@ -194,6 +212,12 @@ export function Playground(props: { endpoint: Endpoint }) {
                       : `${turn.references.length} source${turn.references.length === 1 ? '' : 's'}`}
                   </summary>
                   <References documents={turn.references} />
+                  {turn.references.length === 0 && (
+                    <p class="hint" data-threshold-note>
+                      Passages scoring below {turn.threshold ?? DEFAULT_THRESHOLD} are left out: lower the threshold in the query options to
+                      see weaker matches (the dataset's own search shows every result).
+                    </p>
+                  )}
                 </details>
               )}
               {turn.done && !turn.error && (
@@ -239,6 +263,12 @@ export function Playground(props: { endpoint: Endpoint }) {
             }
           }}
         />
+        {endpoint.dataset && (
+          <p class="hint threshold-note" data-threshold-note>
+            Only passages scoring {threshold || DEFAULT_THRESHOLD} or more are used (the threshold, in the query options; 0 keeps them all).
+            The dataset's search page shows every result.
+          </p>
+        )}
         <details class="more">
           <summary>Query options</summary>
           <div class="more-body options-grid">
@@ -252,7 +282,8 @@ export function Playground(props: { endpoint: Endpoint }) {
                   min={0}
                   max={1}
                   step={0.05}
-                  placeholder="0.5"
+                  placeholder={String(DEFAULT_THRESHOLD)}
+                  hint="Passages scoring below it are left out."
                   value={threshold}
                   onInput={setThreshold}
                 />
@@ -265,7 +296,7 @@ export function Playground(props: { endpoint: Endpoint }) {
                   type="number"
                   min={1}
                   max={32768}
-                  placeholder={String(endpoint.generation_defaults.max_tokens ?? 100)}
+                  placeholder={String(endpoint.generation_defaults.max_tokens ?? SPEC_MAX_TOKENS)}
                   value={maxTokens}
                   onInput={setMaxTokens}
                 />
@@ -300,5 +331,20 @@ export function Playground(props: { endpoint: Endpoint }) {
         </div>
       </form>
     </section>
+  );
+}
+
+/** Names the policy that refused a question, with the way to its settings. */
+function Refusal(props: { entries: PolicyEntry[] | undefined; endpoint: Endpoint }) {
+  const refused = refusedBy(props.entries, props.endpoint.policies);
+  if (!refused) return null;
+  const what = refused.type === 'mpp' ? 'price (MPP)' : refused.type.replace(/_/g, ' ');
+  const named = refused.names.length > 0 ? ` ${refused.names.map((name) => `'${name}'`).join(' or ')}` : '';
+  return (
+    <p class="refused-by" data-refused-by>
+      Refused by the {what} policy{named}.{' '}
+      <a href={`/endpoints/${encodeURIComponent(props.endpoint.slug)}/policies`}>Change it in Policies</a>
+      {refused.type === 'access' ? ' (your own e-mail must pass it too).' : '.'}
+    </p>
   );
 }

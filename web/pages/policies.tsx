@@ -1,8 +1,8 @@
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, apiPath, del, type Endpoint, type JsonSchema, type Policy, patch, post, type TypeInfo } from '../api.ts';
+import { ApiError, apiPath, del, type Endpoint, type JsonSchema, type Me, type Policy, patch, post, type TypeInfo } from '../api.ts';
 import { errorsUnder, type FormValues, initialValues, labelOf, SchemaForm, toConfiguration } from '../components/schema-form.tsx';
 import { Badge, Empty, ErrorNotice, Field, Loading, Notice, SubmitButton, TextField } from '../components/ui.tsx';
-import { useDebounced, useFirstRender, useSubmission } from '../lib/hooks.ts';
+import { useDebounced, useFirstRender, useResource, useSubmission } from '../lib/hooks.ts';
 import { typeLabel, typeNamed, useTypes } from '../lib/types.ts';
 
 /**
@@ -12,6 +12,9 @@ import { typeLabel, typeNamed, useTypes } from '../lib/types.ts';
 export function Policies(props: { endpoint: Endpoint; reload: () => Promise<void> }) {
   useFirstRender();
   const types = useTypes();
+  // The owner's own e-mail: an access list that would refuse it is warned about before it is saved.
+  const me = useResource<Me>('/auth/me');
+  const owner = me.data?.email;
   const policies = props.endpoint.policies ?? [];
   if (types.error) return <ErrorNotice error={types.error} />;
   if (!types.data) return <Loading what="policy types" />;
@@ -29,12 +32,12 @@ export function Policies(props: { endpoint: Endpoint; reload: () => Promise<void
         ) : (
           <ul class="policy-list">
             {policies.map((policy) => (
-              <PolicyItem key={policy.id} policy={policy} info={typeNamed(kinds, policy.policy_type)} reload={props.reload} />
+              <PolicyItem key={policy.id} policy={policy} info={typeNamed(kinds, policy.policy_type)} reload={props.reload} owner={owner} />
             ))}
           </ul>
         )}
       </section>
-      <NewPolicy endpoint={props.endpoint} kinds={kinds} reload={props.reload} />
+      <NewPolicy endpoint={props.endpoint} kinds={kinds} reload={props.reload} owner={owner} />
     </>
   );
 }
@@ -46,7 +49,7 @@ function describe(configuration: Record<string, unknown>): string {
     .join(' · ');
 }
 
-function PolicyItem(props: { policy: Policy; info: TypeInfo | undefined; reload: () => Promise<void> }) {
+function PolicyItem(props: { policy: Policy; info: TypeInfo | undefined; reload: () => Promise<void>; owner: string | undefined }) {
   const { policy } = props;
   const [editing, setEditing] = useState(false);
   const [failure, setFailure] = useState<Error | undefined>(undefined);
@@ -83,6 +86,7 @@ function PolicyItem(props: { policy: Policy; info: TypeInfo | undefined; reload:
           initial={policy.configuration}
           name={policy.name}
           submitLabel="Save"
+          owner={props.owner}
           onSubmit={async (name, configuration) => {
             await patch(apiPath`/policies/${policy.id}`, { name, configuration });
             setEditing(false);
@@ -94,7 +98,7 @@ function PolicyItem(props: { policy: Policy; info: TypeInfo | undefined; reload:
   );
 }
 
-function NewPolicy(props: { endpoint: Endpoint; kinds: TypeInfo[]; reload: () => Promise<void> }) {
+function NewPolicy(props: { endpoint: Endpoint; kinds: TypeInfo[]; reload: () => Promise<void>; owner: string | undefined }) {
   const [type, setType] = useState(props.kinds[0]?.type ?? 'access');
   const [round, setRound] = useState(0);
   const info = typeNamed(props.kinds, type);
@@ -118,6 +122,7 @@ function NewPolicy(props: { endpoint: Endpoint; kinds: TypeInfo[]; reload: () =>
           name=""
           defaultName={typeLabel(type)}
           submitLabel="Add the policy"
+          owner={props.owner}
           onSubmit={async (name, configuration) => {
             await post('/policies/', { name, policy_type: type, endpoint_id: props.endpoint.id, configuration });
             setRound(round + 1);
@@ -135,12 +140,15 @@ function PolicyForm(props: {
   name: string;
   defaultName?: string;
   submitLabel: string;
+  /** The owner's e-mail, checked against an access list as it is written and once more before it is saved. */
+  owner?: string | undefined;
   onSubmit: (name: string, configuration: Record<string, unknown>) => Promise<void>;
 }) {
   const [name, setName] = useState(props.name);
   const [values, setValues] = useState<FormValues>(() => initialValues(props.schema, props.initial));
   const { busy, errors, setErrors, failure, run } = useSubmission();
   const { configuration } = toConfiguration(props.schema, values);
+  const checksEmails = props.schema.properties?.patterns !== undefined && props.schema.properties?.mode !== undefined;
 
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -150,15 +158,35 @@ function PolicyForm(props: {
       return;
     }
     await run(async () => {
+      // Asked again now, not taken from the last check shown: the list saved is the one checked.
+      if (checksEmails && props.owner && hasPatterns(built.configuration)) {
+        const check = await post<CheckResult>('/policies/access/check', { configuration: built.configuration, email: props.owner });
+        if (
+          !check.allowed &&
+          !confirm(
+            `This list refuses you (${props.owner}): your own questions, the playground's included, will be answered 403 until you change it. Save it anyway?`,
+          )
+        )
+          return;
+      }
       await props.onSubmit(name.trim() || props.defaultName || 'policy', built.configuration);
     });
   };
   const configurationErrors = errorsUnder(errors, 'configuration');
-  const checksEmails = props.schema.properties?.patterns !== undefined && props.schema.properties?.mode !== undefined;
+  const ownerCheck = useAccessCheck(checksEmails ? configuration : undefined, props.owner ?? '');
   return (
     <form class="form policy-form" onSubmit={submit}>
       <TextField label="Policy name" maxLength={200} placeholder={props.defaultName} value={name} onInput={setName} error={errors.name} />
       <SchemaForm schema={props.schema} values={values} onChange={setValues} errors={configurationErrors} />
+      {checksEmails && ownerCheck && 'check' in ownerCheck && !ownerCheck.check.allowed && (
+        <div class="owner-warning" data-owner-warning>
+          <Notice kind="warning" title="This list refuses you.">
+            {ownerCheck.email} {ownerCheck.check.matched_pattern ? `matches ${ownerCheck.check.matched_pattern}` : 'matches no pattern'}
+            {configuration.mode === 'deny' ? ' of this deny list' : ''}: your own questions, the playground's included, would be refused.
+            {configuration.mode === 'deny' ? ' Take the pattern out' : ' Add your e-mail to the patterns'} to keep asking.
+          </Notice>
+        </div>
+      )}
       {checksEmails && <AccessCheck configuration={configuration} />}
       {configurationErrors._ && <Notice kind="error">{configurationErrors._}</Notice>}
       <ErrorNotice error={failure} />
@@ -176,15 +204,23 @@ interface CheckResult {
   matched_pattern: string | null;
 }
 
-/** "Would this e-mail pass?", answered by the server with the query's own matching (RE2, whole e-mail). */
-function AccessCheck(props: { configuration: Record<string, unknown> }) {
-  const [email, setEmail] = useState('');
-  const [result, setResult] = useState<{ email: string; check: CheckResult } | { email: string; error: string } | undefined>(undefined);
-  const request = useDebounced(JSON.stringify({ configuration: props.configuration, email: email.trim() }), 300);
+function hasPatterns(configuration: Record<string, unknown>): boolean {
+  return Array.isArray(configuration.patterns) && configuration.patterns.length > 0;
+}
+
+type CheckAnswer = { email: string; check: CheckResult } | { email: string; error: string };
+
+/**
+ * Whether `email` passes the access list `configuration` (undefined: nothing to check), asked of the server as
+ * the list changes (`POST /policies/access/check`, the query's own matching: RE2, whole e-mail).
+ */
+function useAccessCheck(configuration: Record<string, unknown> | undefined, email: string): CheckAnswer | undefined {
+  const [result, setResult] = useState<CheckAnswer | undefined>(undefined);
+  const request = useDebounced(configuration ? JSON.stringify({ configuration, email: email.trim() }) : '', 300);
 
   useEffect(() => {
-    const asked = JSON.parse(request) as { configuration: { patterns?: unknown[] }; email: string };
-    if (!asked.email || !Array.isArray(asked.configuration.patterns) || asked.configuration.patterns.length === 0) {
+    const asked = request ? (JSON.parse(request) as { configuration: Record<string, unknown>; email: string }) : undefined;
+    if (!asked?.email || !hasPatterns(asked.configuration)) {
       setResult(undefined);
       return;
     }
@@ -196,6 +232,13 @@ function AccessCheck(props: { configuration: Record<string, unknown> }) {
       current = false;
     };
   }, [request]);
+  return result;
+}
+
+/** "Would this e-mail pass?", answered by the server with the query's own matching (RE2, whole e-mail). */
+function AccessCheck(props: { configuration: Record<string, unknown> }) {
+  const [email, setEmail] = useState('');
+  const result = useAccessCheck(props.configuration, email);
 
   return (
     <div class="access-check">

@@ -144,7 +144,11 @@ function Publication(props: { endpoint: Endpoint; marketplaces: Marketplace[]; r
 export const SYFTHUB_URL = 'https://syfthub.openmined.org';
 
 /** Connects a marketplace account: knode logs in once to check it (400 with the hub's reason if refused). */
-export function Connect(props: { first: boolean; onConnected: () => Promise<void> }) {
+export function Connect(props: {
+  first: boolean;
+  onConnected: () => Promise<void> /** Inside another card (Settings): no card of its own. */;
+  embedded?: boolean;
+}) {
   const [name, setName] = useState('SyftHub');
   const [url, setUrl] = useState(SYFTHUB_URL);
   const [username, setUsername] = useState('');
@@ -172,8 +176,8 @@ export function Connect(props: { first: boolean; onConnected: () => Promise<void
     );
   }
   return (
-    <form class="card form" onSubmit={submit} aria-labelledby="connect-title">
-      <h2 id="connect-title">Connect a marketplace</h2>
+    <form class={props.embedded ? 'form connect-form' : 'card form'} onSubmit={submit} aria-labelledby="connect-title">
+      {props.embedded ? <h3 id="connect-title">Connect a marketplace</h3> : <h2 id="connect-title">Connect a marketplace</h2>}
       {props.first && <Empty>No marketplace yet: connect your SyftHub account to publish your endpoints.</Empty>}
       <p data-connect="about">SyftHub is the marketplace where people find your endpoints, get tokens to query them, and pay for them.</p>
       <TextField label="Name" required maxLength={200} value={name} onInput={setName} error={errors.name} />

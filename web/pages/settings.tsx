@@ -76,7 +76,7 @@ function Marketplaces() {
           ))}
         </ul>
       )}
-      {list.data && <Connect first={list.data.length === 0} onConnected={list.reload} />}
+      {list.data && <Connect first={list.data.length === 0} onConnected={list.reload} embedded />}
     </section>
   );
 }
@@ -257,10 +257,12 @@ function TunnelControls(props: { tunnel: Tunnel | undefined; error: ApiError | u
     return run(() => post('/settings/proxy', body));
   };
   if (props.error?.status === 404) {
+    // No marketplace yet: the Marketplaces card says so once; here, only what the tunnel will need.
     return (
-      <Notice>
-        The tunnel needs a default marketplace (its name comes from your hub account): connect one above. {props.error.message}
-      </Notice>
+      <div data-settings="tunnel">
+        <h3>Tunnel</h3>
+        <p class="hint">Offered here once a marketplace is connected: its name comes from your hub account.</p>
+      </div>
     );
   }
   return (
