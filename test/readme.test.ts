@@ -139,6 +139,7 @@ const PROMISED: Record<string, string[]> = {
     // The consumer's query was answered and recorded under her hub e-mail, past the owner's allow list.
     '"sender_email":"carol@example.org"',
     'data: [DONE]',
+    '"wallet_address":"0x742d35Cc6634c0532925a3b844bC9e7595F8fE00","testnet":true,"rpc_url":null,"chain_id":42431',
   ],
 };
 
