@@ -166,7 +166,44 @@ describe('keyword layouts', () => {
     await store.createDatasetIndex(id, DIMENSION); // what the dataset's start does
     expect((await store.search(id, undefined, 'almanac', keyword)).map((hit) => hit.metadata.source)).toEqual(['weather.md']);
     expect((await store.search(id, undefined, 'kitten', keyword)).map((hit) => hit.metadata.source)).toEqual(['pets.md']);
-    expect(await count(`SELECT count(*) AS n FROM fts_${hex} WHERE fts_${hex} MATCH 'cats'`)).toBe(2);
+    // Two chunks say "cats"; since layout 3 the kitten chunk holds it too, in its file's lead (pets.md opens with cats).
+    expect(await count(`SELECT count(*) AS n FROM fts_${hex} WHERE fts_${hex} MATCH 'content : cats'`)).toBe(2);
+    expect(await count(`SELECT count(*) AS n FROM fts_${hex} WHERE fts_${hex} MATCH 'lead : cats'`)).toBe(2);
+  });
+});
+
+describe("a document's lead", () => {
+  test('the opening of a file is searched on every one of its chunks, also after a layout 2 table is rebuilt', async () => {
+    const id = crypto.randomUUID();
+    await store.createDatasetIndex(id, DIMENSION);
+    const hex = id.replaceAll('-', '');
+    await store.replaceFileChunks(id, 'lighthouse.md', [
+      chunk('Fresnel lenses focus the beam of a lighthouse.', unit(1)),
+      chunk('Keepers trimmed wicks every night.', unit(0, 1)),
+    ]);
+    await store.replaceFileChunks(id, 'other.md', [chunk('Keepers of bees wear veils.', unit(0, 0, 1))]);
+    const leadHolders = `SELECT count(*) AS n FROM fts_${hex} WHERE fts_${hex} MATCH 'lead : fresnel'`;
+    // Both chunks of lighthouse.md hold its opening, so "keepers fresnel" ranks its second chunk above other.md's.
+    expect(await count(leadHolders)).toBe(2);
+    const keyword = { ...defaults, mode: 'keyword' as const };
+    expect((await store.search(id, undefined, 'keepers fresnel', keyword))[0]?.content).toBe('Keepers trimmed wicks every night.');
+    // As a dataset indexed before layout 3 looks: no lead column.
+    await opened.exclusive((sqlite) => {
+      sqlite.run(`DROP TABLE fts_${hex}_vocab`);
+      sqlite.run(`DROP TABLE fts_${hex}`);
+      sqlite.run(
+        `CREATE VIRTUAL TABLE fts_${hex} USING fts5(content, title, source, content='', contentless_delete=1, tokenize='porter unicode61 remove_diacritics 2')`,
+      );
+      sqlite.run(`CREATE VIRTUAL TABLE fts_${hex}_vocab USING fts5vocab(fts_${hex}, 'row')`);
+      sqlite.run(
+        `INSERT INTO fts_${hex} (rowid, content, title, source) SELECT row_id, content, '', file_key FROM vector_chunks WHERE dataset_id = '${id}'`,
+      );
+      sqlite.run(`UPDATE vector_indexes SET keyword_layout = 2 WHERE dataset_id = '${id}'`);
+    });
+    expect((await store.search(id, undefined, 'fresnel', keyword)).length).toBe(1);
+    await store.createDatasetIndex(id, DIMENSION); // what the dataset's start does
+    expect(await count(leadHolders)).toBe(2);
+    expect((await store.search(id, undefined, 'fresnel', keyword)).length).toBe(2);
   });
 });
 
@@ -261,8 +298,9 @@ describe('search', () => {
 
   test('keyword mode orders by BM25, scores by keyword evidence alone and needs no query vector', async () => {
     const hits = await store.search(id, undefined, 'cats', { ...defaults, mode: 'keyword' });
-    // "cats" twice in the pets chunk ranks it above the finance chunk that says it once.
-    expect(hits.map((hit) => hit.metadata.source)).toEqual(['pets.md', 'finance.md']);
+    // "cats" twice in the pets chunk ranks it above the finance chunk that says it once; the kitten chunk
+    // holds it only in its file's lead (pets.md opens with cats), and as a second chunk of pets.md it comes last.
+    expect(hits.map((hit) => hit.metadata.source)).toEqual(['pets.md', 'finance.md', 'pets.md']);
     expectNonIncreasing(hits);
     const withVector = await store.search(id, unit(0, 1), 'cats', { ...defaults, mode: 'keyword' });
     expect(withVector.map((hit) => hit.similarity_score)).toEqual(hits.map((hit) => hit.similarity_score));
@@ -271,7 +309,7 @@ describe('search', () => {
 
   test('keyword mode drops the words of the question form, unless there is nothing else', async () => {
     const hits = await store.search(id, undefined, 'what are the cats doing?', { ...defaults, mode: 'keyword' });
-    expect(hits.map((hit) => hit.metadata.source)).toEqual(['pets.md', 'finance.md']);
+    expect(hits.map((hit) => hit.metadata.source)).toEqual(['pets.md', 'finance.md', 'pets.md']);
     // "the" alone is still searched: the weather chunk says "this", the pets one "the".
     const only = await store.search(id, undefined, 'the', { ...defaults, mode: 'keyword' });
     expect(only.map((hit) => hit.metadata.source)).toContain('pets.md');
@@ -382,8 +420,8 @@ describe('search', () => {
       }
     }
     const near = await store.search(id, unit(0, 0, 1), 'NEAR(cats bank)', { ...defaults, mode: 'keyword' });
-    // Chunks with "near", "cats" or "bank" as words: the pets chunk and the bank chunk.
-    expect(near.map((hit) => hit.metadata.source).sort()).toEqual(['finance.md', 'pets.md']);
+    // Chunks with "near", "cats" or "bank" as words: the pets chunks (one by its file's lead) and the bank chunk.
+    expect(near.map((hit) => hit.metadata.source).sort()).toEqual(['finance.md', 'pets.md', 'pets.md']);
   });
 
   test('a zero query vector fails nothing and gives every chunk the same vector evidence', async () => {
@@ -417,7 +455,8 @@ describe('keyword search in a large dataset', () => {
     for (let file = 0; file < 20; file++) {
       const chunks = Array.from({ length: 500 }, (_, i) => {
         const n = file * 500 + i;
-        const extra = n < 3 ? ' zebra' : n === 3 ? ' zebras running' : n % 3 === 0 ? ' medium' : '';
+        // No file opens with a rare word: its lead would put the word on all of the file's 500 chunks.
+        const extra = i === 0 ? '' : n < 4 ? ' zebra' : n === 4 ? ' zebras running' : n % 3 === 0 ? ' medium' : '';
         return chunk(`common filler ${n}${extra}`, vector);
       });
       await store.replaceFileChunks(id, `file-${file}.txt`, chunks);
@@ -427,10 +466,10 @@ describe('keyword search in a large dataset', () => {
     // "common" is in every chunk: BM25 gives it no weight, so it only costs; the query rests on "zebras".
     const zebras = await store.search(id, vector, 'Zebras COMMON', keyword);
     expect(zebras.map((hit) => hit.content).sort()).toEqual([
-      'common filler 0 zebra',
       'common filler 1 zebra',
       'common filler 2 zebra',
-      'common filler 3 zebras running',
+      'common filler 3 zebra',
+      'common filler 4 zebras running',
     ]);
     expect(await store.search(id, vector, 'common filler', keyword)).toEqual([]);
     const medium = await store.search(id, vector, 'medium', keyword);
@@ -487,11 +526,10 @@ describe('with USE-lite embeddings', () => {
       'The football team won the championship last night.',
     ];
     const embeddings = await embedder.embed(texts);
-    await store.replaceFileChunks(
-      id,
-      'notes.md',
-      texts.map((content, i) => chunk(content, embeddings[i]!, { chunk_index: i })),
-    );
+    // One note a file: in one file the first note's words would be every chunk's lead.
+    for (const [i, content] of texts.entries()) {
+      await store.replaceFileChunks(id, `note-${i}.md`, [chunk(content, embeddings[i]!, { source: `note-${i}.md` })]);
+    }
     const question = 'How can I recover my account password?';
     const [query] = await embedder.embed([question]);
     const calibration = calibrationFor('use-lite');

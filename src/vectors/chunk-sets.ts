@@ -72,6 +72,7 @@ export function writeRows(
   set: ChunkSet,
   offset: number,
   rows: readonly ChunkRow[],
+  lead = '',
 ): void {
   if (offset < 0 || offset + rows.length > set.count)
     throw new Error(`rows ${offset}..${offset + rows.length} are outside a set of ${set.count}`);
@@ -84,7 +85,7 @@ export function writeRows(
   for (const [position, row] of rows.entries()) {
     const rowid = set.firstRow + offset + position;
     insertChunk.run(rowid, row.id, tables.datasetId, set.fileKey, row.content, row.metadata);
-    insertText(rowid, row.content, row.title, source);
+    insertText(rowid, row.content, row.title, source, lead);
     if (row.embedding) {
       if (offset + position !== set.embedded + vectors) throw new Error('chunk vectors must be written in order');
       insertVector(sqlite, tables, index.dimension, rowid, row.embedding);
@@ -256,18 +257,25 @@ export function checkVector(vector: Float32Array, dimension: number): void {
   if (!vector.every(Number.isFinite)) throw new Error('chunk embedding holds a value that is not a finite number');
 }
 
-/** A keyword row of a chunk, in the table's layout: the text, and in layout 2 its document's title and file name. */
+/**
+ * A keyword row of a chunk, in the table's layout: the text; in layout 2 its document's title and file
+ * name; in layout 3 also its document's lead (tables.ts).
+ */
 export function keywordInsert(
   sqlite: SqliteDatabase,
   tables: DatasetTables,
   layout: number,
-): (rowid: number, content: string, title: string, source: string) => void {
+): (rowid: number, content: string, title: string, source: string, lead: string) => void {
   if (layout < 2) {
     const insert = sqlite.query(`INSERT INTO ${tables.keywords} (rowid, content) VALUES (?, ?)`);
     return (rowid, content) => void insert.run(rowid, content);
   }
-  const insert = sqlite.query(`INSERT INTO ${tables.keywords} (rowid, content, title, source) VALUES (?, ?, ?, ?)`);
-  return (rowid, content, title, source) => void insert.run(rowid, content, title, source);
+  if (layout < 3) {
+    const insert = sqlite.query(`INSERT INTO ${tables.keywords} (rowid, content, title, source) VALUES (?, ?, ?, ?)`);
+    return (rowid, content, title, source) => void insert.run(rowid, content, title, source);
+  }
+  const insert = sqlite.query(`INSERT INTO ${tables.keywords} (rowid, content, title, source, lead) VALUES (?, ?, ?, ?, ?)`);
+  return (rowid, content, title, source, lead) => void insert.run(rowid, content, title, source, lead);
 }
 
 /** `chunk_count` counts the visible chunks: what searches see. */

@@ -10,7 +10,7 @@ const MAX_TERMS = 32;
  * word the question is about; dropping these lifted recall@1 of keyword search from 0.88 to 0.92 on the
  * evaluation set (scripts/eval). Kept when a query has nothing else.
  */
-const STOPWORDS = new Set(
+export const STOPWORDS: ReadonlySet<string> = new Set(
   (
     'a about above after again all also am an and any are as at be because been before being below between both but by can ' +
     'could did do does doing done during each either else ever few for from further get gets getting got had has have having ' +

@@ -13,11 +13,19 @@ const PRUNE_MIN_CHUNKS = 10_000;
 const POSTING_BUDGET = 20_000;
 
 /**
- * BM25 weights of the keyword table's columns (layout 2, tables.ts): the chunk's text, the document's
- * title, the words of its file name. A match in the title or the name says the whole document is about
- * the word; weights 1/2/2 lifted recall@1 of keyword search by about 0.02 on the evaluation set.
+ * BM25 weights of the keyword table's columns (tables.ts): the chunk's text, the document's title, the
+ * words of its file name (layout 2), the document's lead (layout 3). A match in the title or the name says
+ * the whole document is about the word; weights 1/2/2 lifted recall@1 of keyword search by about 0.02 on
+ * the evaluation set. The lead's weight: see LEAD_WEIGHT.
  */
 const COLUMN_WEIGHTS = [1, 2, 2] as const;
+/**
+ * The lead's weight. On the described set's tuning half (scripts/eval/described, issue 23), MRR@10 of
+ * keyword search was 0.737 without a lead, 0.744 / 0.753 / 0.755 / 0.776 / 0.775 / 0.779 at weights
+ * 0.5 / 1 / 2 / 4 / 6 / 10, hybrid's 0.767 then 0.766 / 0.771 / 0.780 / 0.780 / 0.782 / 0.779: 4 is where it
+ * levels off, and the scores' calibration error grows with the weight (0.41 at 0, 0.46 at 4, 0.51 at 10).
+ */
+const LEAD_WEIGHT = 4;
 
 // A per-connection scratch table with the datasets' tokenizer: inserting the query words and reading
 // its vocabulary gives their stems, which is what the datasets' fts5vocab tables count.
@@ -118,17 +126,18 @@ export function keywordScoresOf(
 
 /** FTS5's bm25() is negative, better matches more negative; a layout 1 table has one column. */
 function bm25(tables: DatasetTables, layout: number): string {
+  if (layout >= 3) return `bm25(${tables.keywords}, ${[...COLUMN_WEIGHTS, LEAD_WEIGHT].join(', ')})`;
   return layout >= 2 ? `bm25(${tables.keywords}, ${COLUMN_WEIGHTS.join(', ')})` : `bm25(${tables.keywords})`;
 }
 
-interface CountedWord {
+export interface CountedWord {
   readonly word: string;
   /** Chunks holding the word's stem (the most of its stems, when the tokenizer makes several). */
   readonly chunks: number;
 }
 
 /** Each word with how many chunks hold it; words that no chunk holds are left out (they cannot match). */
-function countWords(sqlite: SqliteDatabase, tables: DatasetTables, words: readonly string[]): CountedWord[] {
+export function countWords(sqlite: SqliteDatabase, tables: DatasetTables, words: readonly string[]): CountedWord[] {
   const stems = stemsOf(sqlite, words);
   const documentsWith = sqlite.query(`SELECT doc FROM ${tables.vocabulary} WHERE term = ?`);
   return words

@@ -4,7 +4,7 @@ export type SearchMode = 'vector' | 'keyword' | 'hybrid';
 
 /** How chunks are ranked, as the dataset view and each answer's `provider_info` name it. */
 export const RANKING =
-  'knode ranking 2: BM25 over text, title and file name (stop words dropped) and cosine, combined by a calibrated logistic model; repeated files discounted';
+  "knode ranking 3: BM25 over text, title, file name and the document's lead (stop words dropped) and cosine, combined by a calibrated logistic model; repeated files discounted";
 
 /** What one candidate chunk brings to a query, before it is scored. */
 export interface Candidate {

@@ -34,6 +34,7 @@ import {
   dropTablesSql,
   inRanges,
   KEYWORD_LAYOUT,
+  leadOf,
   outsideRanges,
   sourceWords,
 } from './tables.ts';
@@ -101,6 +102,8 @@ export interface StagedFile {
   embedded: number;
   /** Reserved with the first write; a file small enough for one transaction is written as it is published. */
   set?: ChunkSet;
+  /** The document's lead (tables.ts, leadOf), taken from its first chunk when that is written: indexed on every chunk. */
+  lead?: string;
 }
 
 /** How far a file's vectors are: its first `embedded` chunks of `count` have one. */
@@ -554,7 +557,8 @@ function writeBatch(sqlite: SqliteDatabase, tables: DatasetTables, index: IndexS
     rows.push(row);
     characters += row.content.length;
   }
-  writeRows(sqlite, tables, index, { ...set, embedded: staged.embedded }, staged.written, rows);
+  if (staged.written === 0) staged.lead = leadOf(rows[0]?.content ?? '');
+  writeRows(sqlite, tables, index, { ...set, embedded: staged.embedded }, staged.written, rows, staged.lead ?? '');
   staged.written += rows.length;
   staged.embedded += rows.filter((row) => row.embedding).length;
 }
@@ -683,15 +687,21 @@ function rebuildKeywords(sqlite: SqliteDatabase, tables: DatasetTables): void {
   for (const statement of dropKeywordTablesSql(tables)) sqlite.run(statement);
   for (const statement of createKeywordTablesSql(tables)) sqlite.run(statement);
   const insert = keywordInsert(sqlite, tables, KEYWORD_LAYOUT);
+  // Each chunk with its set's first chunk, whose opening is the document's lead.
   const rows = sqlite
-    .query('SELECT row_id, file_key, content, metadata FROM vector_chunks WHERE dataset_id = ?')
+    .query(
+      'SELECT c.row_id, c.file_key, c.content, c.metadata, f.content AS first FROM vector_chunks c ' +
+        'LEFT JOIN vector_sets s ON s.dataset_id = c.dataset_id AND c.row_id BETWEEN s.first_row AND s.last_row ' +
+        'LEFT JOIN vector_chunks f ON f.row_id = s.first_row WHERE c.dataset_id = ?',
+    )
     .iterate(tables.datasetId) as Iterable<{
     row_id: number;
     file_key: string;
     content: string;
     metadata: string;
+    first: string | null;
   }>;
-  for (const row of rows) insert(row.row_id, row.content, titleOf(row.metadata), sourceWords(row.file_key));
+  for (const row of rows) insert(row.row_id, row.content, titleOf(row.metadata), sourceWords(row.file_key), leadOf(row.first ?? ''));
   sqlite.query('UPDATE vector_indexes SET keyword_layout = ? WHERE dataset_id = ?').run(KEYWORD_LAYOUT, tables.datasetId);
 }
 

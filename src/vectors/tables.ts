@@ -35,10 +35,22 @@ export function hasBitColumn(dimension: number): boolean {
 /**
  * The columns of a dataset's keyword table. Layout 1 indexed the chunk's text only; layout 2 adds the
  * document's title and its file name (folders and words of the name), which say what a whole document
- * is about and weigh more in BM25 (see keyword-search.ts). A layout 1 table is rebuilt at the dataset's
- * next start, from the chunks' stored text and metadata (no file is read or embedded again).
+ * is about and weigh more in BM25 (see keyword-search.ts); layout 3 adds the document's lead (its first
+ * LEAD_CHARACTERS, where a document says what it is about) on every chunk. An older table is rebuilt at
+ * the dataset's next start, from the chunks' stored text and metadata (no file is read or embedded again).
  */
-export const KEYWORD_LAYOUT = 2;
+export const KEYWORD_LAYOUT = 3;
+
+/** How much of a document's opening is its lead: about the first paragraph (issue 23's experiment used 400). */
+export const LEAD_CHARACTERS = 400;
+
+/** A document's lead from its first chunk: its first LEAD_CHARACTERS, cut at a word boundary. */
+export function leadOf(firstChunk: string): string {
+  if (firstChunk.length <= LEAD_CHARACTERS) return firstChunk;
+  const cut = firstChunk.slice(0, LEAD_CHARACTERS);
+  const space = cut.lastIndexOf(' ');
+  return space > LEAD_CHARACTERS / 2 ? cut.slice(0, space) : cut;
+}
 
 export function createTablesSql(tables: DatasetTables, dimension: number): string[] {
   const bits = hasBitColumn(dimension) ? `, embedding_bits bit[${dimension}]` : '';
@@ -51,7 +63,7 @@ export function createTablesSql(tables: DatasetTables, dimension: number): strin
 export function createKeywordTablesSql(tables: DatasetTables): string[] {
   return [
     // contentless_delete keeps DELETE working on a contentless table (SQLite 3.43+).
-    `CREATE VIRTUAL TABLE IF NOT EXISTS ${tables.keywords} USING fts5(content, title, source, content='', contentless_delete=1, tokenize='${TOKENIZER}')`,
+    `CREATE VIRTUAL TABLE IF NOT EXISTS ${tables.keywords} USING fts5(content, title, source, lead, content='', contentless_delete=1, tokenize='${TOKENIZER}')`,
     `CREATE VIRTUAL TABLE IF NOT EXISTS ${tables.vocabulary} USING fts5vocab(${tables.keywords}, 'row')`,
     // By default a segment is rewritten whole as soon as a tenth of its rows are deleted: deleting a large
     // file's chunks then made one small batch take 300 ms (measured, 20,000 chunks). Deleted rows are

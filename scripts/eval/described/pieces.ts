@@ -1,0 +1,97 @@
+/**
+ * An experiment (issue 23, item 2): does a chunk's vector over its whole text find documents better than
+ * today's, which USE-lite makes from the chunk's first 128 tokens? Reads the chunks of the described set's
+ * index (run `run.ts` first), embeds each chunk whole and as window-sized pieces (at word boundaries), and
+ * prints vector search's recall@1, recall@5 and MRR@10 per split, documents ranked by their best chunk, with a
+ * chunk's similarity: its opening's cosine (today), the mean of its pieces' vectors, its best piece, the best
+ * of both. Results are in the README ("Retrieval").
+ *
+ * Usage: bun scripts/eval/described/pieces.ts [--window 400]
+ */
+import { Database } from 'bun:sqlite';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { UseLiteEmbedder } from '../../../src/embeddings/use-lite.ts';
+import { COMMITTED_DESCRIBED_SET, DESCRIBED_CACHE, type DescribedQuestion } from './build.ts';
+
+const { values } = parseArgs({ options: { window: { type: 'string', default: '400' } } });
+const WINDOW = Number(values.window);
+const set = JSON.parse(readFileSync(COMMITTED_DESCRIBED_SET, 'utf8')) as { fingerprint: string; answerable: DescribedQuestion[] };
+const index = readdirSync(DESCRIBED_CACHE).find((name) => name === `index-described-${set.fingerprint}-use-lite`);
+if (!index) throw new Error('no index of the described set: run scripts/eval/described/run.ts first');
+const db = new Database(join(DESCRIBED_CACHE, index, 'knode.db'), { readonly: true });
+const rows = db
+  .query(
+    "SELECT c.file_key, c.content FROM vector_chunks c JOIN vector_sets s ON s.dataset_id = c.dataset_id AND c.row_id BETWEEN s.first_row AND s.last_row AND s.state = 'visible'",
+  )
+  .all() as { file_key: string; content: string }[];
+
+/** Pieces of at most WINDOW characters, cut between words. */
+function pieces(text: string): string[] {
+  const out: string[] = [];
+  let current = '';
+  for (const word of text.split(/\s+/).filter(Boolean)) {
+    if (current && current.length + 1 + word.length > WINDOW) {
+      out.push(current);
+      current = word;
+    } else current = current ? `${current} ${word}` : word;
+  }
+  if (current) out.push(current);
+  return out.length > 0 ? out : [''];
+}
+
+const embedder = new UseLiteEmbedder({});
+const whole = await embedder.embed(rows.map((row) => row.content));
+const pieceTexts = rows.map((row) => pieces(row.content));
+const flat = await embedder.embed(pieceTexts.flat());
+console.log(`${rows.length} chunks, ${flat.length} pieces of at most ${WINDOW} characters`);
+let at = 0;
+const chunkPieces = pieceTexts.map((list) => {
+  const vectors = flat.slice(at, at + list.length);
+  at += list.length;
+  return vectors;
+});
+const dot = (a: Float32Array, b: Float32Array) => a.reduce((sum, value, i) => sum + value * (b[i] as number), 0);
+const mean = chunkPieces.map((vectors) => {
+  const sum = new Float32Array(vectors[0]?.length ?? 0);
+  for (const vector of vectors) for (let i = 0; i < sum.length; i++) sum[i] = (sum[i] as number) + (vector[i] as number);
+  const norm = Math.hypot(...sum) || 1;
+  return sum.map((value) => value / norm);
+});
+const questions = await embedder.embed(set.answerable.map((question) => question.question));
+const schemes: [string, (query: Float32Array, chunk: number) => number][] = [
+  ['opening (today)', (query, chunk) => dot(query, whole[chunk] as Float32Array)],
+  ['mean of pieces', (query, chunk) => dot(query, mean[chunk] as Float32Array)],
+  ['best piece', (query, chunk) => Math.max(...(chunkPieces[chunk] as Float32Array[]).map((vector) => dot(query, vector)))],
+  [
+    'best of opening and pieces',
+    (query, chunk) =>
+      Math.max(dot(query, whole[chunk] as Float32Array), ...(chunkPieces[chunk] as Float32Array[]).map((vector) => dot(query, vector))),
+  ],
+];
+for (const [name, score] of schemes) {
+  for (const split of ['tuning', 'held-out']) {
+    let r1 = 0;
+    let r5 = 0;
+    let mrr = 0;
+    let n = 0;
+    for (const [q, question] of set.answerable.entries()) {
+      if (question.split !== split) continue;
+      n++;
+      const best = new Map<string, number>();
+      for (const [chunk, row] of rows.entries()) {
+        const value = score(questions[q] as Float32Array, chunk);
+        if (value > (best.get(row.file_key) ?? -2)) best.set(row.file_key, value);
+      }
+      const rank = [...best].sort((a, b) => b[1] - a[1]).findIndex(([file]) => file === question.relevant) + 1;
+      if (rank === 1) r1++;
+      if (rank >= 1 && rank <= 5) r5++;
+      if (rank >= 1 && rank <= 10) mrr += 1 / rank;
+    }
+    console.log(
+      `${name.padEnd(28)} ${split.padEnd(9)} R@1 ${(r1 / n).toFixed(3)}  R@5 ${(r5 / n).toFixed(3)}  MRR@10 ${(mrr / n).toFixed(3)}`,
+    );
+  }
+}
+await embedder.close?.();
