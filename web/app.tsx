@@ -61,7 +61,11 @@ function Gate() {
     if (!token) return;
     let current = true;
     get<Me>('/auth/me')
-      .then((found) => current && setMe(found))
+      .then((found) => {
+        if (!current) return;
+        session.email.value = found.email;
+        setMe(found);
+      })
       // A 401 has ended the session already (back to the login page); anything else is shown.
       .catch((error) => current && error.status !== 401 && setStatusError(String(error.message ?? error)));
     return () => {

@@ -18,6 +18,8 @@ export const session = {
   token: signal<string | null>(stored()),
   /** Why the person is on the login page again (an expired or refused token). */
   notice: signal<string | null>(null),
+  /** The logged-in person's e-mail once `GET /auth/me` answered (the console asks once per login). */
+  email: signal<string | null>(null),
 
   start(token: string): void {
     localStorage.setItem(KEY, token);
@@ -28,6 +30,7 @@ export const session = {
   end(notice: string | null = null): void {
     localStorage.removeItem(KEY);
     session.notice.value = notice;
+    session.email.value = null;
     session.token.value = null;
   },
 

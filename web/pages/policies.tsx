@@ -1,9 +1,10 @@
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, apiPath, del, type Endpoint, type JsonSchema, type Me, type Policy, patch, post, type TypeInfo } from '../api.ts';
+import { ApiError, apiPath, del, type Endpoint, type JsonSchema, type Policy, patch, post, type TypeInfo } from '../api.ts';
 import { errorsUnder, type FormValues, initialValues, labelOf, SchemaForm, toConfiguration } from '../components/schema-form.tsx';
 import { Badge, Empty, ErrorNotice, Field, Loading, Notice, SubmitButton, TextField } from '../components/ui.tsx';
-import { useDebounced, useFirstRender, useResource, useSubmission } from '../lib/hooks.ts';
+import { useDebounced, useFirstRender, useSubmission } from '../lib/hooks.ts';
 import { typeLabel, typeNamed, useTypes } from '../lib/types.ts';
+import { session } from '../session.ts';
 
 /**
  * The endpoint's policies: every type the server knows (`GET /api/v1/types`: access, rate limits,
@@ -12,9 +13,8 @@ import { typeLabel, typeNamed, useTypes } from '../lib/types.ts';
 export function Policies(props: { endpoint: Endpoint; reload: () => Promise<void> }) {
   useFirstRender();
   const types = useTypes();
-  // The owner's own e-mail: an access list that would refuse it is warned about before it is saved.
-  const me = useResource<Me>('/auth/me');
-  const owner = me.data?.email;
+  // The owner's own e-mail (asked once at login): an access list that would refuse it is warned about before it is saved.
+  const owner = session.email.value ?? undefined;
   const policies = props.endpoint.policies ?? [];
   if (types.error) return <ErrorNotice error={types.error} />;
   if (!types.data) return <Loading what="policy types" />;
@@ -149,6 +149,8 @@ function PolicyForm(props: {
   const { busy, errors, setErrors, failure, run } = useSubmission();
   const { configuration } = toConfiguration(props.schema, values);
   const checksEmails = props.schema.properties?.patterns !== undefined && props.schema.properties?.mode !== undefined;
+  // Waits for a pause in the typing: each check is a request, counted in the general API limits.
+  const ownerCheck = useAccessCheck(checksEmails ? configuration : undefined, props.owner ?? '', 700);
 
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -158,9 +160,12 @@ function PolicyForm(props: {
       return;
     }
     await run(async () => {
-      // Asked again now, not taken from the last check shown: the list saved is the one checked.
+      // The list saved is the one checked: the live check's answer when it was for this very list, else asked now.
       if (checksEmails && props.owner && hasPatterns(built.configuration)) {
-        const check = await post<CheckResult>('/policies/access/check', { configuration: built.configuration, email: props.owner });
+        const shown =
+          ownerCheck && 'check' in ownerCheck && ownerCheck.asked === JSON.stringify(built.configuration) ? ownerCheck.check : undefined;
+        const check =
+          shown ?? (await post<CheckResult>('/policies/access/check', { configuration: built.configuration, email: props.owner }));
         if (
           !check.allowed &&
           !confirm(
@@ -173,7 +178,6 @@ function PolicyForm(props: {
     });
   };
   const configurationErrors = errorsUnder(errors, 'configuration');
-  const ownerCheck = useAccessCheck(checksEmails ? configuration : undefined, props.owner ?? '');
   return (
     <form class="form policy-form" onSubmit={submit}>
       <TextField label="Policy name" maxLength={200} placeholder={props.defaultName} value={name} onInput={setName} error={errors.name} />
@@ -208,15 +212,16 @@ function hasPatterns(configuration: Record<string, unknown>): boolean {
   return Array.isArray(configuration.patterns) && configuration.patterns.length > 0;
 }
 
-type CheckAnswer = { email: string; check: CheckResult } | { email: string; error: string };
+/** The answer for `email`, and the configuration it was asked for (as JSON). */
+type CheckAnswer = { email: string; asked: string; check: CheckResult } | { email: string; asked: string; error: string };
 
 /**
  * Whether `email` passes the access list `configuration` (undefined: nothing to check), asked of the server as
  * the list changes (`POST /policies/access/check`, the query's own matching: RE2, whole e-mail).
  */
-function useAccessCheck(configuration: Record<string, unknown> | undefined, email: string): CheckAnswer | undefined {
+function useAccessCheck(configuration: Record<string, unknown> | undefined, email: string, wait = 300): CheckAnswer | undefined {
   const [result, setResult] = useState<CheckAnswer | undefined>(undefined);
-  const request = useDebounced(configuration ? JSON.stringify({ configuration, email: email.trim() }) : '', 300);
+  const request = useDebounced(configuration ? JSON.stringify({ configuration, email: email.trim() }) : '', wait);
 
   useEffect(() => {
     const asked = request ? (JSON.parse(request) as { configuration: Record<string, unknown>; email: string }) : undefined;
@@ -225,9 +230,14 @@ function useAccessCheck(configuration: Record<string, unknown> | undefined, emai
       return;
     }
     let current = true;
+    const configurationAsked = JSON.stringify(asked.configuration);
     post<CheckResult>('/policies/access/check', asked)
-      .then((check) => current && setResult({ email: asked.email, check }))
-      .catch((error) => current && setResult({ email: asked.email, error: error instanceof ApiError ? error.message : String(error) }));
+      .then((check) => current && setResult({ email: asked.email, asked: configurationAsked, check }))
+      .catch(
+        (error) =>
+          current &&
+          setResult({ email: asked.email, asked: configurationAsked, error: error instanceof ApiError ? error.message : String(error) }),
+      );
     return () => {
       current = false;
     };
