@@ -337,4 +337,15 @@ describe.skipIf(nested)('README.md', () => {
       expect(missing).toEqual([]);
     }, 120_000);
   }
+
+  // Last, since it ends the knode the sections use. A service manager or `kill` stops `npm start` with SIGTERM
+  // to npm alone: the script execs bun, else the shell between them died and left knode running.
+  test('SIGTERM to `npm start` stops knode', async () => {
+    if (!knode) throw new Error('knode was not started');
+    knode.kill('SIGTERM');
+    await knode.exited;
+    // npm's exit is knode's, since the script execs bun; the port is checked too, in case that ever changes.
+    for (let attempt = 0; attempt < 300 && (await listening()); attempt++) await Bun.sleep(100);
+    expect(await listening()).toBe(false);
+  }, 60_000);
 });
