@@ -16,7 +16,12 @@ export const ShortText = Type.String({ maxLength: 2000 });
 export const LongText = Type.String({ maxLength: 50_000 });
 
 /** An absolute http(s) URL with a host (`format: uri` alone lets `https://` and `http:///x` through). */
-export const HttpUrl = Type.String({ format: 'uri', pattern: '^https?://[^/?#\\s]', maxLength: 2000 });
+export const HttpUrl = Type.String({
+  format: 'uri',
+  pattern: '^https?://[^/?#\\s]',
+  maxLength: 2000,
+  errorMessage: 'Write an http or https URL with a host, e.g. https://knode.example.net',
+});
 
 /** A server's URL that knode appends paths to (a model's, an RPC node's): no query string or fragment (issue 22). */
 export const BaseUrl = Type.String({ format: BASE_URL_FORMAT, maxLength: 2000 });

@@ -403,7 +403,14 @@ describe('the console without traps', () => {
     await page.waitForFunction(() => document.activeElement?.classList.contains('notice-error'));
     expect(await focusInView()).toBe(true);
     await shot('29-settings-error', false);
-    forget(); // the hub's refusal is the point
+    // A public URL that is not http(s): the 422 in words, beside the field, with the focus on it.
+    await typeInto(page, { label: 'Public URL' }, 'ftp://knode.example.net');
+    await page.keyboard.press('Enter');
+    await waitForText(page, '.field-invalid .error-text', 'Write an http or https URL with a host, e.g. https://knode.example.net');
+    await page.waitForFunction(() => document.activeElement?.getAttribute('aria-invalid') === 'true');
+    expect(await page.evaluate(() => (document.activeElement as HTMLInputElement).value)).toBe('ftp://knode.example.net');
+    expect(await focusInView()).toBe(true);
+    forget(); // the hub's refusal and the 422 are the point
   }
 
   test('the sticky header never hides the focused control, going up with Shift+Tab', async () => {

@@ -5,7 +5,7 @@ import { errorsUnder } from '../components/schema-form.tsx';
 import { CheckboxField, ErrorNotice, Loading, Notice, SelectField, SubmitButton, TextField } from '../components/ui.tsx';
 import { useFirstRender, useResource, useSubmission } from '../lib/hooks.ts';
 import { RESPONSE_TYPES } from './endpoint-list.tsx';
-import { allowedTypes, SPEC_MAX_TOKENS } from './endpoint-new.tsx';
+import { ANSWER_TOKENS, allowedTypes, generationDefaults, SPEC_MAX_TOKENS } from './endpoint-new.tsx';
 
 /** Name, summary and description, and what a query that omits them gets (`generation_defaults`). */
 export function EndpointSettings(props: { endpoint: Endpoint; reload: () => Promise<void> }) {
@@ -315,7 +315,11 @@ async function recreate(old: Endpoint, choice: Choice): Promise<{ created: Endpo
     description: old.description ?? '',
     tags: old.tags,
     ...choice,
-    generation_defaults: old.generation_defaults,
+    // An endpoint that gets its first model gets the answers' defaults a new one would (answer length, in full).
+    generation_defaults:
+      !old.model && choice.model_id && Object.keys(old.generation_defaults).length === 0
+        ? generationDefaults(String(ANSWER_TOKENS), true)
+        : old.generation_defaults,
   });
   const steps: string[] = [];
   for (const policy of old.policies ?? []) {
