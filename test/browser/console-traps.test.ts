@@ -213,7 +213,7 @@ describe('the console without traps', () => {
     await page.goto(`${url}/models/new`, { waitUntil: 'networkidle0' });
     const dead = await deadServerUrl();
     await typeInto(page, { label: 'Base URL' }, dead);
-    await waitForText(page, '.field-invalid .error-text', `knode cannot reach the model server at ${dead}`);
+    await waitForText(page, '.field-invalid .error-text', `knode cannot get the list of models from ${dead}`);
     expect(await textOf(page, '.hint')).not.toContain("type the model's name");
     await shot('23-model-unreachable');
     // The right address: the list comes; "Type a name" gives a text box, focused; "Load the list" the list, focused.

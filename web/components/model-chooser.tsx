@@ -64,13 +64,18 @@ export function ModelChooser(props: WidgetProps) {
 
   const list = found?.reachable && found.models.length > 0 && !typing ? found.models : undefined;
   // An unreachable server is a problem to fix (its address, or starting it), said beside the control, not a hint.
+  // Before anything is typed the default server (OpenAI's) is asked without a key: its refusal is no mistake yet.
+  const typed = (typeof props.values.base_url === 'string' && props.values.base_url.trim() !== '') || key !== '';
+  const failed = !loading && found && !found.reachable;
   const unreachable =
-    !loading && found && !found.reachable
-      ? `knode cannot reach the model server at ${found.base_url}${found.error ? ` (${found.error})` : ''}. Check that it is running and that the base URL is right (Ollama: ${OLLAMA_URL}), then load the list again.`
+    failed && typed
+      ? `knode cannot get the list of models from ${found.base_url}${found.error ? ` (${found.error})` : ''}. Check that the server is running, its base URL (Ollama: ${OLLAMA_URL}) and its API key, then load the list again.`
       : undefined;
   const status = loading
     ? 'Asking the server for its models…'
-    : found?.reachable && found.models.length === 0
+    : failed && !typed
+      ? `Give your server's base URL (Ollama: ${OLLAMA_URL}), or an API key for OpenAI: its models are listed here.`
+      : found?.reachable && found.models.length === 0
       ? 'The server lists no model: type its name.'
       : list
         ? `${list.length} models on ${found?.base_url}.`

@@ -292,7 +292,7 @@ export function Playground(props: { endpoint: Endpoint }) {
             {hasModel && (
               <>
                 <TextField
-                  label="Max tokens"
+                  label="Answer length (max tokens)"
                   type="number"
                   min={1}
                   max={32768}
