@@ -5,6 +5,7 @@ import { CredentialGuard } from './auth/guard.ts';
 import { AuthService } from './auth/service.ts';
 import { TokenIssuer } from './auth/tokens.ts';
 import type { Config } from './config.ts';
+import { DatasetCalibrator } from './datasets/calibrator.ts';
 import { DatasetRepository } from './datasets/repository.ts';
 import { DatasetSearchService } from './datasets/search.ts';
 import { DatasetService } from './datasets/service.ts';
@@ -12,7 +13,7 @@ import type { StorageDeps } from './datasets/storage-routes.ts';
 import { type OpenedDatabase, openDatabase } from './db/database.ts';
 import { FixedWindows } from './db/fixed-windows.ts';
 import { DEFAULT_TENANT } from './domain/principal.ts';
-import { closeEmbedders } from './embeddings/embedder.ts';
+import { closeEmbedders, datasetEmbedder } from './embeddings/embedder.ts';
 import { setUseLiteWarningListener } from './embeddings/use-lite.ts';
 import { EndpointRepository } from './endpoints/repository.ts';
 import { EndpointService } from './endpoints/service.ts';
@@ -113,6 +114,8 @@ export interface Services {
   readonly ingestionRoots: IngestionRoots;
   /** The search step of queries, also searched directly by `POST /datasets/{id}/search`. */
   readonly datasetSearch: DatasetSearchService;
+  /** Fits each dataset's own calibration (datasets/calibrator.ts); tests call its `check`. */
+  readonly calibrator: DatasetCalibrator;
   /** What each tenant's (and the operator's) calls to other servers may reach; every such call goes through it. */
   readonly outbound: OutboundPolicy;
   close(): Promise<void>;
@@ -292,6 +295,20 @@ export async function createServices(config: Config, options: ServiceOptions = {
     outbound: tenantFetch,
   });
   const datasetSearch = new DatasetSearchService(config, datasetRepository, store, vectorStoreVersion, embedderFetch);
+  // Each dataset's own calibration, fitted in the background once its files are indexed and again as it grows;
+  // a look every minute at which datasets need one costs a few queries.
+  const calibrator = new DatasetCalibrator({
+    datasets: datasetRepository,
+    store,
+    embedderOf: async (record) =>
+      datasetEmbedder(record.configuration, {
+        dataDir: config.dataDir,
+        allowDownload: config.allowModelDownload,
+        outbound: await embedderFetch(record.tenant_id),
+      }),
+    log,
+    intervalMs: 60_000,
+  });
 
   const services: Services = {
     config,
@@ -318,6 +335,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
       ingestion,
       files,
       outbound,
+      store,
     ),
     ingestion,
     models,
@@ -349,6 +367,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     settlements,
     ingestionRoots,
     datasetSearch,
+    calibrator,
     outbound,
     metrics,
     storage: { config, datasets: datasetRepository, store, owners: ingestionRoots },
@@ -357,6 +376,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
       await tunnels.shutdown();
       await publishingTasks.close(); // also aborts every hub request in flight
       await settlements.close();
+      await calibrator.stop();
       await ingestion.close();
       await pool.close();
       await closeEmbedders();
@@ -366,6 +386,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   };
   // Datasets that were ingesting when knode stopped resume in the background: start-up does not wait.
   void ingestion.resumeAll();
+  calibrator.start();
   // Likewise the marketplace work: SVC_PUBLIC_URL, the start-up sync, then heartbeats.
   publishingTasks.start();
   // Payments a stopped process left in the journal are finished (or released) from the chain, in the background.

@@ -69,7 +69,7 @@ describe('datasets', () => {
           chunks: 0,
           chunks_embedded: 0,
         },
-        search: { ranking: expect.stringContaining('BM25'), calibration: expect.stringContaining('use-lite') },
+        search: { ranking: expect.stringContaining('BM25'), calibration: expect.stringContaining('use-lite'), fitted: null },
         created_at: expect.stringMatching(ISO_UTC),
         updated_at: expect.stringMatching(ISO_UTC),
       });

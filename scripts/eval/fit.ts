@@ -2,7 +2,7 @@
  * Fits the calibration of src/vectors/calibration.ts on the evaluation set: for every question and search
  * mode, the candidates the store considers (with their BM25 and cosine evidence, exactly as a query sees
  * them) are labelled relevant when they come from the question's document, and one logistic model per
- * mode is fitted (Newton's method, a little L2). Prints a two-fold cross-validation of the fitted ranking
+ * mode is fitted (Newton's method, a little L2: src/vectors/logistic.ts). Prints a two-fold cross-validation of the fitted ranking
  * at thresholds 0 and 0.5, then the constants to paste into calibration.ts.
  *
  * Usage: bun scripts/eval/fit.ts [--embedder use-lite] [--positive-weight 10]
@@ -14,6 +14,7 @@ import { openDatabase } from '../../src/db/database.ts';
 import { closeEmbedders, createEmbedder } from '../../src/embeddings/embedder.ts';
 import type { Calibration, Evidence, Feature, LogisticModel } from '../../src/vectors/calibration.ts';
 import { vectorExtensionPath } from '../../src/vectors/extension.ts';
+import { fitLogistic } from '../../src/vectors/logistic.ts';
 import { type Candidate, evidenceOf, type QueryFacts, rank, type SearchMode } from '../../src/vectors/ranking.ts';
 import { VectorStore } from '../../src/vectors/store.ts';
 import { buildEvalSet, DEFAULT_CACHE } from './corpus.ts';
@@ -21,7 +22,6 @@ import { evaluate } from './harness.ts';
 
 /** Why 10: see calibration.ts; it places 0.5 where recall@5 keeps 95% and most unanswerable questions get nothing. */
 const FIT_POSITIVE_WEIGHT = 10;
-const L2 = 0.01;
 /** The `limit` of the evaluation's queries: the candidates are those a search of 10 results gathers. */
 const LIMIT = 10;
 const FEATURES: Record<SearchMode, readonly Feature[]> = {
@@ -122,58 +122,10 @@ function fit(rows: readonly Observed[], features: readonly Feature[]): LogisticM
       y.push(candidate.fileKey === row.question.relevant ? 1 : 0);
     }
   }
-  const weights = newton(x, y, positiveWeight);
+  const weights = fitLogistic(x, y, positiveWeight);
   const model: Record<string, number> = {};
   for (const [index, feature] of features.entries()) model[feature] = round(weights[index] as number);
   return { weights: model, intercept: round(weights[features.length] as number) };
-}
-
-/** Weighted, L2-regularised logistic regression by Newton's method (a few features, a few iterations). */
-function newton(x: readonly number[][], y: readonly number[], weightOfPositive: number): number[] {
-  const size = x[0]?.length ?? 0;
-  let w = new Array<number>(size).fill(0);
-  for (let iteration = 0; iteration < 50; iteration++) {
-    const gradient = w.map((value) => L2 * value);
-    const hessian = w.map((_, i) => w.map((__, j) => (i === j ? L2 : 0)));
-    for (const [row, features] of x.entries()) {
-      const p = 1 / (1 + Math.exp(-features.reduce((sum, value, k) => sum + value * (w[k] as number), 0)));
-      const weight = y[row] === 1 ? weightOfPositive : 1;
-      for (let i = 0; i < size; i++) {
-        gradient[i] = (gradient[i] as number) + weight * (p - (y[row] as number)) * (features[i] as number);
-        for (let j = 0; j < size; j++) {
-          (hessian[i] as number[])[j] =
-            ((hessian[i] as number[])[j] as number) + weight * p * (1 - p) * (features[i] as number) * (features[j] as number);
-        }
-      }
-    }
-    const step = solve(hessian, gradient);
-    w = w.map((value, i) => value - (step[i] as number));
-    if (Math.max(...step.map(Math.abs)) < 1e-9) break;
-  }
-  return w;
-}
-
-/** Gaussian elimination with partial pivoting (the Hessian is small and positive definite). */
-function solve(matrix: number[][], vector: number[]): number[] {
-  const n = vector.length;
-  const a = matrix.map((row, i) => [...row, vector[i] as number]);
-  for (let column = 0; column < n; column++) {
-    let pivot = column;
-    for (let row = column + 1; row < n; row++)
-      if (Math.abs(a[row]?.[column] as number) > Math.abs(a[pivot]?.[column] as number)) pivot = row;
-    [a[column], a[pivot]] = [a[pivot] as number[], a[column] as number[]];
-    for (let row = column + 1; row < n; row++) {
-      const factor = (a[row]?.[column] as number) / (a[column]?.[column] as number);
-      for (let k = column; k <= n; k++) (a[row] as number[])[k] = (a[row]?.[k] as number) - factor * (a[column]?.[k] as number);
-    }
-  }
-  const result = new Array<number>(n).fill(0);
-  for (let row = n - 1; row >= 0; row--) {
-    let sum = a[row]?.[n] as number;
-    for (let k = row + 1; k < n; k++) sum -= (a[row]?.[k] as number) * (result[k] as number);
-    result[row] = sum / (a[row]?.[row] as number);
-  }
-  return result;
 }
 
 interface Measured {

@@ -66,6 +66,8 @@ export interface EvaluateOptions {
   embedder?: string;
   modes?: readonly Mode[];
   log?: (line: string) => void;
+  /** Fit the dataset's own calibration before asking (default), as knode does once a dataset is indexed. */
+  calibrate?: boolean;
 }
 
 /** A whole knode with the corpus indexed and the evaluation endpoint made, ready to be asked. */
@@ -106,7 +108,13 @@ export async function openEvaluation(
     const call = request(app);
     const token = await logIn(call);
     const { datasetId, indexingSeconds, reusedIndex } = await indexCorpus(call, token, corpus, options.dataDir, log);
+    // What a user gets once a dataset is indexed: its own calibration, fitted now (again, on a reused index:
+    // the fit may have changed) rather than when the calibrator's timer comes by (datasets/calibrator.ts).
+    // `calibrate: false` keeps the shipped one.
+    if (options.calibrate !== false) await services.calibrator.refit(datasetId);
+    else await services.calibrator.stop(); // nor by its timer, in the middle of the questions
     const view = await call('GET', `/api/v1/datasets/${datasetId}`, token);
+    log(`calibration: ${JSON.stringify((view as { search: unknown }).search)}`);
     // Without ?limit the route answers every file as a plain array.
     const files = (await call('GET', `/api/v1/datasets/${datasetId}/files`, token)) as unknown as {
       path: string;

@@ -10,6 +10,7 @@
  *   --use-lite            the engine of the use-lite embedder (default: knode's, onnx falling back to tfjs);
  *                         an index made with another engine is kept apart
  *   --write-labelled-set  store the full set's queries as scripts/eval/labelled-set.json (kept in git)
+ *   --shipped             keep the shipped calibration (by default the dataset's own is fitted first, as knode does)
  *   --write-small-set     build the small set afresh from this machine's documentation and keep it in git
  *                         (then measure the test's floors again)
  *
@@ -34,6 +35,7 @@ const { values } = parseArgs({
     'use-lite': { type: 'string' },
     'write-labelled-set': { type: 'boolean', default: false },
     'write-small-set': { type: 'boolean', default: false },
+    shipped: { type: 'boolean', default: false },
   },
 });
 const size = values.small ? 'small' : 'full';
@@ -81,7 +83,9 @@ mkdirSync(dataDir, { recursive: true });
 
 const evaluation = await evaluate(set, {
   dataDir,
-  root: DEFAULT_CACHE,
+  // The owned small set lies in scripts/eval/small-set, outside the cache.
+  root: size === 'small' ? set.dir : DEFAULT_CACHE,
+  calibrate: !values.shipped,
   embedder,
   modes,
   log: (line) => console.log(`  ${line}`),

@@ -37,8 +37,19 @@ export const DatasetView = Type.Object({
   /** Why the dataset is in status `error` (null otherwise). */
   error: Type.Union([Type.String(), Type.Null()]),
   ingestion: IngestionCounters,
-  /** How its chunks are ranked and scored: scores change when either does (after an upgrade, say). */
-  search: Type.Object({ ranking: Type.String(), calibration: Type.String() }),
+  /**
+   * How its chunks are ranked and scored: scores change when either does (after an upgrade, say). `fitted`:
+   * when the dataset's own calibration was fitted, on how many pseudo-questions (and unanswerable ones) and
+   * chunks; null while it uses the shipped constants (a dataset of fewer than 100 files keeps them).
+   */
+  search: Type.Object({
+    ranking: Type.String(),
+    calibration: Type.String(),
+    fitted: Type.Union([
+      Type.Object({ fitted_at: Type.String(), questions: Type.Integer(), unanswerable: Type.Integer(), chunks: Type.Integer() }),
+      Type.Null(),
+    ]),
+  }),
   created_at: Timestamp,
   updated_at: Timestamp,
 });

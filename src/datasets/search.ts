@@ -37,7 +37,9 @@ export class DatasetSearchService {
   async search(tenant: Tenant, datasetId: string, text: string, options: SearchOptions, signal?: AbortSignal): Promise<References> {
     const started = performance.now();
     const configuration = await this.configuration(tenant, datasetId);
-    const calibration = calibrationFor(configuration.embedder);
+    // The dataset's own calibration while it was fitted for its embedder (datasets/calibrator.ts), else the shipped one.
+    const fitted = (await this.store.fittedCalibrations([datasetId]).catch(() => new Map())).get(datasetId.toLowerCase());
+    const calibration = fitted?.embedder === configuration.embedder ? fitted.calibration : calibrationFor(configuration.embedder);
     const providerInfo = {
       search_engine: `sqlite-vec ${this.storeVersion} + FTS5`,
       mode: options.mode,

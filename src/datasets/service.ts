@@ -12,6 +12,7 @@ import type { OutboundPolicy } from '../outbound/reach.ts';
 import type { IngestionRoots } from '../tenants/ingestion-roots.ts';
 import { calibrationFor } from '../vectors/calibration.ts';
 import { RANKING } from '../vectors/ranking.ts';
+import type { FittedCalibration } from '../vectors/self-calibration.ts';
 import { type DatasetConfiguration, type DatasetRecord, datasetConfigurationView } from './codec.ts';
 import { type DatasetRules, normalizeDatasetConfiguration } from './configuration.ts';
 import { type DatasetRepository, NO_FILES } from './repository.ts';
@@ -31,6 +32,8 @@ export class DatasetService {
     private readonly files: FileRepository,
     /** What the tenant's calls may reach: an embedder's base_url it may never call is refused when configured (outbound/). */
     private readonly outbound?: OutboundPolicy,
+    /** The datasets' own calibrations (vectors/store.ts), shown in their view. */
+    private readonly calibrations?: { fittedCalibrations(ids: readonly string[]): Promise<Map<string, FittedCalibration>> },
   ) {}
 
   async create(tenant: Tenant, body: Static<typeof CreateDatasetBody>): Promise<DatasetViewData> {
@@ -69,8 +72,9 @@ export class DatasetService {
   async list(tenant: Tenant, window?: Window): Promise<Listed<DatasetViewData>> {
     const rows = await this.datasets.list(tenant.id, window);
     const counts = await this.datasets.ingestionCounts(rows.map((row) => row.id));
+    const fits = await this.fits(rows.map((row) => row.id));
     const total = window ? await this.datasets.count(tenant.id) : rows.length;
-    return { items: rows.map((row) => toView(row, counts.get(row.id))), total };
+    return { items: rows.map((row) => toView(row, counts.get(row.id), fits.get(row.id))), total };
   }
 
   async get(tenant: Tenant, id: string): Promise<DatasetViewData> {
@@ -177,11 +181,21 @@ export class DatasetService {
 
   private async view(row: DatasetRecord): Promise<DatasetViewData> {
     const counts = await this.datasets.ingestionCounts([row.id]);
-    return toView(row, counts.get(row.id));
+    return toView(row, counts.get(row.id), (await this.fits([row.id])).get(row.id));
+  }
+
+  /** The fitted calibrations by dataset id; a dataset without an index yet has none. */
+  private async fits(ids: readonly string[]): Promise<Map<string, FittedCalibration>> {
+    if (!this.calibrations || ids.length === 0) return new Map();
+    const fits = await this.calibrations.fittedCalibrations(ids);
+    return new Map(
+      ids.map((id) => [id, fits.get(id.toLowerCase())] as const).filter((entry): entry is [string, FittedCalibration] => !!entry[1]),
+    );
   }
 }
 
-function toView(row: DatasetRecord, counts = NO_FILES): DatasetViewData {
+function toView(row: DatasetRecord, counts = NO_FILES, fitted?: FittedCalibration): DatasetViewData {
+  const own = fitted?.embedder === row.configuration.embedder ? fitted : undefined;
   return {
     id: row.id,
     name: row.name,
@@ -189,7 +203,11 @@ function toView(row: DatasetRecord, counts = NO_FILES): DatasetViewData {
     dtype: row.dtype,
     configuration: datasetConfigurationView(row.configuration),
     status: row.status,
-    search: { ranking: RANKING, calibration: calibrationFor(row.configuration.embedder).name },
+    search: {
+      ranking: RANKING,
+      calibration: own ? own.calibration.name : calibrationFor(row.configuration.embedder).name,
+      fitted: own ? { fitted_at: own.fittedAt, questions: own.questions, unanswerable: own.unanswerable, chunks: own.chunkCount } : null,
+    },
     error: row.error,
     ingestion: counts,
     created_at: row.created_at,

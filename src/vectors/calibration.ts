@@ -50,9 +50,21 @@ export interface Calibration {
 }
 
 export function probability(model: LogisticModel, evidence: Evidence): number {
-  let logit = model.intercept;
-  for (const [feature, weight] of Object.entries(model.weights) as [Feature, number][]) logit += weight * evidence[feature];
-  return 1 / (1 + Math.exp(-logit));
+  return 1 / (1 + Math.exp(-logit(model, evidence)));
+}
+
+/** The model's log-odds for the evidence: what a dataset's own calibration rescales (self-calibration.ts). */
+export function logit(model: LogisticModel, evidence: Evidence): number {
+  let sum = model.intercept;
+  for (const [feature, weight] of Object.entries(model.weights) as [Feature, number][]) sum += weight * evidence[feature];
+  return sum;
+}
+
+/** The model whose log-odds are `slope` × (the model's − `shift`): 0.5 where the model's log-odds are `shift`. */
+export function rescaled(model: LogisticModel, slope: number, shift: number): LogisticModel {
+  const weights: Partial<Record<Feature, number>> = {};
+  for (const [feature, weight] of Object.entries(model.weights) as [Feature, number][]) weights[feature] = weight * slope;
+  return { weights, intercept: slope * (model.intercept - shift) };
 }
 
 /**

@@ -23,8 +23,9 @@ import {
   visibleSet,
   writeRows,
 } from './chunk-sets.ts';
-import { type KeywordQuery, keywordCandidates, keywordQuery, keywordScoresOf, matchedWeights } from './keyword-search.ts';
+import { countWords, type KeywordQuery, keywordCandidates, keywordQuery, keywordScoresOf, matchedWeights } from './keyword-search.ts';
 import { type Candidate, type QueryFacts, type Ranked, rank, type SearchMode } from './ranking.ts';
+import type { FittedCalibration, SampledFile } from './self-calibration.ts';
 import {
   createKeywordTablesSql,
   createTablesSql,
@@ -225,6 +226,7 @@ export class VectorStore {
       sqlite.query('DELETE FROM vector_chunks WHERE dataset_id = ?').run(tables.datasetId);
       sqlite.query('DELETE FROM vector_sets WHERE dataset_id = ?').run(tables.datasetId);
       sqlite.query('DELETE FROM vector_indexes WHERE dataset_id = ?').run(tables.datasetId);
+      sqlite.query('DELETE FROM vector_calibrations WHERE dataset_id = ?').run(tables.datasetId);
     });
   }
 
@@ -483,17 +485,114 @@ export class VectorStore {
     });
   }
 
-  /** The candidates a search of `limit` results scores, with their evidence, unscored (for fitting the calibration). */
+  /**
+   * The candidates a search of `limit` results scores, with their evidence, unscored (for fitting the
+   * calibration). `leftOut`: a file whose chunks are removed, as if it were not in the dataset.
+   */
   async candidates(
     datasetId: string,
     queryEmbedding: Float32Array | undefined,
     queryText: string,
     mode: SearchMode,
     limit: number,
+    leftOut?: string,
   ): Promise<CandidateSet> {
     const wanted = Math.min(MAX_KNN, limit * CANDIDATES_PER_RESULT);
     const tables = datasetTables(datasetId);
-    return this.opened.exclusive((sqlite) => candidatesNow(sqlite, tables, queryEmbedding, queryText, mode, { wanted, limit }));
+    const found = await this.opened.exclusive((sqlite) =>
+      candidatesNow(sqlite, tables, queryEmbedding, queryText, mode, { wanted, limit }),
+    );
+    if (leftOut === undefined) return found;
+    return { ...found, candidates: found.candidates.filter((candidate) => candidate.fileKey !== leftOut) };
+  }
+
+  /**
+   * Up to `count` of the dataset's visible files (spread evenly over them, the same ones each time for the
+   * same files), each with the text of one of its chunks (chosen by `seed`) and how many chunks hold each of
+   * its words: what a dataset's pseudo-questions are made of (self-calibration.ts).
+   */
+  async sampleFiles(datasetId: string, count: number, seed: number): Promise<{ chunkCount: number; files: SampledFile[] }> {
+    const tables = datasetTables(datasetId);
+    return this.opened.exclusive((sqlite) => {
+      const index = requireIndex(sqlite, tables);
+      const sets = sqlite
+        .query(
+          "SELECT file_key AS fileKey, first_row AS firstRow, count FROM vector_sets WHERE dataset_id = ? AND state = 'visible' ORDER BY file_key",
+        )
+        .all(tables.datasetId) as { fileKey: string; firstRow: number; count: number }[];
+      const stride = Math.max(1, sets.length / count);
+      const files: SampledFile[] = [];
+      const content = sqlite.query('SELECT content FROM vector_chunks WHERE row_id = ?');
+      for (let at = 0; Math.floor(at) < sets.length && files.length < count; at += stride) {
+        const set = sets[Math.floor(at)] as { fileKey: string; firstRow: number; count: number };
+        if (set.count === 0) continue;
+        const row = content.get(set.firstRow + ((Math.floor(at) * 7919 + seed) % set.count)) as { content: string } | null;
+        if (!row) continue;
+        const words = [...new Set(row.content.toLowerCase().match(/\p{L}{3,}/gu) ?? [])].slice(0, 200);
+        const wordChunks = new Map(countWords(sqlite, tables, words).map((entry) => [entry.word, entry.chunks]));
+        files.push({ fileKey: set.fileKey, text: row.content, wordChunks });
+      }
+      return { chunkCount: index.chunkCount, files };
+    });
+  }
+
+  /** Stores a dataset's own calibration (self-calibration.ts), replacing the one before. */
+  async saveCalibration(datasetId: string, fitted: FittedCalibration): Promise<void> {
+    const tables = datasetTables(datasetId);
+    await this.write((sqlite) => {
+      requireIndex(sqlite, tables);
+      sqlite
+        .query(
+          'INSERT INTO vector_calibrations (dataset_id, embedder, fitted_at, questions, unanswerable, chunk_count, calibration) VALUES (?, ?, ?, ?, ?, ?, ?) ' +
+            'ON CONFLICT (dataset_id) DO UPDATE SET embedder = excluded.embedder, fitted_at = excluded.fitted_at, questions = excluded.questions, ' +
+            'unanswerable = excluded.unanswerable, chunk_count = excluded.chunk_count, calibration = excluded.calibration',
+        )
+        .run(
+          tables.datasetId,
+          fitted.embedder,
+          fitted.fittedAt,
+          fitted.questions,
+          fitted.unanswerable,
+          fitted.chunkCount,
+          JSON.stringify(fitted.calibration),
+        );
+    });
+  }
+
+  /** The datasets' own calibrations, by dataset id (those never fitted are absent). */
+  async fittedCalibrations(datasetIds: readonly string[]): Promise<Map<string, FittedCalibration>> {
+    const ids = datasetIds.map((id) => datasetTables(id).datasetId);
+    if (ids.length === 0) return new Map();
+    const rows = await this.opened.exclusive(
+      (sqlite) =>
+        sqlite
+          .query(
+            'SELECT dataset_id, embedder, fitted_at, questions, unanswerable, chunk_count, calibration FROM vector_calibrations ' +
+              `WHERE dataset_id IN (${ids.map(() => '?').join(', ')})`,
+          )
+          .all(...ids) as {
+          dataset_id: string;
+          embedder: string;
+          fitted_at: string;
+          questions: number;
+          unanswerable: number;
+          chunk_count: number;
+          calibration: string;
+        }[],
+    );
+    return new Map(
+      rows.map((row) => [
+        row.dataset_id,
+        {
+          embedder: row.embedder,
+          fittedAt: row.fitted_at,
+          questions: row.questions,
+          unanswerable: row.unanswerable,
+          chunkCount: row.chunk_count,
+          calibration: JSON.parse(row.calibration) as Calibration,
+        },
+      ]),
+    );
   }
 
   /** One write transaction, timed, in a turn of its own: requests get in between two writes. */

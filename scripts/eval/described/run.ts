@@ -7,7 +7,8 @@
  * against unanswerable questions emptied, over thresholds) and the calibration error of the scores.
  *
  * Usage: bun scripts/eval/described/run.ts [--fresh] [--embedder use-lite] [--modes hybrid,keyword,vector]
- *                                          [--label text] [--write-labelled-set]
+ *                                          [--label text] [--shipped] [--write-labelled-set]
+ *   --shipped   keep the shipped calibration constants (by default the dataset's own is fitted first, as knode does)
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -29,6 +30,7 @@ const { values } = parseArgs({
     embedder: { type: 'string', default: 'use-lite' },
     modes: { type: 'string', default: MODES.join(',') },
     label: { type: 'string', default: '' },
+    shipped: { type: 'boolean', default: false },
     'write-labelled-set': { type: 'boolean', default: false },
   },
 });
@@ -61,6 +63,7 @@ const opened = await openEvaluation(set, {
   dataDir,
   root: DESCRIBED_CACHE,
   embedder: values.embedder,
+  calibrate: !values.shipped,
   log: (line) => console.log(`  ${line}`),
 });
 console.log(

@@ -12,6 +12,7 @@ import * as usageAnalytics from './0010-usage-analytics.ts';
 import * as publicUrlSource from './0011-public-url-source.ts';
 import * as settlementJournal from './0012-settlement-journal.ts';
 import * as satellites from './0013-satellites.ts';
+import * as datasetCalibrations from './0014-dataset-calibrations.ts';
 
 /**
  * Every migration, in order. They are imported (not read from disk) so the compiled binary carries them.
@@ -31,4 +32,5 @@ export const migrations: Record<string, Migration> = {
   '0011-public-url-source': publicUrlSource,
   '0012-settlement-journal': settlementJournal,
   '0013-satellites': satellites,
+  '0014-dataset-calibrations': datasetCalibrations,
 };

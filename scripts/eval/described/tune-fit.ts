@@ -1,0 +1,101 @@
+/**
+ * Tunes the knobs of a dataset's own calibration (src/vectors/self-calibration.ts, FitOptions) on the
+ * described set's **tuning** half, straight on its index (run `run.ts` first): for each variant, fits the
+ * dataset's calibration from its pseudo-questions as knode does, then prints recall@5 kept at 0.5 and the
+ * unanswerable questions emptied, per mode, for the tuning half (and the held-out half, to report, not to choose).
+ *
+ * Usage: bun scripts/eval/described/tune-fit.ts
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { openDatabase } from '../../../src/db/database.ts';
+import { UseLiteEmbedder } from '../../../src/embeddings/use-lite.ts';
+import { type Calibration, calibrationFor } from '../../../src/vectors/calibration.ts';
+import { vectorExtensionPath } from '../../../src/vectors/extension.ts';
+import { type Candidate, type QueryFacts, rank, type SearchMode } from '../../../src/vectors/ranking.ts';
+import { type FitOptions, fitDatasetCalibration } from '../../../src/vectors/self-calibration.ts';
+import { VectorStore } from '../../../src/vectors/store.ts';
+import { COMMITTED_DESCRIBED_SET, DESCRIBED_CACHE, type DescribedQuestion } from './build.ts';
+
+const set = JSON.parse(readFileSync(COMMITTED_DESCRIBED_SET, 'utf8')) as {
+  fingerprint: string;
+  answerable: DescribedQuestion[];
+  unanswerable: DescribedQuestion[];
+};
+const database = await openDatabase(join(DESCRIBED_CACHE, `index-described-${set.fingerprint}-use-lite`), [vectorExtensionPath()]);
+const store = new VectorStore(database);
+const datasetId = await database.exclusive(
+  (sqlite) => (sqlite.query('SELECT dataset_id FROM vector_indexes').get() as { dataset_id: string }).dataset_id,
+);
+const embedder = new UseLiteEmbedder({});
+const questions = [...set.answerable, ...set.unanswerable.map((question) => ({ ...question, relevant: null }))];
+const vectors = await embedder.embed(questions.map((question) => question.question));
+const MODES: SearchMode[] = ['hybrid', 'keyword', 'vector'];
+const observed = new Map<SearchMode, { candidates: Candidate[]; facts: QueryFacts }[]>();
+for (const mode of MODES) {
+  const rows = [];
+  for (const [index, question] of questions.entries()) {
+    rows.push(await store.candidates(datasetId, mode === 'keyword' ? undefined : vectors[index], question.question, mode, 10));
+  }
+  observed.set(mode, rows);
+}
+
+function figures(calibration: Calibration, mode: SearchMode, split: string) {
+  const rows = observed.get(mode) ?? [];
+  const at = (threshold: number) => {
+    let found = 0;
+    let answerable = 0;
+    let empty = 0;
+    let unanswerable = 0;
+    for (const [index, question] of questions.entries()) {
+      if (question.split !== split) continue;
+      const { candidates, facts } = rows[index] as { candidates: Candidate[]; facts: QueryFacts };
+      const ranked = rank(candidates, facts, mode, calibration, threshold).slice(0, 10);
+      if (question.relevant === null) {
+        unanswerable++;
+        if (ranked.length === 0) empty++;
+        continue;
+      }
+      answerable++;
+      const files = ranked.map((entry) => candidates.find((candidate) => candidate.rowid === entry.rowid)?.fileKey);
+      const position = files.indexOf(question.relevant);
+      if (position >= 0 && position < 5) found++;
+    }
+    return { recall: found / answerable, empty: empty / unanswerable };
+  };
+  const zero = at(0);
+  const half = at(0.5);
+  return `${mode} R@5 ${zero.recall.toFixed(3)} kept ${(half.recall / zero.recall).toFixed(2)} empty ${half.empty.toFixed(2)}`;
+}
+
+const shipped = calibrationFor('use-lite');
+console.log('shipped:');
+for (const split of ['tuning', 'held-out']) console.log(`  ${split}: ${MODES.map((mode) => figures(shipped, mode, split)).join(' | ')}`);
+const variants: Partial<FitOptions>[] = JSON.parse(
+  process.argv[2] ??
+    JSON.stringify([
+      { foreignWords: 0, floorAtEven: [] },
+      { foreignWords: 0, recallKept: 0.99, floorAtEven: [] },
+      { floorAtEven: [] },
+      { foreignWords: 2 },
+      {},
+    ]),
+);
+for (const options of variants) {
+  const fitted = await fitDatasetCalibration({
+    datasetId,
+    embedder: 'use-lite',
+    shipped,
+    source: store,
+    embed: (texts) => embedder.embed(texts),
+    now: new Date().toISOString(),
+    options,
+  });
+  if (!fitted) continue;
+  console.log(`${JSON.stringify(options)}:`);
+  for (const split of ['tuning', 'held-out']) {
+    console.log(`  ${split}: ${MODES.map((mode) => figures(fitted.calibration, mode, split)).join(' | ')}`);
+  }
+}
+await database.close();
+await embedder.close?.();
