@@ -117,8 +117,9 @@ export class ParserPool {
         return crashed(reason instanceof Error ? reason.message : plainReason(event.message));
       },
       exited: () => crashed('the parse thread exited'),
-      // A thread that was over its memory budget holds that heap still: it goes with the file.
-      retire: (response) => !response.ok && response.code === 'out_of_memory',
+      // A thread that was over its memory budget holds that heap still, and one that refused a PDF from
+      // pdf.js's page count has walked its page tree (600 MB for 100,000 pages): it goes with the file.
+      retire: (response) => !response.ok && (response.code === 'out_of_memory' || response.code === 'too_many_pages'),
       // pdf.js and mammoth cannot be interrupted in the middle of a file any other way, and a new parse
       // thread has nothing costly to load.
       abort: 'interrupt',
