@@ -108,7 +108,7 @@ class Cancelled extends Error {
 /**
  * Keeps each running `local_file` dataset's index equal to its folder: watches the folder, records every
  * file in `dataset_files` (the durable queue), and indexes queued files in two phases:
- * 1. parsed and chunked on the parse thread, its chunks written to the store (keyword index) in short
+ * 1. parsed and chunked on a parse thread, its chunks written to the store (keyword index) in short
  *    transactions, hidden until they replace the file's old chunks at once: the file is `searchable`;
  * 2. its chunks embedded in slices and their vectors written as they come (embedding-lane.ts): `indexed`.
  * A file's text is in memory only during phase 1, which holds one of the few parse turns; phase 2 reads
@@ -482,8 +482,8 @@ export class IngestionEngine {
   }
 
   /**
-   * Phase 1: parse (taking turns on the parse thread) and write the chunks to the keyword index; the
-   * file is then searchable and waits in its dataset's embedding lane. Or record why not.
+   * Phase 1: parse (taking turns on the parse threads, within the parse budget) and write the chunks to
+   * the keyword index; the file is then searchable and waits in its dataset's embedding lane. Or record why not.
    */
   private async runJob(job: FileJob): Promise<void> {
     const { runtime, file } = job;
