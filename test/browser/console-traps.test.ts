@@ -257,7 +257,9 @@ describe('the console without traps', () => {
     await press(page, { text: 'More settings', selector: 'summary' });
     await tabTo(page, { label: 'Embedder' });
     for (let option = 0; option < 4; option++) await page.keyboard.press('ArrowDown');
-    expect(await page.$eval('select[name="embedder"]', (select) => (select as HTMLSelectElement).value)).toBe('openai:text-embedding-3-small');
+    expect(await page.$eval('select[name="embedder"]', (select) => (select as HTMLSelectElement).value)).toBe(
+      'openai:text-embedding-3-small',
+    );
     await page.waitForSelector('input[name="base_url"]');
     await shot('24-dataset-form');
   }, 60_000);

@@ -76,10 +76,10 @@ export function ModelChooser(props: WidgetProps) {
     : failed && !typed
       ? `Give your server's base URL (Ollama: ${OLLAMA_URL}), or an API key for OpenAI: its models are listed here.`
       : found?.reachable && found.models.length === 0
-      ? 'The server lists no model: type its name.'
-      : list
-        ? `${list.length} models on ${found?.base_url}.`
-        : undefined;
+        ? 'The server lists no model: type its name.'
+        : list
+          ? `${list.length} models on ${found?.base_url}.`
+          : undefined;
   // The list or the text box replaces the button pressed ("Load the list", "Type a name"): the focus follows.
   const row = useRef<HTMLDivElement>(null);
   const focusControl = () => row.current?.querySelector<HTMLElement>('select, input')?.focus();
