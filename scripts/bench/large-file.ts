@@ -13,10 +13,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase } from '../../src/db/database.ts';
+import { seededRandom } from '../../src/util/seeded-random.ts';
 import { calibrationFor } from '../../src/vectors/calibration.ts';
 import { vectorExtensionPath } from '../../src/vectors/extension.ts';
 import { type SearchOptions, VectorStore } from '../../src/vectors/store.ts';
-import { seededRandom } from '../fixtures/seeded-random.ts';
 
 const DIMENSION = 512;
 const WINDOW = 256;

@@ -20,8 +20,8 @@ import { loadOrCreateKey } from '../../src/security/key-file.ts';
 import { SecretBox } from '../../src/security/secret-box.ts';
 import { createServices } from '../../src/services.ts';
 import { TenantRepository } from '../../src/tenants/repository.ts';
+import { seededRandom } from '../../src/util/seeded-random.ts';
 import { VectorStore } from '../../src/vectors/store.ts';
-import { seededRandom } from '../fixtures/seeded-random.ts';
 
 const chunkCount = Number(process.argv[2] ?? 10_000);
 const requests = Number(process.argv[3] ?? 300);

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, extname, join } from 'node:path';
-import { seededRandom } from '../fixtures/seeded-random.ts';
+import { seededRandom } from '../../src/util/seeded-random.ts';
 import { type KnownItemQuery, knownItemQueries, shuffle, type UnanswerableQuestion, unanswerableQuestions } from './queries.ts';
 import { FORMATS, type Format, renderDocument } from './render.ts';
 import { readAllSources, type SourceDocument, type SourceKind } from './sources.ts';

@@ -16,6 +16,8 @@
  * The features and their relative weights stay the shipped ones: two numbers per mode are what a few hundred
  * questions can fit without overfitting.
  */
+
+import { seededRandom } from '../util/seeded-random.ts';
 import { type Calibration, type Evidence, type LogisticModel, logit, rescaled } from './calibration.ts';
 import { STOPWORDS } from './keyword-query.ts';
 import { fitLogistic } from './logistic.ts';
@@ -179,7 +181,7 @@ export function pseudoQuestions(files: readonly SampledFile[], chunkCount: numbe
     });
   const questions: PseudoQuestion[] = [];
   for (const [index, file] of files.entries()) {
-    const random = seeded(index + 1);
+    const random = seededRandom(index + 1);
     const words = middling(file);
     if (words.length < MIN_WORDS_PER_QUESTION) continue;
     // Foreign words come from the next file's chunk (the last file's from the first's), when it has some.
@@ -265,16 +267,4 @@ function round(model: LogisticModel): LogisticModel {
   const weights: Record<string, number> = {};
   for (const [feature, weight] of Object.entries(model.weights)) weights[feature] = Math.round((weight as number) * 1000) / 1000;
   return { weights, intercept: Math.round(model.intercept * 1000) / 1000 };
-}
-
-/** A small seeded generator (mulberry32): the same dataset gets the same questions. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }

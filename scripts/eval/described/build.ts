@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { seededRandom } from '../../fixtures/seeded-random.ts';
+import { seededRandom } from '../../../src/util/seeded-random.ts';
 import { removeStale } from '../corpus.ts';
 import { shuffle } from '../queries.ts';
 import { FORMATS, type Format, renderDocument } from '../render.ts';
