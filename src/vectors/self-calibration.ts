@@ -17,6 +17,7 @@
  * questions can fit without overfitting.
  */
 
+import { nextTurn } from '../util/next-turn.ts';
 import { seededRandom } from '../util/seeded-random.ts';
 import { type Calibration, type Evidence, type LogisticModel, logit, rescaled } from './calibration.ts';
 import { STOPWORDS } from './keyword-query.ts';
@@ -109,6 +110,9 @@ export async function fitDatasetCalibration(input: {
   const observe = async (mode: SearchMode): Promise<Observed[]> => {
     const rows: Observed[] = [];
     for (const [index, question] of questions.entries()) {
+      // Up to 900 searches in a row: each in a turn of its own, so requests are answered between them
+      // (chained through promises, synchronous SQLite calls never let the loop poll its sockets).
+      await nextTurn();
       const vector = mode === 'keyword' ? undefined : vectors[index];
       const leftOut = question.leftOut ? question.fileKey : undefined;
       const { candidates, facts } = await source.candidates(datasetId, vector, question.text, mode, LIMIT, leftOut);
