@@ -227,7 +227,7 @@ export class MppGateway {
         try {
           // The answer took a while: a balance spent since is a 402 now rather than a reverted transfer.
           await simulate(rpc, transaction);
-          sent = await broadcast(rpc, raw, hash);
+          sent = await broadcast(rpc, raw);
         } catch (error) {
           // The node did not take it: nothing can have moved, so the credential is good again.
           await journal.release(id);
@@ -368,15 +368,11 @@ async function simulate(rpc: TempoRpc, transaction: TempoTransaction): Promise<v
   }
 }
 
-/**
- * `eth_sendRawTransaction`: the hash the node took. A node that already has the transaction (the same bytes
- * sent before) took it too.
- */
-async function broadcast(rpc: TempoRpc, raw: Hex, hash: Hex): Promise<Hex> {
+/** `eth_sendRawTransaction` (tempo.ts): the hash the node took, or a refusal in the node's words. */
+async function broadcast(rpc: TempoRpc, raw: Hex): Promise<Hex> {
   try {
     return await rpc.send(raw);
   } catch (error) {
-    if (error instanceof BaseError && /already known|known transaction/i.test(error.message)) return hash;
     throw translate(error, 'The Tempo node refused the payment');
   }
 }

@@ -129,7 +129,6 @@ export class SettlementReconciler {
         await rpc.send(entry.raw_transaction);
       } catch (error) {
         if (!(error instanceof BaseError)) throw error;
-        if (/already known|known transaction/i.test(error.message)) return;
         // The node refuses the very transaction it took before (its nonce was spent otherwise): it paid nothing.
         const reason = `The payment transaction ${entry.transaction_hash} was dropped: ${error.shortMessage}`;
         await journal.failed(entry.challenge_id, reason);

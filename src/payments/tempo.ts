@@ -1,4 +1,4 @@
-import { type Client, createClient, type Hex, http, parseEventLogs } from 'viem';
+import { BaseError, type Client, createClient, type Hex, http, keccak256, parseEventLogs } from 'viem';
 import { call } from 'viem/actions';
 import { Abis, type Transaction } from 'viem/tempo';
 import { tempo as tempoMainnet, tempoModerato } from 'viem/tempo/chains';
@@ -89,9 +89,17 @@ export class TempoRpc {
     );
   }
 
-  /** `eth_sendRawTransaction`: the hash the node answers once it took the transaction. */
-  send(raw: Hex): Promise<Hex> {
-    return this.request<Hex>('eth_sendRawTransaction', [raw]);
+  /**
+   * `eth_sendRawTransaction`: the hash the node answers once it took the transaction. A node that already
+   * has it (the same bytes sent before, by this process or an earlier one) took it too: its hash.
+   */
+  async send(raw: Hex): Promise<Hex> {
+    try {
+      return await this.request<Hex>('eth_sendRawTransaction', [raw]);
+    } catch (error) {
+      if (error instanceof BaseError && /already known|known transaction/i.test(error.message)) return keccak256(raw);
+      throw error;
+    }
   }
 
   /** The receipt of a transaction, or null while it is not mined. */
