@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { countRows } from '../db/counts.ts';
 import { type DbOrTransaction, now } from '../db/database.ts';
 import { insertWithinQuota } from '../db/quotas.ts';
 import { type Window, windowed } from '../db/windows.ts';
@@ -54,13 +55,8 @@ export class DatasetRepository {
     return (await windowed(query, window).execute()).map((row) => this.codec.toRecord(row));
   }
 
-  async count(tenantId: string): Promise<number> {
-    const row = await this.db
-      .selectFrom('datasets')
-      .select((eb) => eb.fn.countAll<number>().as('count'))
-      .where('tenant_id', '=', tenantId)
-      .executeTakeFirstOrThrow();
-    return Number(row.count);
+  count(tenantId: string): Promise<number> {
+    return countRows(this.db, 'datasets', { tenant_id: tenantId });
   }
 
   async get(tenantId: string, id: string): Promise<DatasetRecord | undefined> {

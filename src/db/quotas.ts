@@ -1,5 +1,5 @@
-import { sql } from 'kysely';
 import { QuotaExceededError, type TenantQuotas } from '../domain/quotas.ts';
+import { countRows } from './counts.ts';
 import { type Db, type DbOrTransaction, inTransaction } from './database.ts';
 
 /** Which rows count against a quota: a tenant's endpoints, datasets or models, or an endpoint's policies. */
@@ -25,11 +25,7 @@ export async function insertWithinQuota(
     return;
   }
   const checked = async (trx: DbOrTransaction) => {
-    const held = sql<{
-      held: number;
-    }>`SELECT count(*) AS held FROM ${sql.table(scope.quota)} WHERE ${sql.ref(scope.column)} = ${scope.owner}`;
-    const { rows } = await held.execute(trx);
-    if (Number(rows[0]?.held ?? 0) >= scope.limit)
+    if ((await countRows(trx, scope.quota, { [scope.column]: scope.owner })) >= scope.limit)
       throw new QuotaExceededError(scope.quota, scope.limit, scope.column === 'endpoint_id' ? 'endpoint' : 'tenant');
     await insert(trx);
   };

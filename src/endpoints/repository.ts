@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { countRows } from '../db/counts.ts';
 import type { DbOrTransaction } from '../db/database.ts';
 import { insertWithinQuota } from '../db/quotas.ts';
 import { type Window, windowed } from '../db/windows.ts';
@@ -25,13 +26,8 @@ export class EndpointRepository {
     return (await windowed(query, window).execute()).map(endpointCodec.toRecord);
   }
 
-  async count(tenantId: string): Promise<number> {
-    const row = await this.db
-      .selectFrom('endpoints')
-      .select((eb) => eb.fn.countAll<number>().as('count'))
-      .where('tenant_id', '=', tenantId)
-      .executeTakeFirstOrThrow();
-    return Number(row.count);
+  count(tenantId: string): Promise<number> {
+    return countRows(this.db, 'endpoints', { tenant_id: tenantId });
   }
 
   async getBySlug(tenantId: string, slug: string): Promise<EndpointRecord | undefined> {

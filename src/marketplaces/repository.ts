@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { countRows } from '../db/counts.ts';
 import type { DbOrTransaction } from '../db/database.ts';
 import { DEFAULT_TENANT } from '../domain/principal.ts';
 import { MARKETPLACE_COLUMNS, type MarketplaceRecord, marketplaceCodec } from './codec.ts';
@@ -82,13 +83,8 @@ export class MarketplaceRepository {
     return row && marketplaceCodec.toRecord(row);
   }
 
-  async count(tenantId: string, db: DbOrTransaction = this.db): Promise<number> {
-    const row = await db
-      .selectFrom('marketplaces')
-      .select((eb) => eb.fn.countAll<number>().as('count'))
-      .where('tenant_id', '=', tenantId)
-      .executeTakeFirstOrThrow();
-    return Number(row.count);
+  count(tenantId: string, db: DbOrTransaction = this.db): Promise<number> {
+    return countRows(db, 'marketplaces', { tenant_id: tenantId });
   }
 
   async update(tenantId: string, id: string, changes: Partial<MarketplaceRecord>, db: DbOrTransaction = this.db): Promise<void> {

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { countRows } from '../db/counts.ts';
 import type { DbOrTransaction } from '../db/database.ts';
 import { insertWithinQuota } from '../db/quotas.ts';
 import { type Window, windowed } from '../db/windows.ts';
@@ -22,13 +23,8 @@ export class PolicyRepository {
     return rows.map(policyCodec.toRecord);
   }
 
-  async count(tenantId: string, endpointId?: string): Promise<number> {
-    let query = this.db
-      .selectFrom('policies')
-      .select((eb) => eb.fn.countAll<number>().as('count'))
-      .where('tenant_id', '=', tenantId);
-    if (endpointId !== undefined) query = query.where('endpoint_id', '=', endpointId);
-    return Number((await query.executeTakeFirstOrThrow()).count);
+  count(tenantId: string, endpointId?: string): Promise<number> {
+    return countRows(this.db, 'policies', { tenant_id: tenantId, endpoint_id: endpointId });
   }
 
   async get(tenantId: string, id: string): Promise<PolicyRecord | undefined> {
