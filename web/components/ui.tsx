@@ -111,6 +111,8 @@ export function TextField(
 
 export function SelectField(props: {
   label: ComponentChildren;
+  /** The control's name, where a form finds its fields by name (focus on the first invalid one). */
+  name?: string;
   value: string;
   onChange: (value: string) => void;
   options: { value: string; label: string }[];
@@ -123,6 +125,7 @@ export function SelectField(props: {
       {({ id, describedBy, invalid }) => (
         <select
           id={id}
+          name={props.name}
           value={props.value}
           required={props.required}
           aria-describedby={describedBy}

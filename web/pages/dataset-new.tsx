@@ -3,7 +3,7 @@ import { useLocation } from 'preact-iso';
 import { type Dataset, post } from '../api.ts';
 import { FolderPicker } from '../components/folder-picker.tsx';
 import { errorsUnder, type FormValues, initialValues, SchemaForm, toConfiguration, type WidgetProps } from '../components/schema-form.tsx';
-import { ErrorNotice, Field, Loading, Notice, PageHeader, SelectField, SubmitButton, TextField } from '../components/ui.tsx';
+import { ErrorNotice, Loading, Notice, PageHeader, SelectField, SubmitButton, TextField } from '../components/ui.tsx';
 import { baseName } from '../lib/format.ts';
 import { useFirstRender, useSubmission, useTitle } from '../lib/hooks.ts';
 import { typeLabel, typeNamed, useTypes } from '../lib/types.ts';
@@ -138,28 +138,17 @@ function EmbedderChooser(props: WidgetProps) {
   const known = (props.schema.examples ?? []).filter((example): example is string => typeof example === 'string');
   const options = known.includes(props.value) || props.value === '' ? known : [...known, props.value];
   return (
-    <Field
+    <SelectField
       label={props.label}
+      name={props.name}
       hint="How passages become vectors; the same embedder must index and search, so it is chosen once."
       error={props.error}
-    >
-      {({ id, describedBy, invalid }) => (
-        <select
-          id={id}
-          name={props.name}
-          value={props.value}
-          aria-describedby={describedBy}
-          aria-invalid={invalid || undefined}
-          onChange={(event) => props.onChange(event.currentTarget.value)}
-        >
-          <option value="">The server's default (SVC_EMBEDDER)</option>
-          {options.map((option) => (
-            <option key={option} value={option}>
-              {EMBEDDERS[option] ?? option}
-            </option>
-          ))}
-        </select>
-      )}
-    </Field>
+      value={props.value}
+      onChange={props.onChange}
+      options={[
+        { value: '', label: "The server's default (SVC_EMBEDDER)" },
+        ...options.map((option) => ({ value: option, label: EMBEDDERS[option] ?? option })),
+      ]}
+    />
   );
 }
