@@ -11,6 +11,7 @@ import { FileRepository } from '../../src/ingestion/files-repository.ts';
 import type { ParserPool } from '../../src/ingestion/parser-pool.ts';
 import type { IngestedDataset, IngestionStatus } from '../../src/ingestion/ports.ts';
 import { VectorStore } from '../../src/vectors/store.ts';
+import { startFakeOpenAI } from '../fakes/openai-server.ts';
 import type { TestApp, TestUser } from './app.ts';
 import { Dataset } from './datasets.ts';
 
@@ -23,8 +24,9 @@ export interface OwnEngine {
   close(): Promise<void>;
 }
 
-/** `embedderUrl`: an OpenAI-compatible double; the tests here look at the keyword phase only. */
-export async function ownEngine(t: TestApp, pool: ParserPool, embedderUrl: string): Promise<OwnEngine> {
+/** Its embedder is an OpenAI-compatible double of its own (the tests here look at the keyword phase only). */
+export async function ownEngine(t: TestApp, pool: ParserPool): Promise<OwnEngine> {
+  const embedder = startFakeOpenAI({ embeddingDimensions: 8 });
   const configurations = new Map<string, IngestedDataset>();
   const statuses: OwnEngine['statuses'] = new Map();
   const engine = new IngestionEngine({
@@ -42,7 +44,7 @@ export async function ownEngine(t: TestApp, pool: ParserPool, embedderUrl: strin
     // The embedding double on loopback: the outbound policy is not what these tests look at.
     outbound: async () => ({ fetch, scope: 'the test' }),
   });
-  const configuration = { embedder: 'openai:fake-embed', base_url: embedderUrl, chunkSize: 1000, chunkOverlap: 0 };
+  const configuration = { embedder: 'openai:fake-embed', base_url: embedder.url, chunkSize: 1000, chunkOverlap: 0 };
   return {
     engine,
     statuses,
@@ -65,6 +67,7 @@ export async function ownEngine(t: TestApp, pool: ParserPool, embedderUrl: strin
     async close() {
       await engine.close();
       await pool.close();
+      await embedder.close();
     },
   };
 }

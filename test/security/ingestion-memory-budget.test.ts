@@ -9,7 +9,6 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ParserPool } from '../../src/ingestion/parser-pool.ts';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../fakes/openai-server.ts';
 import { buildPdf, CONTENT } from '../fixtures/make-documents.ts';
 import { createTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { type OwnEngine, ownEngine } from '../helpers/engine.ts';
@@ -17,20 +16,17 @@ import { type OwnEngine, ownEngine } from '../helpers/engine.ts';
 describe('parse memory budget', () => {
   let t: TestApp;
   let owner: TestUser;
-  let fake: FakeOpenAIServer;
   let own: OwnEngine;
 
   beforeAll(async () => {
-    fake = startFakeOpenAI({ embeddingDimensions: 8 });
     t = await createTestApp();
     owner = await t.user('memory-owner');
-    own = await ownEngine(t, new ParserPool({ maxHeapBytes: 1024 * 1024 }), fake.url);
+    own = await ownEngine(t, new ParserPool({ maxHeapBytes: 1024 * 1024 }));
   });
 
   afterAll(async () => {
     await own.close();
     await t.close();
-    await fake.close();
   }, 30_000);
 
   test('a PDF parsed past the memory budget fails with the reason, and so does the next file on a new thread', async () => {

@@ -12,7 +12,6 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ParserPool } from '../../src/ingestion/parser-pool.ts';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../fakes/openai-server.ts';
 import { createTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { type OwnEngine, ownEngine } from '../helpers/engine.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -22,21 +21,18 @@ const HANGING_WORKER = new URL('../fixtures/hanging-parse-worker.ts', import.met
 describe('parse lanes', () => {
   let t: TestApp;
   let owner: TestUser;
-  let fake: FakeOpenAIServer;
   let own: OwnEngine;
 
   beforeAll(async () => {
-    fake = startFakeOpenAI({ embeddingDimensions: 8 });
     t = await createTestApp();
     owner = await t.user('lanes-owner');
     // The default lanes (one thread per dataset, one spare) and time budget: the slow files outlast the test.
-    own = await ownEngine(t, new ParserPool({ workerUrl: HANGING_WORKER }), fake.url);
+    own = await ownEngine(t, new ParserPool({ workerUrl: HANGING_WORKER }));
   });
 
   afterAll(async () => {
     await own.close();
     await t.close();
-    await fake.close();
   }, 30_000);
 
   test("another dataset's small files become searchable while one dataset's slow files are parsing", async () => {

@@ -8,7 +8,6 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_TIMEOUT_MS, ParserPool } from '../../src/ingestion/parser-pool.ts';
-import { type FakeOpenAIServer, startFakeOpenAI } from '../fakes/openai-server.ts';
 import { createTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { type OwnEngine, ownEngine } from '../helpers/engine.ts';
 
@@ -17,20 +16,17 @@ const HANGING_WORKER = new URL('../fixtures/hanging-parse-worker.ts', import.met
 describe('parse time budget', () => {
   let t: TestApp;
   let owner: TestUser;
-  let fake: FakeOpenAIServer;
   let own: OwnEngine;
 
   beforeAll(async () => {
-    fake = startFakeOpenAI({ embeddingDimensions: 8 });
     t = await createTestApp();
     owner = await t.user('time-owner');
-    own = await ownEngine(t, new ParserPool({ workerUrl: HANGING_WORKER, timeoutMs: 1000 }), fake.url);
+    own = await ownEngine(t, new ParserPool({ workerUrl: HANGING_WORKER, timeoutMs: 1000 }));
   });
 
   afterAll(async () => {
     await own.close();
     await t.close();
-    await fake.close();
   }, 30_000);
 
   test('the default budget is shorter than the 120 s a hostile PDF held the thread for', () => {
