@@ -20,6 +20,7 @@ import { MppHook } from '../policies/mpp.ts';
 import { RateLimitHook } from '../policies/rate-limit.ts';
 import type { PolicyRepository } from '../policies/repository.ts';
 import type { AccountingService } from '../syfthub/accounting.ts';
+import { forConsumer } from './consumer-errors.ts';
 import { type Generation, generationFor, withSystemPrompt } from './generation.ts';
 import { PROMPT_TOKEN_MARGIN, searchText, toMessages, withReferences } from './messages.ts';
 import type { DatasetSearch, ModelRunner, PricedStreamEvent, References, Summary } from './ports.ts';
@@ -118,7 +119,11 @@ export class QueryPipeline {
       paymentCredential: payment,
       generates: generates(endpoint),
     };
-    const query = new RunningQuery(this.deps, context, messages, { arrived, origin: caller.origin });
+    const query = new RunningQuery(this.deps, context, messages, {
+      arrived,
+      origin: caller.origin,
+      consumer: caller.kind === 'satellite',
+    });
     await query.runPreHooks(hooks);
     return query;
   }
@@ -174,7 +179,8 @@ export class RunningQuery {
     private readonly deps: QueryPipelineDeps,
     readonly context: QueryContext,
     private readonly messages: ChatMessage[],
-    private readonly timing: { readonly arrived: number; readonly origin: 'api' | 'playground' },
+    /** When the query arrived, where from, and whether a marketplace consumer asked it (not the owner). */
+    private readonly timing: { readonly arrived: number; readonly origin: 'api' | 'playground'; readonly consumer: boolean },
   ) {}
 
   get endpoint(): EndpointRecord {
@@ -274,7 +280,7 @@ export class RunningQuery {
       await this.settle(references, summary);
     } catch (error) {
       await this.finish(failedOutcome(references), error);
-      throw error;
+      throw this.told(error);
     }
     await this.finish(succeededOutcome(references, summary));
     return {
@@ -306,7 +312,7 @@ export class RunningQuery {
       await this.settle(references, summary);
     } catch (error) {
       await this.finish(failedOutcome(references), error);
-      throw error;
+      throw this.told(error);
     }
     await this.finish(succeededOutcome(references, summary));
     yield {
@@ -433,6 +439,14 @@ export class RunningQuery {
       }
     }
     if (!failure && postFailure && !paid) throw postFailure;
+  }
+
+  /**
+   * A failure as the caller is told of it, once its usage row holds the whole reason: a marketplace
+   * consumer does not read what only the owner should know (consumer-errors.ts).
+   */
+  private told(error: unknown): unknown {
+    return this.timing.consumer ? forConsumer(error) : error;
   }
 
   /** The usage row of this query as it ended (the payment columns are the caller's). */

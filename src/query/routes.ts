@@ -4,7 +4,6 @@ import { SlugParams } from '../endpoints/schemas.ts';
 import { clientIp } from '../http/client.ts';
 import { DEFAULT_PAGE_LIMIT, listOf, PageQuery, wantsPage } from '../http/pagination.ts';
 import { requirePrincipal } from '../http/principal.ts';
-import { forConsumer } from './consumer-errors.ts';
 import type { AnswerEvent, QueryPipeline } from './pipeline.ts';
 import { QueryBody, QueryHeaders, QueryResponse, UsageRecordView, UsageSummaryQuery, UsageSummaryView } from './schemas.ts';
 import { SseWriter } from './stream.ts';
@@ -34,20 +33,14 @@ export function queryRoutes(pipeline: QueryPipeline, usage: UsageService): Fasti
         reply.raw.on('close', () => {
           if (!reply.raw.writableFinished) abort.abort(new Error('client disconnected'));
         });
-        // A consumer is not told what only the owner should know of a failure (consumer-errors.ts).
-        const told = (error: unknown) => (caller.kind === 'satellite' ? forConsumer(error) : error);
         const query = await pipeline.begin(caller, request.params.slug, request.body, request.headers['x-payment']);
-        if (!request.body.stream) return query.answer(abort.signal).catch((error: unknown) => Promise.reject(told(error)));
+        if (!request.body.stream) return query.answer(abort.signal);
 
         if (query.holdsAnswer) {
           // A paid stream is made whole, and its payment collected, before its first byte: until then it can
           // still end as a plain 402 or 502, and the caller is never charged for an answer it did not get.
           const events: AnswerEvent[] = [];
-          try {
-            for await (const event of query.stream(abort.signal)) events.push(event);
-          } catch (error) {
-            throw told(error);
-          }
+          for await (const event of query.stream(abort.signal)) events.push(event);
           const sse = new SseWriter(reply);
           sse.open();
           for (const event of events) sse.write(event);
@@ -58,7 +51,7 @@ export function queryRoutes(pipeline: QueryPipeline, usage: UsageService): Fasti
         const sse = new SseWriter(reply);
         const events = query.stream(abort.signal);
         // Errors before the first event (e.g. the search failed) are still ordinary HTTP errors.
-        const first = await events.next().catch((error: unknown) => Promise.reject(told(error)));
+        const first = await events.next();
         sse.open();
         try {
           if (!first.done) sse.write(first.value);
@@ -66,8 +59,7 @@ export function queryRoutes(pipeline: QueryPipeline, usage: UsageService): Fasti
         } catch (error) {
           if (!abort.signal.aborted) {
             request.log.error({ err: error }, 'query stream failed');
-            const shown = told(error);
-            sse.error(shown instanceof DomainError ? shown.detail : 'Internal server error');
+            sse.error(error instanceof DomainError ? error.detail : 'Internal server error');
           }
         }
         sse.end();
