@@ -1,0 +1,185 @@
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/**
+ * A throw-away PostgreSQL cluster for one test file: Debian's server binaries (`.ci/run` installs the
+ * `postgresql` package when they are missing), a data folder under the temporary directory, trust
+ * authentication on 127.0.0.1 at a free port, and no durability (fsync off: a crash loses nothing a test
+ * needs). `stop()` ends the server and removes the folder; a process that exits without calling it still
+ * stops its servers (see `watchdog`).
+ *
+ * initdb refuses to run as root, and CI runs as root: the cluster then belongs to the `postgres` system
+ * user that Debian's package creates, and every server command runs as that user (`runuser`).
+ *
+ * The first cluster of a process is made by initdb (about 1.5 s here); the next ones copy its freshly made
+ * folder (a template kept until the process exits), which is several times faster.
+ */
+export interface PrivatePostgres {
+  /** `postgres://knode@127.0.0.1:<port>/knode` */
+  readonly url: string;
+  readonly port: number;
+  /** The server's log so far (to explain a failure). */
+  log(): string;
+  stop(): Promise<void>;
+}
+
+const USER = 'knode';
+const DATABASE = 'knode';
+
+/**
+ * Settings for speed, none for safety: this data is thrown away. The C locale orders text by its bytes,
+ * as SQLite does (initdb's --locale=C below), so the two engines list rows in the same order.
+ */
+const SERVER_OPTIONS = [
+  '-c fsync=off',
+  '-c synchronous_commit=off',
+  '-c full_page_writes=off',
+  '-c shared_buffers=16MB',
+  '-c max_connections=60',
+  '-c listen_addresses=127.0.0.1',
+  // No unix socket: its default folder (/var/run/postgresql) may not exist, and the tests connect by TCP.
+  "-c unix_socket_directories=''",
+];
+
+/** The folder of the newest installed server's binaries, or a clear error naming the package to install. */
+export function postgresBinaries(): string {
+  const fromEnvironment = process.env.KNODE_POSTGRES_BIN;
+  if (fromEnvironment) return fromEnvironment;
+  const root = '/usr/lib/postgresql';
+  const versions = existsSync(root)
+    ? readdirSync(root)
+        .filter((version) => existsSync(join(root, version, 'bin', 'initdb')))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
+  const newest = versions[0];
+  if (newest === undefined) {
+    throw new Error('PostgreSQL is not installed: apt-get install postgresql (or set KNODE_POSTGRES_BIN to the folder of initdb)');
+  }
+  return join(root, newest, 'bin');
+}
+
+/** Owner of the clusters: the `postgres` system user when this process is root, this process otherwise. */
+function runAsPrefix(): string[] {
+  return process.getuid?.() === 0 ? ['runuser', '-u', 'postgres', '--'] : [];
+}
+
+async function run(command: string[], what: string): Promise<void> {
+  const child = Bun.spawn([...runAsPrefix(), ...command], { stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' });
+  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+  if (code !== 0) throw new Error(`${what} failed (exit ${code}): ${stderr.trim() || stdout.trim()}`);
+}
+
+/** A new temporary folder the cluster's owner can write. */
+async function ownedFolder(prefix: string): Promise<string> {
+  const folder = mkdtempSync(join(tmpdir(), prefix));
+  if (process.getuid?.() === 0) await runPlain(['chown', 'postgres:', folder], 'chown');
+  return folder;
+}
+
+async function runPlain(command: string[], what: string): Promise<void> {
+  const child = Bun.spawn(command, { stdin: 'ignore', stdout: 'ignore', stderr: 'pipe' });
+  const [stderr, code] = await Promise.all([new Response(child.stderr).text(), child.exited]);
+  if (code !== 0) throw new Error(`${what} failed (exit ${code}): ${stderr.trim()}`);
+}
+
+let template: Promise<string> | undefined;
+
+/** A data folder made by initdb once per process; each cluster starts from a copy of it. */
+function templateData(bin: string): Promise<string> {
+  template ??= (async () => {
+    const folder = await ownedFolder('knode-pg-template-');
+    watchdog(['rm', '-rf', folder]);
+    const data = join(folder, 'data');
+    await run(
+      [join(bin, 'initdb'), '-D', data, '-A', 'trust', '-U', USER, '-E', 'UTF8', '--locale=C', '--no-sync', '--no-instructions'],
+      'initdb',
+    );
+    return data;
+  })();
+  return template;
+}
+
+/**
+ * Runs `cleanup` (as the clusters' owner) once this process closes the returned pipe, or dies: bun test
+ * runs no exit handler, and a test file that crashed or timed out must not leave a server or its folder behind.
+ */
+function watchdog(cleanup: string[]): { end(): Promise<void> } {
+  const quoted = cleanup.map((word) => `'${word.replaceAll("'", `'\\''`)}'`).join(' ');
+  const child = Bun.spawn([...runAsPrefix(), 'sh', '-c', `cat >/dev/null; ${quoted} >/dev/null 2>&1`], {
+    stdin: 'pipe',
+    stdout: 'ignore',
+    stderr: 'ignore',
+  });
+  child.unref(); // it waits for this process, never the other way round
+  return {
+    async end() {
+      await child.stdin.end();
+      await child.exited;
+    },
+  };
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts a private cluster with one database, `knode`, owned by the superuser `knode`. */
+export async function startPostgres(): Promise<PrivatePostgres> {
+  const bin = postgresBinaries();
+  const source = await templateData(bin);
+  const folder = await ownedFolder('knode-pg-');
+  const data = join(folder, 'data');
+  const logFile = join(folder, 'server.log');
+  // Stops the server (if it started) and removes its folder: at stop(), or when this process dies.
+  const teardown = watchdog(['sh', '-c', `'${join(bin, 'pg_ctl')}' -D '${data}' -m immediate -w stop; rm -rf '${folder}'`]);
+  try {
+    await run(['cp', '-a', source, data], 'copying the template cluster');
+    const port = await startServer(bin, data, logFile);
+    const base = `postgres://${USER}@127.0.0.1:${port}`;
+    await createDatabase(`${base}/postgres`);
+    return {
+      url: `${base}/${DATABASE}`,
+      port,
+      log: () => (existsSync(logFile) ? readFileSync(logFile, 'utf8') : ''),
+      stop: teardown.end,
+    };
+  } catch (error) {
+    await teardown.end();
+    throw error;
+  }
+}
+
+/** Starts the server on a free port; one taken between the probe and the bind (others test here too) is tried again. */
+async function startServer(bin: string, data: string, logFile: string): Promise<number> {
+  let lastError: unknown;
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    const port = await freePort();
+    try {
+      const options = [...SERVER_OPTIONS, `-p ${port}`].join(' ');
+      await run([join(bin, 'pg_ctl'), '-D', data, '-l', logFile, '-w', '-t', '30', '-o', options, 'start'], 'pg_ctl start');
+      return port;
+    } catch (error) {
+      lastError = error;
+    }
+  }
+  throw lastError;
+}
+
+async function createDatabase(maintenanceUrl: string): Promise<void> {
+  const sql = new Bun.SQL(maintenanceUrl, { max: 1 });
+  try {
+    await sql.unsafe(`CREATE DATABASE ${DATABASE}`);
+  } finally {
+    await sql.close();
+  }
+}
