@@ -37,3 +37,10 @@ export const Me = Type.Object({
   tenant_name: Type.String(),
   created_at: Timestamp,
 });
+
+export const SetupView = Type.Object({
+  /** False until the first user registers: the console then offers to create the owner's account. */
+  has_users: Type.Boolean(),
+  /** Whether this very client may register without the admin key (the rule of `POST /auth/register`). */
+  registration_open: Type.Boolean(),
+});

@@ -1,14 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
 import type { Config } from '../config.ts';
 import { isDirectLocal } from '../http/client.ts';
-
-const SetupView = Type.Object({
-  /** False until the first user registers: the console then offers to create the owner's account. */
-  has_users: Type.Boolean(),
-  /** Whether this very client may register without the admin key (the rule of `POST /auth/register`). */
-  registration_open: Type.Boolean(),
-});
+import { SetupView } from './schemas.ts';
 
 /**
  * `GET /api/v1/auth/setup`: what the console's first page needs to know before anyone is logged in:

@@ -3,29 +3,7 @@ import { Type } from 'typebox';
 import { requirePrincipal } from '../http/principal.ts';
 import { SUPPORTED_EXTENSIONS } from '../ingestion/parsers/file-types.ts';
 import { FolderBrowser } from './folders.ts';
-
-const FolderEntryView = Type.Object({
-  name: Type.String(),
-  path: Type.String(),
-  documents: Type.Integer(),
-  models: Type.Integer(),
-  complete: Type.Boolean(),
-});
-
-const FileEntryView = Type.Object({
-  name: Type.String(),
-  path: Type.String(),
-  size: Type.Integer(),
-  kind: Type.Enum(['document', 'model']),
-});
-
-export const FolderListingView = Type.Object({
-  path: Type.Union([Type.String(), Type.Null()]),
-  parent: Type.Union([Type.String(), Type.Null()]),
-  folders: Type.Array(FolderEntryView),
-  files: Type.Array(FileEntryView),
-  truncated: Type.Boolean(),
-});
+import { FolderListingView } from './schemas.ts';
 
 const FolderQuery = Type.Object({
   path: Type.Optional(Type.String({ maxLength: 4096, description: 'A folder inside your ingestion roots; absent: the roots themselves' })),

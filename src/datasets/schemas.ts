@@ -94,3 +94,13 @@ export const ReferencesView = Type.Object({
   provider_info: Type.Record(Type.String(), Type.Unknown()),
   cost: Type.Number(),
 });
+
+export const StorageView = Type.Object({
+  /** No SVC_ADMIN_API_KEY: the operator's routes are open to requests made on this machine. */
+  development_mode: Type.Boolean(),
+  /** SVC_DATA_DIR and the database's size (with its write-ahead log): shown to the operator only. */
+  data_dir: Type.Union([Type.String(), Type.Null()]),
+  database_bytes: Type.Union([Type.Integer(), Type.Null()]),
+  /** The tenant's datasets and about how much of the database each index takes. */
+  datasets: Type.Array(Type.Object({ id: Type.String(), name: Type.String(), bytes: Type.Integer() })),
+});

@@ -106,3 +106,12 @@ export const EndpointDetail = Type.Object({
   dataset: Type.Union([EmbeddedDatasetView, Type.Null()]),
   policies: Type.Array(EmbeddedPolicyView),
 });
+
+export const TypeView = Type.Object({
+  type: Type.String(),
+  description: Type.String(),
+  /** The JSON Schema the type's `configuration` is checked against, defaults included. */
+  configuration_schema: Type.Record(Type.String(), Type.Unknown()),
+});
+
+export const TypesView = Type.Record(Type.String(), Type.Array(TypeView));

@@ -1,17 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { CONFIGURATION_TYPES, type ConfigurationKind } from './configuration-types.ts';
+import { TypesView } from './schemas.ts';
 
 const KINDS = Object.keys(CONFIGURATION_TYPES) as ConfigurationKind[];
-
-const TypeView = Type.Object({
-  type: Type.String(),
-  description: Type.String(),
-  /** The JSON Schema the type's `configuration` is checked against, defaults included. */
-  configuration_schema: Type.Record(Type.String(), Type.Unknown()),
-});
-
-const TypesView = Type.Record(Type.String(), Type.Array(TypeView));
 
 const TypesQuery = Type.Object({ kind: Type.Optional(Type.Enum(KINDS)) });
 

@@ -52,3 +52,10 @@ export const SummaryView = Type.Object({
   cost: Type.Number(),
   provider_info: Type.Record(Type.String(), Type.Unknown()),
 });
+
+export const DiscoverView = Type.Object({
+  base_url: Type.String(),
+  reachable: Type.Boolean(),
+  models: Type.Array(Type.Object({ id: Type.String(), owned_by: Type.Union([Type.String(), Type.Null()]) })),
+  error: Type.Union([Type.String(), Type.Null()]),
+});

@@ -6,17 +6,11 @@ import { BaseUrl } from '../http/schemas.ts';
 import { listServerModels, type ServerModels } from '../llm/server-models.ts';
 import { ONE_MEGABYTE, outboundFetch } from '../outbound/fetch.ts';
 import type { OutboundPolicy } from '../outbound/reach.ts';
+import { DiscoverView } from './schemas.ts';
 
 const DiscoverBody = Type.Object({
   base_url: BaseUrl,
   api_key: Type.Optional(Type.String({ maxLength: 2000 })),
-});
-
-const DiscoverView = Type.Object({
-  base_url: Type.String(),
-  reachable: Type.Boolean(),
-  models: Type.Array(Type.Object({ id: Type.String(), owned_by: Type.Union([Type.String(), Type.Null()]) })),
-  error: Type.Union([Type.String(), Type.Null()]),
 });
 
 /** Long enough for a remote server, short enough that a console waiting on a dead address is not stuck. */

@@ -4,17 +4,12 @@ import { Configuration } from '../http/schemas.ts';
 import { matchesPattern } from './access.ts';
 import type { AccessConfiguration } from './codec.ts';
 import { normalizePolicySettings } from './configuration.ts';
+import { AccessCheckView } from './schemas.ts';
 
 const AccessCheckBody = Type.Object({
   /** An access policy's configuration, checked as creating the policy would check it. */
   configuration: Configuration,
   email: Type.String({ minLength: 1, maxLength: 254 }),
-});
-
-const AccessCheckView = Type.Object({
-  allowed: Type.Boolean(),
-  /** The first pattern the e-mail matched, or null. */
-  matched_pattern: Type.Union([Type.String(), Type.Null()]),
 });
 
 /**

@@ -43,3 +43,9 @@ export const EmbeddedPolicyView = Type.Object({
   policy_type: Type.Enum([...POLICY_TYPES]),
   configuration: Configuration,
 });
+
+export const AccessCheckView = Type.Object({
+  allowed: Type.Boolean(),
+  /** The first pattern the e-mail matched, or null. */
+  matched_pattern: Type.Union([Type.String(), Type.Null()]),
+});

@@ -35,3 +35,21 @@ export const PublicationAnswer = Type.Object({
 
 /** Marketplace id → the slugs sent to it. */
 export const SyncAnswer = Type.Record(Type.String(), Type.Array(Type.String()));
+
+export const MarketplaceStatusView = Type.Object({
+  marketplace_id: Type.String(),
+  /** knode holds a logged-in session with the hub (it logs in on first use, then keeps the session). */
+  logged_in: Type.Boolean(),
+  /** The last health report sent to the hub since knode started, and whether the hub took it. */
+  last_heartbeat: Type.Union([
+    Type.Object({ at: Type.String(), ok: Type.Boolean(), error: Type.Union([Type.String(), Type.Null()]) }),
+    Type.Null(),
+  ]),
+  /** Slugs of the tenant's endpoints published there. */
+  published_endpoints: Type.Array(Type.String()),
+  /**
+   * This knode's satellite at the hub (API-CONTRACT 9.1): the audience of the hub's tokens for it. Null on a
+   * hub without the registry, before the tenant has a public URL, or while its registration is retried.
+   */
+  satellite_id: Type.Union([Type.String(), Type.Null()]),
+});

@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import { Issues } from '../http/issues.ts';
 import { requirePrincipal } from '../http/principal.ts';
 import type { TunnelManager } from './manager.ts';
+import { TunnelView } from './schemas.ts';
 
 /**
  * Either the ngrok authtoken to connect with (the specification's body), or `from_marketplace: true`: the
@@ -16,15 +17,6 @@ const TunnelBody = Type.Object({
       description: "true: the tenant's default marketplace hands out the credential and names the host (SyftHub's tunnel credentials)",
     }),
   ),
-});
-
-const TunnelView = Type.Object({
-  connected: Type.Boolean(),
-  public_url: Type.Union([Type.String(), Type.Null()]),
-  has_token: Type.Boolean(),
-  state: Type.Enum(['stopped', 'online', 'reconnecting']),
-  retry_in_seconds: Type.Union([Type.Integer(), Type.Null()]),
-  error: Type.Union([Type.String(), Type.Null()]),
 });
 
 /** /settings/proxy: the tenant's tunnel (specification, Settings rules 3 to 5). */
