@@ -1,4 +1,5 @@
 import { SecretBox } from './secret-box.ts';
+import { isSecretKey } from './secret-words.ts';
 
 /** What a response shows in place of a secret; a PATCH that sends it back keeps the stored value. */
 export const SECRET_MASK = '********';
@@ -8,20 +9,7 @@ export type Configuration = Record<string, unknown>;
 /** Where a value sits in a configuration: keys of objects, indexes of arrays. */
 export type ConfigurationPath = (string | number)[];
 
-const SECRET_WORDS = new Set(['key', 'apikey', 'secret', 'token', 'password', 'passwd', 'credential', 'credentials', 'authorization']);
-
-/**
- * Whether a configuration key names a secret (API-CONTRACT 3: `api_key`, `*key*`, `*secret*`, `*token*`,
- * `*password*`). Matching whole words of snake_case or camelCase names keeps `cost_per_1k_prompt_tokens`
- * or `max_tokens` (counts, not credentials) visible while `api_key`, `apiKey`, `accessToken` are hidden.
- */
-export function isSecretKey(name: string): boolean {
-  const words = name
-    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
-    .toLowerCase()
-    .split(/[^a-z0-9]+/);
-  return words.some((word) => SECRET_WORDS.has(word));
-}
+export { isSecretKey };
 
 /** The configuration as responses show it: secret values and the user-info of URLs replaced by the mask. */
 export function maskSecrets(config: Configuration): Configuration {
