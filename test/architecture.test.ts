@@ -128,3 +128,62 @@ describe('architecture', () => {
     expect(folders.filter((folder) => !text.includes(`\`${folder}/\``))).toEqual([]);
   });
 });
+
+const WEB = resolve(import.meta.dir, '../web');
+const PAGES = join(WEB, 'pages');
+/**
+ * The modules of src/ the console takes at run time: each imports nothing, so the bundle gets that file
+ * alone. Everything else of the server reaches web/ as `import type` only, which the bundler erases.
+ */
+const SHARED_WITH_CONSOLE = new Set(['security/secret-words.ts']);
+
+/** The relative imports (and re-exports) of a file, and whether each is `import type` (erased when bundled). */
+function relativeImports(path: string): { target: string; typeOnly: boolean }[] {
+  const text = readFileSync(path, 'utf8');
+  return [
+    ...[...text.matchAll(/(?:^|\n)\s*(?:import|export)(\s+type\b)?[^'";]*?from\s+'(\.[^']+)'/g)].map((match) => ({
+      target: resolve(dirname(path), match[2] as string),
+      typeOnly: match[1] !== undefined,
+    })),
+    ...[...text.matchAll(/(?:^|\n)\s*import\s+'(\.[^']+)'|import\(\s*'(\.[^']+)'\s*\)/g)].map((match) => ({
+      target: resolve(dirname(path), (match[1] ?? match[2]) as string),
+      typeOnly: false,
+    })),
+  ];
+}
+
+/** The page a file of web/pages belongs to: the file itself (`overview.tsx`) or its folder (`endpoint/`, `settings/`). */
+function pageOf(path: string): string {
+  return relative(PAGES, path).split('/')[0] as string;
+}
+
+describe('console boundaries (web/)', () => {
+  test('a page imports no other page: what pages share lives in web/components or web/lib', () => {
+    const violations: string[] = [];
+    for (const file of sourceFiles(PAGES)) {
+      for (const { target } of relativeImports(file)) {
+        if (target.startsWith(`${PAGES}/`) && pageOf(target) !== pageOf(file)) {
+          violations.push(`${relative(WEB, file)} imports ${relative(WEB, target)}`);
+        }
+      }
+    }
+    expect(violations).toEqual([]);
+  });
+
+  test('the console takes only types of the server, besides the modules written to be shared', () => {
+    const violations: string[] = [];
+    for (const file of sourceFiles(WEB)) {
+      for (const { target, typeOnly } of relativeImports(file)) {
+        if (!target.startsWith(`${SRC}/`) || typeOnly) continue;
+        if (!SHARED_WITH_CONSOLE.has(relative(SRC, target)))
+          violations.push(`${relative(WEB, file)} imports ${relative(SRC, target)} at run time`);
+      }
+    }
+    for (const shared of SHARED_WITH_CONSOLE) {
+      const text = readFileSync(join(SRC, shared), 'utf8');
+      if (/(?:^|\n)\s*(?:import|export)\b[^;]*?from\s+'/.test(text))
+        violations.push(`${shared} imports something: the console would bundle it too`);
+    }
+    expect(violations).toEqual([]);
+  });
+});

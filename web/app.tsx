@@ -1,34 +1,30 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { LocationProvider, Route, Router, useLocation } from 'preact-iso';
-import { get, type Me } from './api.ts';
+import { get } from './api.ts';
+import { NotFound } from './components/not-found.tsx';
 import { Loading } from './components/ui.tsx';
 import { DatasetPage } from './pages/dataset.tsx';
 import { DatasetList } from './pages/dataset-list.tsx';
 import { DatasetNew } from './pages/dataset-new.tsx';
-import { EndpointPage } from './pages/endpoint.tsx';
+import { EndpointPage } from './pages/endpoint/index.tsx';
 import { EndpointList } from './pages/endpoint-list.tsx';
 import { EndpointNew } from './pages/endpoint-new.tsx';
 import { Login } from './pages/login.tsx';
 import { ModelPage } from './pages/model.tsx';
 import { ModelList } from './pages/model-list.tsx';
 import { ModelNew } from './pages/model-new.tsx';
-import { NotFound } from './pages/not-found.tsx';
 import { Overview } from './pages/overview.tsx';
-import { SettingsPage } from './pages/settings.tsx';
+import { SettingsPage } from './pages/settings/index.tsx';
 import { Setup } from './pages/setup.tsx';
 import { session } from './session.ts';
+import type { Me, SetupStatus } from './views.ts';
 
 /**
  * The console: the first run offers the owner's account (no user yet), later visits log in; the pages
  * (their addresses are the server's list in src/console/routes.ts) need a token, and any 401 brings the
  * login page back, with the page to return to.
  */
-
-interface SetupStatus {
-  has_users: boolean;
-  registration_open: boolean;
-}
 
 export function App() {
   return (

@@ -1,4 +1,4 @@
-import type { Dataset } from '../api.ts';
+import type { Dataset } from '../views.ts';
 import { Badge } from './ui.tsx';
 
 /** A dataset's state in one word: indexing while files wait, else its status. */

@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, type FolderListing, get } from '../api.ts';
+import { ApiError, get } from '../api.ts';
 import { bytes, count, plural } from '../lib/format.ts';
+import type { FolderListing } from '../views.ts';
 import { FileIcon, FolderIcon } from './icons.tsx';
 import type { WidgetProps } from './schema-form.tsx';
 import { Field } from './ui.tsx';

@@ -1,15 +1,12 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { post } from '../api.ts';
 import { useDebounced } from '../lib/hooks.ts';
+import type { DiscoveredModels } from '../views.ts';
 import type { WidgetProps } from './schema-form.tsx';
 import { Field } from './ui.tsx';
 
-export interface Discovered {
-  base_url: string;
-  reachable: boolean;
-  models: { id: string; owned_by: string | null }[];
-  error: string | null;
-}
+/** What `POST /models/discover` found at a server. */
+export type Discovered = DiscoveredModels;
 
 export const OLLAMA_URL = 'http://127.0.0.1:11434/v1';
 

@@ -1,5 +1,5 @@
-import type { Reference } from '../api.ts';
 import { score } from '../lib/format.ts';
+import type { Reference } from '../views.ts';
 
 /** Where a chunk comes from: its file, and the page when the parser knew it. */
 export function sourceOf(reference: Reference): string {

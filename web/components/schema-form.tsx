@@ -1,5 +1,6 @@
 import { type ComponentChildren, Fragment, type JSX } from 'preact';
-import type { Configuration, JsonSchema } from '../api.ts';
+import { isSecretKey } from '../../src/security/secret-words.ts';
+import type { Configuration, JsonSchema } from '../views.ts';
 import { CheckboxField, Field } from './ui.tsx';
 
 /**
@@ -31,8 +32,6 @@ export interface WidgetProps {
 
 export type Widgets = Record<string, (props: WidgetProps) => JSX.Element>;
 
-/** Words that make a key a secret, as the server decides (API-CONTRACT 3). */
-const SECRET_WORDS = new Set(['key', 'secret', 'token', 'password', 'credential', 'credentials', 'keys', 'secrets', 'tokens', 'passwords']);
 const ACRONYMS: Record<string, string> = {
   url: 'URL',
   api: 'API',
@@ -51,10 +50,6 @@ function words(name: string): string[] {
     .split(/[\s_-]+/)
     .filter(Boolean)
     .map((word) => word.toLowerCase());
-}
-
-export function isSecret(name: string): boolean {
-  return words(name).some((word) => SECRET_WORDS.has(word));
 }
 
 export function labelOf(name: string): string {
@@ -255,7 +250,8 @@ function Control(props: {
             />
           );
         }
-        const secret = isSecret(name);
+        // A password field for exactly the keys the server masks and seals (one list: src/security/secret-words.ts).
+        const secret = isSecretKey(name);
         return (
           <input
             {...common}

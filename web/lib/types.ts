@@ -1,4 +1,4 @@
-import type { TypeInfo, Types } from '../api.ts';
+import type { TypeInfo, Types } from '../views.ts';
 import { useResource } from './hooks.ts';
 
 /** `GET /api/v1/types`: every dataset, model and policy type with the JSON Schema of its configuration. */

@@ -1,8 +1,8 @@
-import type { Dataset } from '../api.ts';
 import { DatasetStatus, isBusy } from '../components/dataset-status.tsx';
 import { Empty, ErrorNotice, Loading, PageHeader, ProgressBar } from '../components/ui.tsx';
 import { count } from '../lib/format.ts';
 import { useFirstRender, usePoll, useResource, useTitle } from '../lib/hooks.ts';
+import type { Dataset } from '../views.ts';
 
 export function DatasetList() {
   useTitle('Datasets');

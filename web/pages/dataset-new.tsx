@@ -1,12 +1,13 @@
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { type Dataset, post } from '../api.ts';
+import { post } from '../api.ts';
 import { FolderPicker } from '../components/folder-picker.tsx';
 import { errorsUnder, type FormValues, initialValues, SchemaForm, toConfiguration, type WidgetProps } from '../components/schema-form.tsx';
 import { ErrorNotice, Loading, Notice, PageHeader, SelectField, SubmitButton, TextField } from '../components/ui.tsx';
 import { baseName } from '../lib/format.ts';
 import { useFirstRender, useSubmission, useTitle } from '../lib/hooks.ts';
 import { typeLabel, typeNamed, useTypes } from '../lib/types.ts';
+import type { Dataset } from '../views.ts';
 
 export function DatasetNew() {
   useTitle('Add a dataset');

@@ -1,11 +1,12 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { apiPath, type Dataset, type DatasetFile, del, get, type Page, post, type References } from '../api.ts';
+import { apiPath, del, get, post } from '../api.ts';
 import { DatasetStatus, isBusy } from '../components/dataset-status.tsx';
 import { References as ReferenceList } from '../components/references.tsx';
 import { Empty, ErrorNotice, Loading, Notice, PageHeader, ProgressBar, SelectField, SubmitButton, TextField } from '../components/ui.tsx';
 import { count, date, duration, rate } from '../lib/format.ts';
 import { useFirstRender, usePoll, useResource, useSubmission, useTitle } from '../lib/hooks.ts';
+import type { Dataset, DatasetFile, Page, References } from '../views.ts';
 
 export function DatasetPage(props: { id: string }) {
   const dataset = useResource<Dataset>(apiPath`/datasets/${props.id}`);

@@ -1,16 +1,11 @@
-import type { Endpoint } from '../api.ts';
 import { Badge, Empty, ErrorNotice, Loading, PageHeader } from '../components/ui.tsx';
+import { RESPONSE_TYPE_LABELS } from '../lib/endpoints.ts';
 import { useFirstRender, useResource, useTitle } from '../lib/hooks.ts';
-
-export const RESPONSE_TYPES: Record<Endpoint['response_type'], string> = {
-  raw: 'Search results',
-  summary: 'Model answer',
-  both: 'Answer with sources',
-};
+import type { EndpointSummary } from '../views.ts';
 
 export function EndpointList() {
   useTitle('Endpoints');
-  const endpoints = useResource<Endpoint[]>('/endpoints/');
+  const endpoints = useResource<EndpointSummary[]>('/endpoints/');
   return (
     <>
       <PageHeader
@@ -29,7 +24,7 @@ export function EndpointList() {
   );
 }
 
-function Table(props: { endpoints: Endpoint[] }) {
+function Table(props: { endpoints: EndpointSummary[] }) {
   useFirstRender();
   if (props.endpoints.length === 0) {
     return (
@@ -60,7 +55,7 @@ function Table(props: { endpoints: Endpoint[] }) {
               <a href={`/endpoints/${endpoint.slug}`}>{endpoint.name}</a>
               <div class="small-text path">{endpoint.slug}</div>
             </td>
-            <td>{RESPONSE_TYPES[endpoint.response_type]}</td>
+            <td>{RESPONSE_TYPE_LABELS[endpoint.response_type]}</td>
             <td>{endpoint.dataset?.name ?? '–'}</td>
             <td>{endpoint.model?.name ?? '–'}</td>
             <td>{endpoint.published ? <Badge tone="good">published</Badge> : <Badge tone="muted">private</Badge>}</td>

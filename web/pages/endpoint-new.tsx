@@ -1,10 +1,11 @@
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { type Dataset, type Endpoint, type GenerationDefaults, type Model, post } from '../api.ts';
+import { post } from '../api.ts';
 import { CheckboxField, ErrorNotice, Loading, Notice, PageHeader, SelectField, SubmitButton, TextField } from '../components/ui.tsx';
+import { ANSWER_TOKENS, allowedTypes, generationDefaults, RESPONSE_TYPE_LABELS, SPEC_MAX_TOKENS } from '../lib/endpoints.ts';
 import { slugify } from '../lib/format.ts';
 import { useFirstRender, useResource, useSubmission, useTitle } from '../lib/hooks.ts';
-import { RESPONSE_TYPES } from './endpoint-list.tsx';
+import type { CreatedEndpoint, Dataset, Model, ResponseType } from '../views.ts';
 
 export function EndpointNew() {
   useTitle('Make an endpoint');
@@ -16,23 +17,6 @@ export function EndpointNew() {
   return <Form datasets={datasets.data} models={models.data} />;
 }
 
-/** The specification's `max_tokens` for a query that names none and an endpoint without a default of its own. */
-export const SPEC_MAX_TOKENS = 100;
-/**
- * The answer length the console gives a new endpoint: 100 tokens (the specification's) cut a real model's answer
- * at about 75 words, mid-sentence; 1024 (about 750 words) lets it answer from its five passages in full, and still
- * bounds a model that runs on (and the most a paid query can cost, which counts the prompt and max_tokens).
- */
-export const ANSWER_TOKENS = 1024;
-
-/** raw needs a dataset, summary a model; both needs both. */
-export function allowedTypes(datasetId: string, modelId: string): Endpoint['response_type'][] {
-  if (datasetId && modelId) return ['both', 'summary', 'raw'];
-  if (datasetId) return ['raw'];
-  if (modelId) return ['summary'];
-  return [];
-}
-
 function Form(props: { datasets: Dataset[]; models: Model[] }) {
   useFirstRender();
   const { route } = useLocation();
@@ -42,7 +26,7 @@ function Form(props: { datasets: Dataset[]; models: Model[] }) {
   const [summary, setSummary] = useState('');
   const [datasetId, setDatasetId] = useState(props.datasets[0]?.id ?? '');
   const [modelId, setModelId] = useState(props.models[0]?.id ?? '');
-  const [responseType, setResponseType] = useState<Endpoint['response_type']>('both');
+  const [responseType, setResponseType] = useState<ResponseType>('both');
   const [fullAnswers, setFullAnswers] = useState(true);
   const [maxTokens, setMaxTokens] = useState(String(ANSWER_TOKENS));
   const { busy, errors, failure, run } = useSubmission();
@@ -53,7 +37,7 @@ function Form(props: { datasets: Dataset[]; models: Model[] }) {
   const submit = async (event: Event) => {
     event.preventDefault();
     await run(async () => {
-      const created = await post<Endpoint>('/endpoints/', {
+      const created = await post<CreatedEndpoint>('/endpoints/', {
         name,
         slug: slug || slugify(name),
         summary,
@@ -132,7 +116,7 @@ function Form(props: { datasets: Dataset[]; models: Model[] }) {
                 disabled={!allowed.includes(type)}
                 onChange={() => setResponseType(type)}
               />
-              <span class="choice-title">{RESPONSE_TYPES[type]}</span>
+              <span class="choice-title">{RESPONSE_TYPE_LABELS[type]}</span>
               <span class="choice-text">
                 {type === 'both'
                   ? 'The model answers from the passages it found, which come with the answer.'
@@ -166,17 +150,6 @@ function Form(props: { datasets: Dataset[]; models: Model[] }) {
       </form>
     </>
   );
-}
-
-/**
- * What a query that says nothing else gets (`generation_defaults`): an answer length, and no stop at the first
- * line break (the specification's default stop sequence, a new line, cuts every answer to its first line).
- */
-export function generationDefaults(maxTokens: string, fullAnswers: boolean): GenerationDefaults {
-  return {
-    ...(maxTokens.trim() === '' ? {} : { max_tokens: Number(maxTokens) }),
-    ...(fullAnswers ? { stop_sequences: [] } : {}),
-  };
 }
 
 /** The generation defaults of a new (or replacing) endpoint, shown with what they mean. */

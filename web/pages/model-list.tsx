@@ -1,15 +1,9 @@
-import type { Model } from '../api.ts';
 import { Empty, ErrorNotice, Loading, PageHeader } from '../components/ui.tsx';
 import { date } from '../lib/format.ts';
 import { useFirstRender, useResource, useTitle } from '../lib/hooks.ts';
+import { modelTarget } from '../lib/models.ts';
 import { typeLabel } from '../lib/types.ts';
-
-/** What a model runs: the server's model name, or the GGUF file. */
-export function modelTarget(model: Pick<Model, 'dtype' | 'configuration'>): string {
-  const { model: name, base_url, model_path } = model.configuration;
-  if (typeof model_path === 'string') return model_path;
-  return [name, base_url].filter((part) => typeof part === 'string').join(' at ');
-}
+import type { Model } from '../views.ts';
 
 export function ModelList() {
   useTitle('Models');

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { type Model, post, type TypeInfo } from '../api.ts';
+import { post } from '../api.ts';
 import { FolderPicker } from '../components/folder-picker.tsx';
 import { type Discovered, discover, ModelChooser, OLLAMA_URL } from '../components/model-chooser.tsx';
 import { errorsUnder, type FormValues, initialValues, SchemaForm, toConfiguration, type WidgetProps } from '../components/schema-form.tsx';
@@ -8,6 +8,7 @@ import { ErrorNotice, Loading, Notice, PageHeader, SubmitButton, TextField } fro
 import { baseName } from '../lib/format.ts';
 import { useFirstRender, useSubmission, useTitle } from '../lib/hooks.ts';
 import { typeLabel, typeNamed, useTypes } from '../lib/types.ts';
+import type { Model, TypeInfo } from '../views.ts';
 
 export function ModelNew() {
   useTitle('Add a model');

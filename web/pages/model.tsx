@@ -1,14 +1,15 @@
 import { useEffect, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { apiPath, del, get, type Model, patch, post } from '../api.ts';
+import { apiPath, del, get, patch, post } from '../api.ts';
 import { FolderPicker } from '../components/folder-picker.tsx';
 import { ModelChooser } from '../components/model-chooser.tsx';
 import { errorsUnder, type FormValues, initialValues, SchemaForm, toConfiguration, type WidgetProps } from '../components/schema-form.tsx';
 import { Badge, ErrorNotice, Loading, Notice, PageHeader, SubmitButton, TextField } from '../components/ui.tsx';
 import { money } from '../lib/format.ts';
 import { useFirstRender, useResource, useSubmission, useTitle } from '../lib/hooks.ts';
+import { modelTarget } from '../lib/models.ts';
 import { typeLabel, typeNamed, useTypes } from '../lib/types.ts';
-import { modelTarget } from './model-list.tsx';
+import type { Model, ModelAnswer, ModelHealth } from '../views.ts';
 
 export function ModelPage(props: { id: string }) {
   const model = useResource<Model>(apiPath`/models/${props.id}`);
@@ -16,19 +17,6 @@ export function ModelPage(props: { id: string }) {
   if (model.error && !model.data) return <ErrorNotice error={model.error} />;
   if (!model.data) return <Loading what="the model" />;
   return <View model={model.data} reload={model.reload} />;
-}
-
-interface Health {
-  healthy: boolean;
-  message: string;
-}
-
-interface TestAnswer {
-  model: string;
-  message: { content: string };
-  finish_reason: string;
-  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
-  cost: number;
 }
 
 function View(props: { model: Model; reload: () => Promise<void> }) {
@@ -94,14 +82,14 @@ function View(props: { model: Model; reload: () => Promise<void> }) {
 }
 
 function HealthCard(props: { model: Model }) {
-  const [health, setHealth] = useState<Health | undefined>(undefined);
+  const [health, setHealth] = useState<ModelHealth | undefined>(undefined);
   const [checking, setChecking] = useState(false);
   const [failure, setFailure] = useState<Error | undefined>(undefined);
   const check = async () => {
     setChecking(true);
     setFailure(undefined);
     try {
-      setHealth(await get<Health>(apiPath`/models/${props.model.id}/health`));
+      setHealth(await get<ModelHealth>(apiPath`/models/${props.model.id}/health`));
     } catch (error) {
       setFailure(error as Error);
     } finally {
@@ -133,14 +121,14 @@ function HealthCard(props: { model: Model }) {
 function TestCard(props: { model: Model }) {
   const [prompt, setPrompt] = useState('Say hello in one short sentence.');
   const [maxTokens, setMaxTokens] = useState('32');
-  const [answer, setAnswer] = useState<{ result: TestAnswer; ms: number } | undefined>(undefined);
+  const [answer, setAnswer] = useState<{ result: ModelAnswer; ms: number } | undefined>(undefined);
   const submission = useSubmission();
   const { busy, errors, failure } = submission;
   const run = (event: Event) => {
     event.preventDefault();
     const started = performance.now();
     void submission.run(async () => {
-      const result = await post<TestAnswer>(apiPath`/models/${props.model.id}/test`, { prompt, max_tokens: Number(maxTokens) || 32 });
+      const result = await post<ModelAnswer>(apiPath`/models/${props.model.id}/test`, { prompt, max_tokens: Number(maxTokens) || 32 });
       setAnswer({ result, ms: performance.now() - started });
     });
   };

@@ -1,16 +1,17 @@
 import { useEffect, useState } from 'preact/hooks';
-import { apiPath, type Dataset, type Endpoint, get, type Model, type Page, type Policy, type Usage } from '../api.ts';
+import { apiPath, get } from '../api.ts';
 import { Loading, PageHeader } from '../components/ui.tsx';
 import { count, plural } from '../lib/format.ts';
 import { useFirstRender, useResource, useTitle } from '../lib/hooks.ts';
+import type { Dataset, EndpointSummary, Model, Page, PolicySummary, Usage } from '../views.ts';
 
 /** Where a person stands on the way from a folder to an answer, with the next step one link away. */
 export function Overview() {
   useTitle('Overview');
   const datasets = useResource<Dataset[]>('/datasets/');
   const models = useResource<Model[]>('/models/');
-  const endpoints = useResource<Endpoint[]>('/endpoints/');
-  const policies = useResource<Policy[]>('/policies');
+  const endpoints = useResource<EndpointSummary[]>('/endpoints/');
+  const policies = useResource<PolicySummary[]>('/policies');
   const ready = datasets.data && models.data && endpoints.data && policies.data;
   if (!ready) return <Loading what="your overview" />;
   return (
@@ -18,7 +19,7 @@ export function Overview() {
   );
 }
 
-function Steps(props: { datasets: Dataset[]; models: Model[]; endpoints: Endpoint[]; policies: Policy[] }) {
+function Steps(props: { datasets: Dataset[]; models: Model[]; endpoints: EndpointSummary[]; policies: PolicySummary[] }) {
   useFirstRender();
   const { datasets, models, endpoints } = props;
   const indexed = datasets.reduce((sum, dataset) => sum + dataset.ingestion.files_indexed, 0);
@@ -110,7 +111,7 @@ function Steps(props: { datasets: Dataset[]; models: Model[]; endpoints: Endpoin
  * The first endpoint that was asked something (by anyone, the playground included), from each endpoint's usage
  * (one row asked for: its total is the count); undefined while none was. At most the first 20 endpoints are asked.
  */
-function useAsked(endpoints: Endpoint[]): { name: string; questions: number } | undefined {
+function useAsked(endpoints: EndpointSummary[]): { name: string; questions: number } | undefined {
   const [asked, setAsked] = useState<{ name: string; questions: number } | undefined>(undefined);
   const slugs = endpoints
     .slice(0, 20)

@@ -1,10 +1,11 @@
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, apiPath, del, type Endpoint, type JsonSchema, type Policy, patch, post, type TypeInfo } from '../api.ts';
-import { errorsUnder, type FormValues, initialValues, labelOf, SchemaForm, toConfiguration } from '../components/schema-form.tsx';
-import { Badge, Empty, ErrorNotice, Field, Loading, Notice, SubmitButton, TextField } from '../components/ui.tsx';
-import { useDebounced, useFirstRender, useSubmission } from '../lib/hooks.ts';
-import { typeLabel, typeNamed, useTypes } from '../lib/types.ts';
-import { session } from '../session.ts';
+import { ApiError, apiPath, del, patch, post } from '../../api.ts';
+import { errorsUnder, type FormValues, initialValues, labelOf, SchemaForm, toConfiguration } from '../../components/schema-form.tsx';
+import { Badge, Empty, ErrorNotice, Field, Loading, Notice, SubmitButton, TextField } from '../../components/ui.tsx';
+import { useDebounced, useFirstRender, useSubmission } from '../../lib/hooks.ts';
+import { typeLabel, typeNamed, useTypes } from '../../lib/types.ts';
+import { session } from '../../session.ts';
+import type { AccessCheckResult, Endpoint, JsonSchema, Policy, TypeInfo } from '../../views.ts';
 
 /**
  * The endpoint's policies: every type the server knows (`GET /api/v1/types`: access, rate limits,
@@ -165,7 +166,7 @@ function PolicyForm(props: {
         const shown =
           ownerCheck && 'check' in ownerCheck && ownerCheck.asked === JSON.stringify(built.configuration) ? ownerCheck.check : undefined;
         const check =
-          shown ?? (await post<CheckResult>('/policies/access/check', { configuration: built.configuration, email: props.owner }));
+          shown ?? (await post<AccessCheckResult>('/policies/access/check', { configuration: built.configuration, email: props.owner }));
         if (
           !check.allowed &&
           !confirm(
@@ -203,17 +204,12 @@ function PolicyForm(props: {
   );
 }
 
-interface CheckResult {
-  allowed: boolean;
-  matched_pattern: string | null;
-}
-
 function hasPatterns(configuration: Record<string, unknown>): boolean {
   return Array.isArray(configuration.patterns) && configuration.patterns.length > 0;
 }
 
 /** The answer for `email`, and the configuration it was asked for (as JSON). */
-type CheckAnswer = { email: string; asked: string; check: CheckResult } | { email: string; asked: string; error: string };
+type CheckAnswer = { email: string; asked: string; check: AccessCheckResult } | { email: string; asked: string; error: string };
 
 /**
  * Whether `email` passes the access list `configuration` (undefined: nothing to check), asked of the server as
@@ -231,7 +227,7 @@ function useAccessCheck(configuration: Record<string, unknown> | undefined, emai
     }
     let current = true;
     const configurationAsked = JSON.stringify(asked.configuration);
-    post<CheckResult>('/policies/access/check', asked)
+    post<AccessCheckResult>('/policies/access/check', asked)
       .then((check) => current && setResult({ email: asked.email, asked: configurationAsked, check }))
       .catch(
         (error) =>

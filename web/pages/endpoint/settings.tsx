@@ -1,11 +1,11 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { apiPath, type Dataset, del, type Endpoint, type GenerationDefaults, get, type Model, patch, post } from '../api.ts';
-import { errorsUnder } from '../components/schema-form.tsx';
-import { CheckboxField, ErrorNotice, Loading, Notice, SelectField, SubmitButton, TextField } from '../components/ui.tsx';
-import { useFirstRender, useResource, useSubmission } from '../lib/hooks.ts';
-import { RESPONSE_TYPES } from './endpoint-list.tsx';
-import { ANSWER_TOKENS, allowedTypes, generationDefaults, SPEC_MAX_TOKENS } from './endpoint-new.tsx';
+import { apiPath, del, get, patch, post } from '../../api.ts';
+import { errorsUnder } from '../../components/schema-form.tsx';
+import { CheckboxField, ErrorNotice, Loading, Notice, SelectField, SubmitButton, TextField } from '../../components/ui.tsx';
+import { ANSWER_TOKENS, allowedTypes, generationDefaults, RESPONSE_TYPE_LABELS, SPEC_MAX_TOKENS } from '../../lib/endpoints.ts';
+import { useFirstRender, useResource, useSubmission } from '../../lib/hooks.ts';
+import type { CreatedEndpoint, Dataset, Endpoint, GenerationDefaults, Model, PublicationAnswer } from '../../views.ts';
 
 /** Name, summary and description, and what a query that omits them gets (`generation_defaults`). */
 export function EndpointSettings(props: { endpoint: Endpoint; reload: () => Promise<void> }) {
@@ -180,8 +180,9 @@ function Replace(props: { endpoint: Endpoint; reload: () => Promise<void> }) {
         <h2 id="replace-title">Dataset, model and answer type</h2>
         <p>
           This endpoint searches {endpoint.dataset ? <strong>{endpoint.dataset.name}</strong> : 'no dataset'} and answers with{' '}
-          {endpoint.model ? <strong>{endpoint.model.name}</strong> : 'no model'} ({RESPONSE_TYPES[endpoint.response_type].toLowerCase()}).
-          These cannot change in place: replacing the endpoint makes it again with your choice, its policies and publication copied.
+          {endpoint.model ? <strong>{endpoint.model.name}</strong> : 'no model'} (
+          {RESPONSE_TYPE_LABELS[endpoint.response_type].toLowerCase()}). These cannot change in place: replacing the endpoint makes it again
+          with your choice, its policies and publication copied.
         </p>
         <button type="button" class="secondary" ref={opener} onClick={() => setOpen(true)}>
           Replace the dataset, model or answer type…
@@ -277,7 +278,7 @@ function ReplaceForm(props: { endpoint: Endpoint; reload: () => Promise<void>; o
         label="It answers with"
         value={chosenType}
         onChange={(value) => setResponseType(value as Endpoint['response_type'])}
-        options={allowed.map((type) => ({ value: type, label: RESPONSE_TYPES[type] }))}
+        options={allowed.map((type) => ({ value: type, label: RESPONSE_TYPE_LABELS[type] }))}
         error={errors.response_type}
       />
       {errors._ && <Notice kind="error">{errors._}</Notice>}
@@ -307,12 +308,12 @@ function ReplaceForm(props: { endpoint: Endpoint; reload: () => Promise<void>; o
 type Choice = { dataset_id: string | null; model_id: string | null; response_type: Endpoint['response_type'] };
 
 /** Creates `old` again under its slug with `choice`, then its policies and its publications; the steps done, in words. */
-async function recreate(old: Endpoint, choice: Choice): Promise<{ created: Endpoint; steps: string[] }> {
-  const created = await post<Endpoint>('/endpoints/', {
+async function recreate(old: Endpoint, choice: Choice): Promise<{ created: CreatedEndpoint; steps: string[] }> {
+  const created = await post<CreatedEndpoint>('/endpoints/', {
     name: old.name,
     slug: old.slug,
     summary: old.summary,
-    description: old.description ?? '',
+    description: old.description,
     tags: old.tags,
     ...choice,
     // An endpoint that gets its first model gets the answers' defaults a new one would (answer length, in full).
@@ -322,7 +323,7 @@ async function recreate(old: Endpoint, choice: Choice): Promise<{ created: Endpo
         : old.generation_defaults,
   });
   const steps: string[] = [];
-  for (const policy of old.policies ?? []) {
+  for (const policy of old.policies) {
     await post('/policies/', {
       name: policy.name,
       policy_type: policy.policy_type,
@@ -330,12 +331,9 @@ async function recreate(old: Endpoint, choice: Choice): Promise<{ created: Endpo
       configuration: policy.configuration,
     });
   }
-  if ((old.policies ?? []).length > 0) steps.push(`Policies copied: ${(old.policies ?? []).map((policy) => policy.name).join(', ')}.`);
+  if (old.policies.length > 0) steps.push(`Policies copied: ${old.policies.map((policy) => policy.name).join(', ')}.`);
   if (old.published_to.length > 0) {
-    const answer = await post<{ results: { marketplace_name: string; success: boolean; error: string | null }[] }>(
-      apiPath`/endpoints/${old.slug}/publish`,
-      { marketplace_ids: old.published_to },
-    );
+    const answer = await post<PublicationAnswer>(apiPath`/endpoints/${old.slug}/publish`, { marketplace_ids: old.published_to });
     for (const result of answer.results) {
       steps.push(
         result.success

@@ -1,9 +1,10 @@
 import { useMemo, useState } from 'preact/hooks';
-import { apiPath, type Endpoint, type Page, type Usage, type UsageSummary } from '../api.ts';
-import { TimeChart } from '../components/chart.tsx';
-import { CheckboxField, Empty, ErrorNotice, Loading, SelectField } from '../components/ui.tsx';
-import { count, date, money } from '../lib/format.ts';
-import { type Resource, useFirstRender, useResource } from '../lib/hooks.ts';
+import { apiPath } from '../../api.ts';
+import { TimeChart } from '../../components/chart.tsx';
+import { CheckboxField, Empty, ErrorNotice, Loading, SelectField } from '../../components/ui.tsx';
+import { count, date, money } from '../../lib/format.ts';
+import { type Resource, useFirstRender, useResource } from '../../lib/hooks.ts';
+import type { Endpoint, Page, Usage, UsageSummary } from '../../views.ts';
 
 const RANGES = [
   { value: 'hour', label: 'The last 24 hours, by hour' },

@@ -1,24 +1,9 @@
 import { useState } from 'preact/hooks';
-import { apiPath, type Endpoint, post } from '../api.ts';
-import { Badge, CheckboxField, Empty, ErrorNotice, Loading, Notice, SubmitButton, TextField } from '../components/ui.tsx';
-import { useFirstRender, useResource, useSubmission } from '../lib/hooks.ts';
-
-export interface Marketplace {
-  id: string;
-  name: string;
-  url: string;
-  username: string;
-  is_default: boolean;
-  is_active: boolean;
-}
-
-interface PublicationResult {
-  marketplace_id: string;
-  marketplace_name: string;
-  success: boolean;
-  message: string;
-  error: string | null;
-}
+import { apiPath, post } from '../../api.ts';
+import { ConnectMarketplace } from '../../components/connect-marketplace.tsx';
+import { Badge, CheckboxField, ErrorNotice, Loading, Notice } from '../../components/ui.tsx';
+import { useFirstRender, useResource } from '../../lib/hooks.ts';
+import type { Endpoint, Marketplace, PublicationAnswer, PublicationResult } from '../../views.ts';
 
 /**
  * Where the endpoint is listed: the tenant's marketplace accounts (SyftHub), connected here if there is none
@@ -32,7 +17,7 @@ export function Publish(props: { endpoint: Endpoint; reload: () => Promise<void>
   return (
     <>
       {marketplaces.data.length > 0 && <Publication endpoint={props.endpoint} marketplaces={marketplaces.data} reload={props.reload} />}
-      <Connect first={marketplaces.data.length === 0} onConnected={marketplaces.reload} />
+      <ConnectMarketplace first={marketplaces.data.length === 0} onConnected={marketplaces.reload} />
     </>
   );
 }
@@ -53,7 +38,7 @@ function Publication(props: { endpoint: Endpoint; marketplaces: Marketplace[]; r
     setBusy(true);
     setFailure(undefined);
     try {
-      const answer = await post<{ results: PublicationResult[] }>(apiPath`/endpoints/${endpoint.slug}/${action}`, {
+      const answer = await post<PublicationAnswer>(apiPath`/endpoints/${endpoint.slug}/${action}`, {
         marketplace_ids: ids,
       });
       setResults(answer.results);
@@ -137,85 +122,5 @@ function Publication(props: { endpoint: Endpoint; marketplaces: Marketplace[]; r
         </ul>
       )}
     </section>
-  );
-}
-
-/** Where SyftHub runs: a newcomer's marketplace, so the form starts with it (another hub's URL replaces it). */
-export const SYFTHUB_URL = 'https://syfthub.openmined.org';
-
-/** Connects a marketplace account: knode logs in once to check it (400 with the hub's reason if refused). */
-export function Connect(props: {
-  first: boolean;
-  onConnected: () => Promise<void> /** Inside another card (Settings): no card of its own. */;
-  embedded?: boolean;
-}) {
-  const [name, setName] = useState('SyftHub');
-  const [url, setUrl] = useState(SYFTHUB_URL);
-  const [username, setUsername] = useState('');
-  const [password, setPassword] = useState('');
-  const { busy, errors, failure, run } = useSubmission();
-  const [open, setOpen] = useState(props.first);
-
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    await run(async () => {
-      await post('/marketplaces/', { name, url, username, password });
-      setPassword('');
-      setOpen(false);
-      await props.onConnected();
-    });
-  };
-
-  if (!open) {
-    return (
-      <p>
-        <button type="button" class="secondary" onClick={() => setOpen(true)}>
-          Connect another marketplace
-        </button>
-      </p>
-    );
-  }
-  return (
-    <form class={props.embedded ? 'form connect-form' : 'card form'} onSubmit={submit} aria-labelledby="connect-title">
-      {props.embedded ? <h3 id="connect-title">Connect a marketplace</h3> : <h2 id="connect-title">Connect a marketplace</h2>}
-      {props.first && <Empty>No marketplace yet: connect your SyftHub account to publish your endpoints.</Empty>}
-      <p data-connect="about">SyftHub is the marketplace where people find your endpoints, get tokens to query them, and pay for them.</p>
-      <TextField label="Name" required maxLength={200} value={name} onInput={setName} error={errors.name} />
-      <TextField
-        label="Marketplace URL"
-        type="url"
-        required
-        placeholder={SYFTHUB_URL}
-        hint="SyftHub's address; replace it only to use another hub."
-        value={url}
-        onInput={setUrl}
-        error={errors.url}
-      />
-      <TextField
-        label="User name"
-        required
-        autoComplete="off"
-        hint="Your hub user name (not your e-mail): consumers' tokens name it."
-        value={username}
-        onInput={setUsername}
-        error={errors.username}
-      />
-      <TextField
-        label="Password"
-        type="password"
-        required
-        autoComplete="off"
-        hint="Stored encrypted; knode logs in once now to check it."
-        value={password}
-        onInput={setPassword}
-        error={errors.password}
-      />
-      <ErrorNotice error={failure} />
-      <div class="form-actions">
-        <SubmitButton busy={busy} busyLabel="Connecting…">
-          Connect
-        </SubmitButton>
-      </div>
-    </form>
   );
 }

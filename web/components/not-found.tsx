@@ -1,5 +1,5 @@
-import { PageHeader } from '../components/ui.tsx';
 import { useFirstRender, useTitle } from '../lib/hooks.ts';
+import { PageHeader } from './ui.tsx';
 
 export function NotFound() {
   useTitle('Not found');

@@ -1,13 +1,14 @@
-import { apiPath, type Endpoint } from '../api.ts';
-import { Badge, ErrorNotice, Loading, PageHeader } from '../components/ui.tsx';
-import { useResource, useTitle } from '../lib/hooks.ts';
-import { RESPONSE_TYPES } from './endpoint-list.tsx';
-import { EndpointSettings } from './endpoint-settings.tsx';
-import { EndpointUsage } from './endpoint-usage.tsx';
-import { NotFound } from './not-found.tsx';
+import { apiPath } from '../../api.ts';
+import { NotFound } from '../../components/not-found.tsx';
+import { Badge, ErrorNotice, Loading, PageHeader } from '../../components/ui.tsx';
+import { RESPONSE_TYPE_LABELS } from '../../lib/endpoints.ts';
+import { useResource, useTitle } from '../../lib/hooks.ts';
+import type { Endpoint } from '../../views.ts';
 import { Playground } from './playground.tsx';
 import { Policies } from './policies.tsx';
 import { Publish } from './publish.tsx';
+import { EndpointSettings } from './settings.tsx';
+import { EndpointUsage } from './usage.tsx';
 
 const TABS = [
   { id: '', label: 'Playground' },
@@ -36,7 +37,7 @@ export function EndpointPage(props: { slug: string; tab?: string }) {
             {data.name} {data.published ? <Badge tone="good">published</Badge> : <Badge tone="muted">private</Badge>}
           </>
         }
-        subtitle={`${RESPONSE_TYPES[data.response_type]}: ${parts.join(', ')}. POST /api/v1/endpoints/${data.slug}/query`}
+        subtitle={`${RESPONSE_TYPE_LABELS[data.response_type]}: ${parts.join(', ')}. POST /api/v1/endpoints/${data.slug}/query`}
       />
       <nav class="tabs" aria-label="Endpoint">
         {TABS.map((candidate) => (

@@ -1,17 +1,11 @@
 import { useRef, useState } from 'preact/hooks';
-import { apiPath, type Endpoint, failure, type Reference, send } from '../api.ts';
-import { References } from '../components/references.tsx';
-import { Notice, SelectField, TextField } from '../components/ui.tsx';
-import { money } from '../lib/format.ts';
-import { useFirstRender } from '../lib/hooks.ts';
-import { SPEC_MAX_TOKENS } from './endpoint-new.tsx';
-
-interface PolicyEntry {
-  policy_type: string;
-  status: string;
-  reason: string | null;
-  amount: number | null;
-}
+import { apiPath, failure, send } from '../../api.ts';
+import { References } from '../../components/references.tsx';
+import { Notice, SelectField, TextField } from '../../components/ui.tsx';
+import { SPEC_MAX_TOKENS } from '../../lib/endpoints.ts';
+import { money } from '../../lib/format.ts';
+import { useFirstRender } from '../../lib/hooks.ts';
+import type { Endpoint, ModelAnswer, PolicyEntry, Reference } from '../../views.ts';
 
 /** The server's default `similarity_threshold` (src/query/schemas.ts): passages scoring below it are left out. */
 const DEFAULT_THRESHOLD = 0.5;
@@ -32,7 +26,7 @@ interface Turn {
   answer: string;
   references?: Reference[];
   referencesCost?: number;
-  usage?: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  usage?: ModelAnswer['usage'];
   cost?: number;
   totalCost?: number;
   policies?: PolicyEntry[];
