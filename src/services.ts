@@ -66,7 +66,8 @@ import { NgrokTunnelProvider } from './tunnel/ngrok.ts';
 import type { TunnelProvider } from './tunnel/provider.ts';
 import { type Clock, systemClock } from './util/clock.ts';
 import { vectorExtensionPath, vectorExtensionVersion } from './vectors/extension.ts';
-import { VectorStore } from './vectors/store.ts';
+import { SqliteVectorStore } from './vectors/sqlite-store.ts';
+import type { VectorStore } from './vectors/store.ts';
 
 /** Everything the routes need, built once from the configuration; tests build it on a temporary data directory. */
 export interface Services {
@@ -171,7 +172,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     const reach = await outbound.forTenant(tenantId);
     return { fetch: outboundFetch(reach, { maxBytes: 32 * ONE_MEGABYTE, timeoutMs: 60_000 }), scope: reach.scope };
   };
-  const store = new VectorStore(database);
+  const store: VectorStore = new SqliteVectorStore(database);
   const files = new FileRepository(db);
   // Read at scrape time: `tunnels` is made below, and a scrape comes only once the server listens.
   const metrics = new Metrics({ filesByStatus: () => files.countByStatus(), tunnelStates: () => tunnels.states() });

@@ -16,17 +16,19 @@ import { migrations } from '../src/db/migrations/index.ts';
 import { nextTurn } from '../src/util/next-turn.ts';
 import type { Calibration } from '../src/vectors/calibration.ts';
 import { vectorExtensionPath } from '../src/vectors/extension.ts';
-import { type ChunkSource, type ChunkText, type SearchOptions, VectorStore } from '../src/vectors/store.ts';
+import { SqliteVectorStore } from '../src/vectors/sqlite-store.ts';
+import type { ChunkSource, ChunkText, SearchOptions } from '../src/vectors/store.ts';
 import { createTablesSql, datasetTables } from '../src/vectors/tables.ts';
+import { addVectors, deleteFileChunks, indexInfo, replaceFileChunks, unembedded } from './helpers/vector-store.ts';
 
 const DIMENSION = 8;
 const dataDir = mkdtempSync(join(tmpdir(), 'knode-vector-phases-'));
 let opened: OpenedDatabase;
-let store: VectorStore;
+let store: SqliteVectorStore;
 
 beforeAll(async () => {
   opened = await openDatabase(dataDir, [vectorExtensionPath()]);
-  store = new VectorStore(opened);
+  store = new SqliteVectorStore(opened);
 });
 
 afterAll(async () => {
@@ -100,21 +102,21 @@ describe('chunks without vectors', () => {
       keywordHits.map((hit) => [hit.document_id, hit.similarity_score]),
     );
 
-    const waiting = await store.unembedded(id, 'whales.txt', undefined, { texts: 2, characters: 10_000 });
+    const waiting = await unembedded(store, id, 'whales.txt', undefined, { texts: 2, characters: 10_000 });
     expect(waiting?.rows.map((row) => row.content)).toEqual(['chunk 0 about whales', 'chunk 1 about whales']);
     expect(waiting?.last).toBe(false);
     expect(await store.filesToEmbed(id)).toEqual(['whales.txt']);
     const from = waiting?.from as number;
-    expect(await store.addVectors(id, 'whales.txt', from, [unit(0), unit(1)])).toEqual({ embedded: 2, count: 3 });
+    expect(await addVectors(store, id, 'whales.txt', from, [unit(0), unit(1)])).toEqual({ embedded: 2, count: 3 });
     // Vectors go in order: the third chunk is the next one, not the first again.
-    await expect(store.addVectors(id, 'whales.txt', from, [unit(0)])).rejects.toThrow(/in order/);
+    await expect(addVectors(store, id, 'whales.txt', from, [unit(0)])).rejects.toThrow(/in order/);
     expect((await store.search(id, unit(0), '', options('vector'))).map((hit) => hit.content)).toEqual([
       'chunk 0 about whales',
       'chunk 1 about whales',
     ]);
-    const rest = await store.unembedded(id, 'whales.txt', undefined, { texts: 10, characters: 10_000 });
+    const rest = await unembedded(store, id, 'whales.txt', undefined, { texts: 10, characters: 10_000 });
     expect(rest).toMatchObject({ from: from + 2, rows: [{ content: 'chunk 2 about whales' }], last: true });
-    expect(await store.addVectors(id, 'whales.txt', from + 2, [unit(2)])).toEqual({ embedded: 3, count: 3 });
+    expect(await addVectors(store, id, 'whales.txt', from + 2, [unit(2)])).toEqual({ embedded: 3, count: 3 });
     expect(await store.filesToEmbed(id)).toEqual([]);
   });
 
@@ -123,7 +125,7 @@ describe('chunks without vectors', () => {
     const files = { 'long.txt': 100, 'empty-tail.txt': 5, 'short.txt': 30 };
     for (const [name, count] of Object.entries(files)) await write(id, name, source(name.split('.')[0] as string, count));
     const waiting = await Promise.all(
-      Object.keys(files).map((name) => store.unembedded(id, name, undefined, { texts: 1_000, characters: 1_000_000 })),
+      Object.keys(files).map((name) => unembedded(store, id, name, undefined, { texts: 1_000, characters: 1_000_000 })),
     );
     const parts = Object.entries(files).map(([fileKey, count], index) => ({
       fileKey,
@@ -162,11 +164,11 @@ describe('chunks without vectors', () => {
   test('vectors of chunks that were replaced meanwhile are not written', async () => {
     const id = await newIndex();
     await write(id, 'a.txt', source('old', 2));
-    const waiting = await store.unembedded(id, 'a.txt', undefined, { texts: 10, characters: 10_000 });
+    const waiting = await unembedded(store, id, 'a.txt', undefined, { texts: 10, characters: 10_000 });
     await write(id, 'a.txt', source('new', 2));
-    expect(await store.addVectors(id, 'a.txt', waiting?.from as number, [unit(0), unit(1)])).toBeUndefined();
+    expect(await addVectors(store, id, 'a.txt', waiting?.from as number, [unit(0), unit(1)])).toBeUndefined();
     await store.retireFile(id, 'a.txt');
-    expect(await store.unembedded(id, 'a.txt', undefined, { texts: 10, characters: 10_000 })).toBeUndefined();
+    expect(await unembedded(store, id, 'a.txt', undefined, { texts: 10, characters: 10_000 })).toBeUndefined();
   });
 });
 
@@ -179,10 +181,10 @@ describe('a large file', () => {
     expect(await rows(id)).toBe(2100);
     expect(await sources(id, 'alpha omega')).toEqual(['alpha']);
     expect(await sources(id, 'alpha omega', 'hybrid')).toEqual(['alpha']);
-    expect((await store.indexInfo(id))?.chunkCount).toBe(600);
+    expect((await indexInfo(opened, id))?.chunkCount).toBe(600);
     expect(await store.publish(staged)).toBe(true);
     expect(await sources(id, 'alpha omega')).toEqual(['omega']);
-    expect((await store.indexInfo(id))?.chunkCount).toBe(1500);
+    expect((await indexInfo(opened, id))?.chunkCount).toBe(1500);
     await store.collectGarbage();
     expect(await rows(id)).toBe(1500);
   });
@@ -191,15 +193,14 @@ describe('a large file', () => {
     const id = await newIndex();
     await write(id, 'huge.txt', source('before', 10, true));
     let done = false;
-    const writing = store
-      .replaceFileChunks(
-        id,
-        'huge.txt',
-        Array.from({ length: 20_000 }, (_, index) => ({ content: `chunk ${index} about after`, metadata: {}, embedding: unit(index) })),
-      )
-      .then(() => {
-        done = true;
-      });
+    const writing = replaceFileChunks(
+      store,
+      id,
+      'huge.txt',
+      Array.from({ length: 20_000 }, (_, index) => ({ content: `chunk ${index} about after`, metadata: {}, embedding: unit(index) })),
+    ).then(() => {
+      done = true;
+    });
     await Bun.sleep(0);
     expect(await sources(id, 'before after', 'hybrid')).toEqual(['before']);
     expect(done).toBe(false);
@@ -234,7 +235,7 @@ describe('a large file', () => {
     const id = await newIndex();
     await write(id, 'gone.txt', source('first', 300));
     const staged = await store.stage(id, 'gone.txt', source('second', 600));
-    expect(await store.deleteFileChunks(id, 'gone.txt')).toBe(300);
+    expect(await deleteFileChunks(store, id, 'gone.txt')).toBe(300);
     expect(await store.publish(staged)).toBe(false);
     expect(await sources(id, 'first second')).toEqual([]);
     await store.discard(staged);
@@ -334,10 +335,10 @@ describe('upgrading a database indexed before two-phase indexing', () => {
           { path: 'a.txt', status: 'indexed', chunks: 2, chunks_embedded: 2 },
           { path: 'b.txt', status: 'indexed', chunks: 1, chunks_embedded: 1 },
         ]);
-        const upgradedStore = new VectorStore(upgraded);
+        const upgradedStore = new SqliteVectorStore(upgraded);
         expect(await upgradedStore.filesToEmbed(id)).toEqual([]);
         // Replacing a file written before the upgrade hides its old chunks and deletes them.
-        await upgradedStore.replaceFileChunks(id, 'a.txt', [{ content: 'new chunk about harbours', metadata: {}, embedding: unit(5) }]);
+        await replaceFileChunks(upgradedStore, id, 'a.txt', [{ content: 'new chunk about harbours', metadata: {}, embedding: unit(5) }]);
         const hits = await upgradedStore.search(id, unit(3), 'lighthouses harbours', options('hybrid'));
         expect(hits.map((hit) => hit.content).sort()).toEqual(['new chunk about harbours', 'old chunk 3 about lighthouses']);
         const count = await upgraded.exclusive((db) => (db.query('SELECT count(*) AS n FROM vector_chunks').get() as { n: number }).n);

@@ -6,16 +6,18 @@ import { type OpenedDatabase, openDatabase } from '../src/db/database.ts';
 import { closeEmbedders, createEmbedder } from '../src/embeddings/embedder.ts';
 import { type Calibration, calibrationFor } from '../src/vectors/calibration.ts';
 import { vectorExtensionPath } from '../src/vectors/extension.ts';
-import { type ChunkInput, type SearchOptions, VectorIndexMissingError, VectorStore } from '../src/vectors/store.ts';
+import { SqliteVectorStore } from '../src/vectors/sqlite-store.ts';
+import { type SearchOptions, VectorIndexMissingError } from '../src/vectors/store.ts';
+import { type ChunkInput, deleteFileChunks, indexInfo, replaceFileChunks } from './helpers/vector-store.ts';
 
 const DIMENSION = 16;
 const dataDir = mkdtempSync(join(tmpdir(), 'knode-vectors-'));
 let opened: OpenedDatabase;
-let store: VectorStore;
+let store: SqliteVectorStore;
 
 beforeAll(async () => {
   opened = await openDatabase(dataDir, [vectorExtensionPath()]);
-  store = new VectorStore(opened);
+  store = new SqliteVectorStore(opened);
 });
 
 afterAll(async () => {
@@ -86,18 +88,18 @@ async function tablesOf(datasetId: string): Promise<string[]> {
 async function topicDataset(): Promise<string> {
   const id = crypto.randomUUID();
   await store.createDatasetIndex(id, DIMENSION);
-  await store.replaceFileChunks(id, 'pets.md', [
+  await replaceFileChunks(store, id, 'pets.md', [
     chunk('Cats purr when they are content, and cats sleep most of the day.', unit(1), { source: 'pets.md', chunk_index: 0 }),
     chunk('A kitten plays with a ball of yarn.', unit(0.9, 0, 0, 0.3), { source: 'pets.md', chunk_index: 1 }),
   ]);
-  await store.replaceFileChunks(id, 'finance.md', [
+  await replaceFileChunks(store, id, 'finance.md', [
     chunk('Stock markets fell as interest rates rose.', unit(0.2, 1), { source: 'finance.md' }),
     chunk('The bank raised its rates again; cats were not consulted.', unit(0.1, 0.95, 0, 0, 0.3), {
       source: 'finance.md',
       chunk_index: 1,
     }),
   ]);
-  await store.replaceFileChunks(id, 'weather.md', [
+  await replaceFileChunks(store, id, 'weather.md', [
     chunk('Rain and snow are expected this winter.', unit(0, 0, 1), { source: 'weather.md', title: 'Farmer almanac' }),
   ]);
   return id;
@@ -112,7 +114,7 @@ describe('dataset indexes', () => {
     const hex = id.replaceAll('-', '');
     expect(tables).toContain(`vec_${hex}`);
     expect(tables).toContain(`fts_${hex}`);
-    expect(await store.indexInfo(id)).toEqual({ dimension: DIMENSION, chunkCount: 0 });
+    expect(await indexInfo(opened, id)).toEqual({ dimension: DIMENSION, chunkCount: 0 });
   });
 
   test('refuses another dimension for an existing index, a bad dimension, and an id that is not a UUID', async () => {
@@ -130,9 +132,9 @@ describe('dataset indexes', () => {
     await store.dropDatasetIndex(id);
     expect(await tablesOf(id)).toEqual([]);
     expect(await count('SELECT count(*) AS n FROM vector_chunks WHERE dataset_id = ?', id)).toBe(0);
-    expect(await store.indexInfo(id)).toBeUndefined();
+    expect(await indexInfo(opened, id)).toBeUndefined();
     await expect(store.search(id, unit(1), 'cats', defaults)).rejects.toThrow(VectorIndexMissingError);
-    await expect(store.replaceFileChunks(id, 'a.md', [])).rejects.toThrow(VectorIndexMissingError);
+    await expect(replaceFileChunks(store, id, 'a.md', [])).rejects.toThrow(VectorIndexMissingError);
     await store.dropDatasetIndex(id); // dropping twice is harmless
   });
 
@@ -177,11 +179,11 @@ describe("a document's lead", () => {
     const id = crypto.randomUUID();
     await store.createDatasetIndex(id, DIMENSION);
     const hex = id.replaceAll('-', '');
-    await store.replaceFileChunks(id, 'lighthouse.md', [
+    await replaceFileChunks(store, id, 'lighthouse.md', [
       chunk('Fresnel lenses focus the beam of a lighthouse.', unit(1)),
       chunk('Keepers trimmed wicks every night.', unit(0, 1)),
     ]);
-    await store.replaceFileChunks(id, 'other.md', [chunk('Keepers of bees wear veils.', unit(0, 0, 1))]);
+    await replaceFileChunks(store, id, 'other.md', [chunk('Keepers of bees wear veils.', unit(0, 0, 1))]);
     const leadHolders = `SELECT count(*) AS n FROM fts_${hex} WHERE fts_${hex} MATCH 'lead : fresnel'`;
     // Both chunks of lighthouse.md hold its opening, so "keepers fresnel" ranks its second chunk above other.md's.
     expect(await count(leadHolders)).toBe(2);
@@ -211,13 +213,13 @@ describe('writing chunks', () => {
   test('replacing a file leaves no stale rows in the chunk, vector or keyword tables', async () => {
     const id = await topicDataset();
     const hex = id.replaceAll('-', '');
-    expect(await store.indexInfo(id)).toEqual({ dimension: DIMENSION, chunkCount: 5 });
-    const ids = await store.replaceFileChunks(id, 'pets.md', [chunk('Dogs bark at the mailman.', unit(1, 0, 0, 0, 0, 1))]);
+    expect(await indexInfo(opened, id)).toEqual({ dimension: DIMENSION, chunkCount: 5 });
+    const ids = await replaceFileChunks(store, id, 'pets.md', [chunk('Dogs bark at the mailman.', unit(1, 0, 0, 0, 0, 1))]);
     expect(ids.length).toBe(1);
     expect(await count('SELECT count(*) AS n FROM vector_chunks WHERE dataset_id = ?', id)).toBe(4);
     expect(await count(`SELECT count(*) AS n FROM vec_${hex}`)).toBe(4);
     expect(await count(`SELECT count(*) AS n FROM fts_${hex} WHERE fts_${hex} MATCH 'kitten OR purr'`)).toBe(0);
-    expect(await store.indexInfo(id)).toEqual({ dimension: DIMENSION, chunkCount: 4 });
+    expect(await indexInfo(opened, id)).toEqual({ dimension: DIMENSION, chunkCount: 4 });
     const hits = await store.search(id, unit(1), 'kitten purr dogs', { ...defaults, mode: 'hybrid' });
     expect(hits.map((hit) => hit.content)).not.toContain('A kitten plays with a ball of yarn.');
     expect(hits[0]?.document_id).toBe(ids[0]!);
@@ -227,7 +229,7 @@ describe('writing chunks', () => {
     const id = crypto.randomUUID();
     await store.createDatasetIndex(id, DIMENSION);
     const given = crypto.randomUUID();
-    const ids = await store.replaceFileChunks(id, 'a.txt', [{ ...chunk('alpha', unit(1)), id: given }, chunk('beta', unit(0, 1))]);
+    const ids = await replaceFileChunks(store, id, 'a.txt', [{ ...chunk('alpha', unit(1)), id: given }, chunk('beta', unit(0, 1))]);
     expect(ids[0]).toBe(given);
     expect(ids[1]).toMatch(/^[0-9a-f-]{36}$/);
     const [hit] = await store.search(id, unit(1), '', { ...defaults, mode: 'vector', limit: 1 });
@@ -236,36 +238,36 @@ describe('writing chunks', () => {
 
   test('a bad chunk fails the whole replacement and the old chunks stay searchable', async () => {
     const id = await topicDataset();
-    const attempt = store.replaceFileChunks(id, 'pets.md', [chunk('fine', unit(1)), chunk('wrong size', new Float32Array(DIMENSION + 1))]);
+    const attempt = replaceFileChunks(store, id, 'pets.md', [chunk('fine', unit(1)), chunk('wrong size', new Float32Array(DIMENSION + 1))]);
     await expect(attempt).rejects.toThrow(/16 dimensions/);
     const nan = new Float32Array(DIMENSION).fill(Number.NaN);
-    await expect(store.replaceFileChunks(id, 'pets.md', [chunk('nan', nan)])).rejects.toThrow(/finite/);
+    await expect(replaceFileChunks(store, id, 'pets.md', [chunk('nan', nan)])).rejects.toThrow(/finite/);
     const hits = await store.search(id, unit(1), 'kitten', { ...defaults, mode: 'keyword' });
     expect(hits.map((hit) => hit.content)).toEqual(['A kitten plays with a ball of yarn.']);
-    expect(await store.indexInfo(id)).toEqual({ dimension: DIMENSION, chunkCount: 5 });
+    expect(await indexInfo(opened, id)).toEqual({ dimension: DIMENSION, chunkCount: 5 });
   });
 
   test('a duplicate chunk id rolls the replacement back', async () => {
     const id = await topicDataset();
-    const [existing] = await store.replaceFileChunks(id, 'weather.md', [chunk('Sunny all week.', unit(0, 0, 1))]);
-    await expect(store.replaceFileChunks(id, 'pets.md', [{ ...chunk('clash', unit(1)), id: existing! }])).rejects.toThrow();
+    const [existing] = await replaceFileChunks(store, id, 'weather.md', [chunk('Sunny all week.', unit(0, 0, 1))]);
+    await expect(replaceFileChunks(store, id, 'pets.md', [{ ...chunk('clash', unit(1)), id: existing! }])).rejects.toThrow();
     expect(await count('SELECT count(*) AS n FROM vector_chunks WHERE dataset_id = ? AND file_key = ?', id, 'pets.md')).toBe(2);
   });
 
   test('deleting a file removes only its chunks and says how many', async () => {
     const id = await topicDataset();
-    expect(await store.deleteFileChunks(id, 'pets.md')).toBe(2);
-    expect(await store.deleteFileChunks(id, 'pets.md')).toBe(0);
-    expect(await store.deleteFileChunks(id, 'never-indexed.md')).toBe(0);
+    expect(await deleteFileChunks(store, id, 'pets.md')).toBe(2);
+    expect(await deleteFileChunks(store, id, 'pets.md')).toBe(0);
+    expect(await deleteFileChunks(store, id, 'never-indexed.md')).toBe(0);
     const hits = await store.search(id, unit(1), 'cats kitten', defaults);
     expect(hits.map((hit) => hit.metadata.source)).toEqual(['finance.md', 'finance.md', 'weather.md']);
-    expect(await store.indexInfo(id)).toEqual({ dimension: DIMENSION, chunkCount: 3 });
+    expect(await indexInfo(opened, id)).toEqual({ dimension: DIMENSION, chunkCount: 3 });
   });
 
   test('an empty replacement is a delete', async () => {
     const id = await topicDataset();
-    expect(await store.replaceFileChunks(id, 'weather.md', [])).toEqual([]);
-    expect(await store.indexInfo(id)).toEqual({ dimension: DIMENSION, chunkCount: 4 });
+    expect(await replaceFileChunks(store, id, 'weather.md', [])).toEqual([]);
+    expect(await indexInfo(opened, id)).toEqual({ dimension: DIMENSION, chunkCount: 4 });
   });
 });
 
@@ -459,9 +461,9 @@ describe('keyword search in a large dataset', () => {
         const extra = i === 0 ? '' : n < 4 ? ' zebra' : n === 4 ? ' zebras running' : n % 3 === 0 ? ' medium' : '';
         return chunk(`common filler ${n}${extra}`, vector);
       });
-      await store.replaceFileChunks(id, `file-${file}.txt`, chunks);
+      await replaceFileChunks(store, id, `file-${file}.txt`, chunks);
     }
-    expect((await store.indexInfo(id))?.chunkCount).toBe(10_000);
+    expect((await indexInfo(opened, id))?.chunkCount).toBe(10_000);
     const keyword = { ...defaults, mode: 'keyword' as const, limit: 50 };
     // "common" is in every chunk: BM25 gives it no weight, so it only costs; the query rests on "zebras".
     const zebras = await store.search(id, vector, 'Zebras COMMON', keyword);
@@ -486,7 +488,8 @@ describe('vector scans', () => {
     const random = seededRandom(42);
     const vectors = Array.from({ length: 600 }, () => randomUnit(random, dimension));
     for (let file = 0; file < 6; file++) {
-      await store.replaceFileChunks(
+      await replaceFileChunks(
+        store,
         id,
         `file-${file}.txt`,
         vectors.slice(file * 100, (file + 1) * 100).map((vector, i) => chunk(`chunk ${file * 100 + i}`, vector)),
@@ -508,7 +511,7 @@ describe('vector scans', () => {
     await store.createDatasetIndex(id, 12);
     const vector = new Float32Array(12);
     vector[3] = 1;
-    await store.replaceFileChunks(id, 'a.txt', [chunk('twelve', vector)]);
+    await replaceFileChunks(store, id, 'a.txt', [chunk('twelve', vector)]);
     const hits = await store.search(id, vector, 'twelve', { ...defaults, vectorScan: 'quantized' });
     expect(hits.map((hit) => hit.content)).toEqual(['twelve']);
   });
@@ -528,7 +531,7 @@ describe('with USE-lite embeddings', () => {
     const embeddings = await embedder.embed(texts);
     // One note a file: in one file the first note's words would be every chunk's lead.
     for (const [i, content] of texts.entries()) {
-      await store.replaceFileChunks(id, `note-${i}.md`, [chunk(content, embeddings[i]!, { source: `note-${i}.md` })]);
+      await replaceFileChunks(store, id, `note-${i}.md`, [chunk(content, embeddings[i]!, { source: `note-${i}.md` })]);
     }
     const question = 'How can I recover my account password?';
     const [query] = await embedder.embed([question]);

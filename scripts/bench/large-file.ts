@@ -16,7 +16,9 @@ import { openDatabase } from '../../src/db/database.ts';
 import { seededRandom } from '../../src/util/seeded-random.ts';
 import { calibrationFor } from '../../src/vectors/calibration.ts';
 import { vectorExtensionPath } from '../../src/vectors/extension.ts';
-import { type SearchOptions, VectorStore } from '../../src/vectors/store.ts';
+import { SqliteVectorStore } from '../../src/vectors/sqlite-store.ts';
+import type { SearchOptions } from '../../src/vectors/store.ts';
+import { addVectors, unembedded } from '../../test/helpers/vector-store.ts';
 
 const DIMENSION = 512;
 const WINDOW = 256;
@@ -57,7 +59,7 @@ async function heldLoop<T>(work: () => Promise<T>): Promise<{ result: T; longest
 const dataDir = mkdtempSync(join(tmpdir(), 'knode-bench-large-file-'));
 const opened = await openDatabase(dataDir, [vectorExtensionPath()]);
 try {
-  const store = new VectorStore(opened);
+  const store = new SqliteVectorStore(opened);
   const datasetId = crypto.randomUUID();
   await store.createDatasetIndex(datasetId, DIMENSION);
   const texts = Array.from({ length: chunkCount }, text);
@@ -100,10 +102,10 @@ try {
   const vectorsOf = Array.from({ length: chunkCount }, unitVector); // made beforehand: the bench's own work would hold the loop
   const vectors = await heldLoop(async () => {
     const midVectors = searchDuring(300);
-    const first = (await store.unembedded(datasetId, 'large.txt', undefined, { texts: 1, characters: 1e9 }))?.from as number;
+    const first = (await unembedded(store, datasetId, 'large.txt', undefined, { texts: 1, characters: 1e9 }))?.from as number;
     for (let from = first; from < first + chunkCount; from += WINDOW) {
       const count = Math.min(WINDOW, first + chunkCount - from);
-      await store.addVectors(datasetId, 'large.txt', from, vectorsOf.slice(from - first, from - first + count));
+      await addVectors(store, datasetId, 'large.txt', from, vectorsOf.slice(from - first, from - first + count));
     }
     return midVectors;
   });

@@ -21,7 +21,8 @@ import { SecretBox } from '../../src/security/secret-box.ts';
 import { createServices } from '../../src/services.ts';
 import { TenantRepository } from '../../src/tenants/repository.ts';
 import { seededRandom } from '../../src/util/seeded-random.ts';
-import { VectorStore } from '../../src/vectors/store.ts';
+import { SqliteVectorStore } from '../../src/vectors/sqlite-store.ts';
+import { replaceFileChunks } from '../../test/helpers/vector-store.ts';
 
 const chunkCount = Number(process.argv[2] ?? 10_000);
 const requests = Number(process.argv[3] ?? 300);
@@ -100,14 +101,14 @@ try {
     await Bun.sleep(50);
   }
 
-  const store = new VectorStore(services.database);
+  const store = new SqliteVectorStore(services.database);
   for (let file = 0; file * 100 < chunkCount; file++) {
     const chunks = Array.from({ length: Math.min(100, chunkCount - file * 100) }, (_, index) => ({
       content: text(150),
       metadata: { source: `file-${file}.txt`, file_type: 'txt', chunk_index: index },
       embedding: unitVector(),
     }));
-    await store.replaceFileChunks(datasetId, `file-${file}.txt`, chunks);
+    await replaceFileChunks(store, datasetId, `file-${file}.txt`, chunks);
   }
 
   const endpoint = await call(

@@ -1,6 +1,6 @@
 /**
  * Search latency of the vector store at 10k and 100k chunks: `vector`, `keyword` and `hybrid` modes
- * through VectorStore.search, against a bare sqlite-vec KNN query on the same vec0 table.
+ * through the SQLite VectorStore's search, against a bare sqlite-vec KNN query on the same vec0 table.
  *
  * Chunks are synthetic: 512-dimension unit vectors around 500 random centres (embeddings cluster by
  * topic) and ~1,000 characters of Zipf-distributed pseudo-words (word frequencies in text follow Zipf).
@@ -16,7 +16,9 @@ import { type OpenedDatabase, openDatabase } from '../../src/db/database.ts';
 import { seededRandom } from '../../src/util/seeded-random.ts';
 import { calibrationFor } from '../../src/vectors/calibration.ts';
 import { vectorExtensionPath } from '../../src/vectors/extension.ts';
-import { type SearchOptions, VectorStore } from '../../src/vectors/store.ts';
+import { SqliteVectorStore } from '../../src/vectors/sqlite-store.ts';
+import type { SearchOptions } from '../../src/vectors/store.ts';
+import { replaceFileChunks } from '../../test/helpers/vector-store.ts';
 
 const DIMENSION = 512;
 const CHUNKS_PER_FILE = 100;
@@ -94,7 +96,7 @@ async function time(run: () => Promise<unknown>): Promise<{ p50: number; p99: nu
   return { p50: percentile(samples, 50), p99: percentile(samples, 99) };
 }
 
-async function fill(store: VectorStore, datasetId: string, size: number): Promise<Float32Array[]> {
+async function fill(store: SqliteVectorStore, datasetId: string, size: number): Promise<Float32Array[]> {
   const vectors: Float32Array[] = [];
   const start = performance.now();
   for (let file = 0; file * CHUNKS_PER_FILE < size; file++) {
@@ -103,14 +105,14 @@ async function fill(store: VectorStore, datasetId: string, size: number): Promis
       vectors.push(embedding);
       return { content: text(1000), metadata: { source: `file-${file}.txt`, file_type: 'txt', chunk_index: i }, embedding };
     });
-    await store.replaceFileChunks(datasetId, `file-${file}.txt`, chunks);
+    await replaceFileChunks(store, datasetId, `file-${file}.txt`, chunks);
   }
   const seconds = (performance.now() - start) / 1000;
   console.log(`  inserted ${size} chunks in ${seconds.toFixed(1)} s (${Math.round(size / seconds)} chunks/s)`);
   return vectors;
 }
 
-async function measure(opened: OpenedDatabase, store: VectorStore, datasetId: string, vectors: Float32Array[]) {
+async function measure(opened: OpenedDatabase, store: SqliteVectorStore, datasetId: string, vectors: Float32Array[]) {
   const table = `vec_${datasetId.replaceAll('-', '')}`;
   const queries = Array.from({ length: 64 }, () => ({
     vector: nearby(vectors[Math.floor(random() * vectors.length)]!),
@@ -166,7 +168,7 @@ for (const size of sizes) {
   const dataDir = mkdtempSync(join(tmpdir(), 'knode-bench-search-'));
   try {
     const opened = await openDatabase(dataDir, [vectorExtensionPath()]);
-    const store = new VectorStore(opened);
+    const store = new SqliteVectorStore(opened);
     const datasetId = crypto.randomUUID();
     await store.createDatasetIndex(datasetId, DIMENSION);
     console.log(`${size} chunks x ${DIMENSION} dimensions (${queriesPerFigure} queries per figure, limit 10)`);

@@ -16,7 +16,7 @@ import type { Calibration, Evidence, Feature, LogisticModel } from '../../src/ve
 import { vectorExtensionPath } from '../../src/vectors/extension.ts';
 import { fitLogistic } from '../../src/vectors/logistic.ts';
 import { type Candidate, evidenceOf, type QueryFacts, rank, type SearchMode } from '../../src/vectors/ranking.ts';
-import { VectorStore } from '../../src/vectors/store.ts';
+import { SqliteVectorStore } from '../../src/vectors/sqlite-store.ts';
 import { buildEvalSet, DEFAULT_CACHE } from './corpus.ts';
 import { evaluate } from './harness.ts';
 
@@ -58,7 +58,7 @@ const questions: Question[] = [
 const vectors = await queryVectors(questions.map((question) => question.text));
 
 const database = await openDatabase(dataDir, [vectorExtensionPath()]);
-const store = new VectorStore(database);
+const store = new SqliteVectorStore(database);
 const datasetId = await database.exclusive(
   (sqlite) => (sqlite.query('SELECT dataset_id FROM vector_indexes').get() as { dataset_id: string }).dataset_id,
 );

@@ -10,7 +10,7 @@ import { IngestionEngine } from '../../src/ingestion/engine.ts';
 import { FileRepository } from '../../src/ingestion/files-repository.ts';
 import type { ParserPool } from '../../src/ingestion/parser-pool.ts';
 import type { IngestedDataset, IngestionStatus } from '../../src/ingestion/ports.ts';
-import { VectorStore } from '../../src/vectors/store.ts';
+import { SqliteVectorStore } from '../../src/vectors/sqlite-store.ts';
 import { startFakeOpenAI } from '../fakes/openai-server.ts';
 import type { TestApp, TestUser } from './app.ts';
 import { Dataset } from './datasets.ts';
@@ -37,7 +37,7 @@ export async function ownEngine(t: TestApp, pool: ParserPool): Promise<OwnEngine
       setStatus: async (id, status, error) => void statuses.set(id, { status, error }),
     },
     files: new FileRepository(t.services.database.db),
-    store: new VectorStore(t.services.database),
+    store: new SqliteVectorStore(t.services.database),
     pool,
     log: t.services.log,
     roots: t.services.ingestionRoots,

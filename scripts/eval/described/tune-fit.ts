@@ -14,7 +14,7 @@ import { type Calibration, calibrationFor } from '../../../src/vectors/calibrati
 import { vectorExtensionPath } from '../../../src/vectors/extension.ts';
 import { type Candidate, type QueryFacts, rank, type SearchMode } from '../../../src/vectors/ranking.ts';
 import { type FitOptions, fitDatasetCalibration } from '../../../src/vectors/self-calibration.ts';
-import { VectorStore } from '../../../src/vectors/store.ts';
+import { SqliteVectorStore } from '../../../src/vectors/sqlite-store.ts';
 import { COMMITTED_DESCRIBED_SET, DESCRIBED_CACHE, type DescribedQuestion } from './build.ts';
 
 const set = JSON.parse(readFileSync(COMMITTED_DESCRIBED_SET, 'utf8')) as {
@@ -23,7 +23,7 @@ const set = JSON.parse(readFileSync(COMMITTED_DESCRIBED_SET, 'utf8')) as {
   unanswerable: DescribedQuestion[];
 };
 const database = await openDatabase(join(DESCRIBED_CACHE, `index-described-${set.fingerprint}-use-lite`), [vectorExtensionPath()]);
-const store = new VectorStore(database);
+const store = new SqliteVectorStore(database);
 const datasetId = await database.exclusive(
   (sqlite) => (sqlite.query('SELECT dataset_id FROM vector_indexes').get() as { dataset_id: string }).dataset_id,
 );

@@ -1,0 +1,187 @@
+import type { Database as SqliteDatabase } from 'bun:sqlite';
+import { blob, type HiddenRange, hiddenRanges } from './chunk-sets.ts';
+import { type KeywordQuery, keywordCandidates, keywordQuery, keywordScoresOf, matchedWeights } from './keyword-search.ts';
+import { type Ranked, rank, type SearchMode } from './ranking.ts';
+import type { StoreConnection } from './sqlite-connection.ts';
+import { type IndexRow, requireIndex } from './sqlite-index.ts';
+import type { CandidateSet, SearchHit, SearchOptions } from './store.ts';
+import { type DatasetTables, datasetTables, inRanges, outsideRanges } from './tables.ts';
+import { distanceTo, MAX_KNN, type Neighbour, nearestChunks, type VectorScan } from './vector-search.ts';
+
+/**
+ * A query in the SQLite store: BM25's best (keyword-search.ts) and the vector index's nearest
+ * (vector-search.ts), hidden sets left out (chunk-sets.ts), each completed with the other signal in hybrid
+ * mode, then scored (ranking.ts) and loaded as hits; or, for the calibration's fit, the candidates unscored.
+ * Each runs in one read of the connection, so it sees one consistent state.
+ */
+
+/**
+ * Candidates per wanted result, from each list: the scores re-order them (and lower repeated files), so
+ * more than `limit` must be looked at.
+ */
+const CANDIDATES_PER_RESULT = 4;
+
+/**
+ * The dataset's best chunks for a query: candidates scored with the mode's calibrated model, those below
+ * `similarityThreshold` dropped, at most `limit`. Keyword mode needs no query vector.
+ */
+export async function search(
+  connection: StoreConnection,
+  datasetId: string,
+  queryEmbedding: Float32Array | undefined,
+  queryText: string,
+  options: SearchOptions,
+): Promise<SearchHit[]> {
+  const limit = Math.floor(options.limit);
+  if (!(limit >= 1)) throw new Error(`search limit must be at least 1, got ${options.limit}`);
+  const wanted = Math.min(MAX_KNN, limit * CANDIDATES_PER_RESULT);
+  const tables = datasetTables(datasetId);
+  return connection.read((sqlite) => {
+    const found = candidatesNow(sqlite, tables, queryEmbedding, queryText, options.mode, { wanted, limit }, options.vectorScan);
+    const ranked = rank(found.candidates, found.facts, options.mode, options.calibration, options.similarityThreshold).slice(0, limit);
+    return loadHits(sqlite, ranked, options.includeMetadata);
+  });
+}
+
+/**
+ * The candidates a search of `limit` results scores, with their evidence, unscored. `leftOut`: a file whose
+ * chunks are removed, as if it were not in the dataset.
+ */
+export async function candidates(
+  connection: StoreConnection,
+  datasetId: string,
+  queryEmbedding: Float32Array | undefined,
+  queryText: string,
+  mode: SearchMode,
+  limit: number,
+  leftOut?: string,
+): Promise<CandidateSet> {
+  const wanted = Math.min(MAX_KNN, limit * CANDIDATES_PER_RESULT);
+  const tables = datasetTables(datasetId);
+  const found = await connection.read((sqlite) => candidatesNow(sqlite, tables, queryEmbedding, queryText, mode, { wanted, limit }));
+  if (leftOut === undefined) return found;
+  return { ...found, candidates: found.candidates.filter((candidate) => candidate.fileKey !== leftOut) };
+}
+
+/**
+ * BM25's best `wanted` and the vector index's nearest `wanted` (by mode), each completed with the other
+ * signal in hybrid mode, with the file each comes from.
+ */
+function candidatesNow(
+  sqlite: SqliteDatabase,
+  tables: DatasetTables,
+  queryEmbedding: Float32Array | undefined,
+  queryText: string,
+  mode: SearchMode,
+  { wanted, limit }: { wanted: number; limit: number },
+  vectorScan?: VectorScan,
+): CandidateSet {
+  const index = requireIndex(sqlite, tables);
+  const vectorSide = mode !== 'keyword';
+  if (vectorSide && queryEmbedding === undefined) throw new Error(`${mode} search needs the query's vector`);
+  if (queryEmbedding && queryEmbedding.length !== index.dimension) {
+    throw new Error(`query vector has ${queryEmbedding.length} dimensions, dataset index has ${index.dimension}`);
+  }
+  if (index.chunkCount === 0) return { candidates: [], facts: { queryWeight: 0, chunkCount: 0 } };
+  // Staged and garbage sets are not the files' chunks: every list leaves their rows out.
+  const hidden = hiddenRanges(sqlite, tables);
+  const keyword: KeywordQuery | undefined = mode === 'vector' ? undefined : keywordQuery(sqlite, tables, index.chunkCount, queryText);
+  const bm25 = keyword ? keywordCandidates(sqlite, tables, keyword, wanted, index.keywordLayout, hidden) : new Map<number, number>();
+  const query = queryEmbedding ? blob(queryEmbedding) : undefined;
+  const cosines = new Map<number, number>();
+  if (vectorSide && query) {
+    // The quantized scan oversamples by the results wanted (`limit`), not by the candidates.
+    for (const hit of visibleNeighbours(sqlite, tables, index, hidden, query, wanted, limit, vectorScan)) {
+      cosines.set(hit.rowid, 1 - hit.distance);
+    }
+  }
+  if (mode === 'hybrid' && query) {
+    for (const rowid of bm25.keys()) {
+      if (cosines.has(rowid)) continue;
+      const distance = distanceTo(sqlite, tables, query, rowid);
+      if (distance !== undefined) cosines.set(rowid, 1 - distance);
+    }
+    const unscored = [...cosines.keys()].filter((rowid) => !bm25.has(rowid));
+    if (keyword)
+      for (const [rowid, score] of keywordScoresOf(sqlite, tables, keyword, unscored, index.keywordLayout)) bm25.set(rowid, score);
+  }
+  const rowids = [...new Set([...bm25.keys(), ...cosines.keys()])];
+  const files = fileKeysOf(sqlite, rowids);
+  const matched = keyword ? matchedWeights(sqlite, tables, keyword, [...bm25.keys()]) : new Map<number, number>();
+  const candidates = rowids.map((rowid) => ({
+    rowid,
+    fileKey: files.get(rowid) ?? '',
+    ...(bm25.has(rowid) ? { bm25: bm25.get(rowid) as number, matched: matched.get(rowid) ?? 0 } : {}),
+    ...(cosines.has(rowid) ? { cosine: cosines.get(rowid) as number } : {}),
+  }));
+  const queryWeight = keyword?.words.reduce((sum, word) => sum + word.weight, 0) ?? 0;
+  return { candidates, facts: { queryWeight, chunkCount: index.chunkCount } };
+}
+
+/**
+ * The nearest visible chunks. The vector index holds hidden sets' vectors too, so it is asked for as many
+ * more as there are hidden vectors and those are left out; when that would pass sqlite-vec's k limit, the
+ * visible vectors are scanned exactly instead (rare: a large file being replaced).
+ */
+function visibleNeighbours(
+  sqlite: SqliteDatabase,
+  tables: DatasetTables,
+  index: IndexRow,
+  hidden: readonly HiddenRange[],
+  query: Uint8Array,
+  wanted: number,
+  limit: number,
+  vectorScan?: VectorScan,
+): Neighbour[] {
+  const hiddenVectors = hidden.reduce((sum, range) => sum + range.vectors, 0);
+  if (hiddenVectors === 0) return nearestChunks(sqlite, tables, index, query, wanted, limit, vectorScan);
+  if (wanted + hiddenVectors > MAX_KNN) return visibleByExactScan(sqlite, tables, hidden, query, wanted);
+  const all = { dimension: index.dimension, chunkCount: index.chunkCount + hiddenVectors };
+  return nearestChunks(sqlite, tables, all, query, wanted + hiddenVectors, limit, vectorScan)
+    .filter((hit) => !inRanges(hit.rowid, hidden))
+    .slice(0, wanted);
+}
+
+function visibleByExactScan(
+  sqlite: SqliteDatabase,
+  tables: DatasetTables,
+  hidden: readonly HiddenRange[],
+  query: Uint8Array,
+  wanted: number,
+): Neighbour[] {
+  const outside = outsideRanges('rowid', hidden);
+  return sqlite
+    .query(
+      `SELECT rowid, vec_distance_cosine(embedding, ?) AS distance FROM ${tables.vectors} WHERE 1${outside.sql} ORDER BY distance LIMIT ?`,
+    )
+    .all(query, ...outside.params, wanted) as Neighbour[];
+}
+
+function fileKeysOf(sqlite: SqliteDatabase, rowids: readonly number[]): Map<number, string> {
+  if (rowids.length === 0) return new Map();
+  const rows = sqlite
+    .query(`SELECT row_id, file_key FROM vector_chunks WHERE row_id IN (${rowids.map(() => '?').join(', ')})`)
+    .all(...rowids) as { row_id: number; file_key: string }[];
+  return new Map(rows.map((row) => [row.row_id, row.file_key]));
+}
+
+function loadHits(sqlite: SqliteDatabase, ranked: readonly Ranked[], includeMetadata: boolean): SearchHit[] {
+  if (ranked.length === 0) return [];
+  const rowids = ranked.map((entry) => entry.rowid);
+  const rows = sqlite
+    .query(`SELECT row_id, id, content, metadata FROM vector_chunks WHERE row_id IN (${rowids.map(() => '?').join(', ')})`)
+    .all(...rowids) as { row_id: number; id: string; content: string; metadata: string }[];
+  const byRowid = new Map(rows.map((row) => [row.row_id, row]));
+  const hits: SearchHit[] = [];
+  for (const { rowid, score } of ranked) {
+    const row = byRowid.get(rowid);
+    if (!row) continue;
+    hits.push({
+      document_id: row.id,
+      content: row.content,
+      similarity_score: score,
+      metadata: includeMetadata ? (JSON.parse(row.metadata) as Record<string, unknown>) : {},
+    });
+  }
+  return hits;
+}

@@ -1,0 +1,137 @@
+import type { OpenedDatabase } from '../db/database.ts';
+import type { SearchMode } from './ranking.ts';
+import type { FittedCalibration, SampledFile } from './self-calibration.ts';
+import { fittedCalibrations, sampleFiles, saveCalibration } from './sqlite-calibrations.ts';
+import { StoreConnection } from './sqlite-connection.ts';
+import { GarbageCollector } from './sqlite-garbage.ts';
+import { createIndex, diskUse, dropIndex } from './sqlite-index.ts';
+import { candidates, search } from './sqlite-search.ts';
+import { discard, publish, retireFile, stage } from './sqlite-staging.ts';
+import { addVectorsOf, filesToEmbed, unembeddedOf } from './sqlite-vector-progress.ts';
+import type {
+  CandidateSet,
+  ChunkSource,
+  EmbeddingProgress,
+  ReadLimits,
+  SearchHit,
+  SearchOptions,
+  StagedFile,
+  UnembeddedChunks,
+  VectorPart,
+  VectorStore,
+} from './store.ts';
+
+/**
+ * The VectorStore on SQLite: chunks of every dataset, searchable by vector (sqlite-vec `vec0`, cosine) and
+ * keyword (FTS5, BM25), in the one database. Per dataset: one vec0 table and one contentless FTS5 table
+ * (tables.ts), rows in the shared `vector_chunks` table, the three sharing a rowid; each file's chunks a set
+ * of consecutive rows (`vector_sets`, chunk-sets.ts) swapped in at once, replaced and deleted ones hidden at
+ * once and deleted in batches in the background.
+ *
+ * A facade: each job is a file of its own, on the one connection (sqlite-connection.ts) and the one garbage
+ * collector (sqlite-garbage.ts): a dataset's index (sqlite-index.ts), phase 1's staged writes
+ * (sqlite-staging.ts), phase 2's vectors (sqlite-vector-progress.ts), search (sqlite-search.ts) and a
+ * dataset's own calibration (sqlite-calibrations.ts).
+ */
+export class SqliteVectorStore implements VectorStore {
+  private readonly connection: StoreConnection;
+  private readonly garbage: GarbageCollector;
+
+  constructor(opened: OpenedDatabase) {
+    this.connection = new StoreConnection(opened);
+    this.garbage = new GarbageCollector(this.connection);
+  }
+
+  get longestWriteMs(): number {
+    return this.connection.longestWriteMs;
+  }
+
+  async createDatasetIndex(datasetId: string, dimension: number): Promise<void> {
+    await createIndex(this.connection, this.garbage, datasetId, dimension);
+  }
+
+  async dropDatasetIndex(datasetId: string): Promise<void> {
+    await dropIndex(this.connection, datasetId);
+  }
+
+  async diskUse(datasetId: string): Promise<number> {
+    return diskUse(this.connection, datasetId);
+  }
+
+  async stage(datasetId: string, fileKey: string, source: ChunkSource, signal?: AbortSignal): Promise<StagedFile> {
+    return stage(this.connection, this.garbage, datasetId, fileKey, source, signal);
+  }
+
+  async publish(staged: StagedFile): Promise<boolean> {
+    return publish(this.connection, this.garbage, staged);
+  }
+
+  async discard(staged: StagedFile): Promise<void> {
+    await discard(this.connection, this.garbage, staged);
+  }
+
+  async retireFile(datasetId: string, fileKey: string): Promise<number> {
+    return retireFile(this.connection, this.garbage, datasetId, fileKey);
+  }
+
+  /**
+   * Deletes every hidden chunk now (they are otherwise deleted in the background after the write that hid
+   * them): what a test or a bench waits for before it counts rows.
+   */
+  collectGarbage(): Promise<void> {
+    return this.garbage.collect();
+  }
+
+  async filesToEmbed(datasetId: string): Promise<string[]> {
+    return filesToEmbed(this.connection, datasetId);
+  }
+
+  async unembeddedOf(
+    datasetId: string,
+    files: readonly { fileKey: string; from: number | undefined }[],
+    limits: ReadLimits,
+  ): Promise<(UnembeddedChunks | undefined)[]> {
+    return unembeddedOf(this.connection, datasetId, files, limits);
+  }
+
+  async addVectorsOf(datasetId: string, parts: readonly VectorPart[]): Promise<(EmbeddingProgress | undefined)[]> {
+    return addVectorsOf(this.connection, datasetId, parts);
+  }
+
+  async search(
+    datasetId: string,
+    queryEmbedding: Float32Array | undefined,
+    queryText: string,
+    options: SearchOptions,
+  ): Promise<SearchHit[]> {
+    return search(this.connection, datasetId, queryEmbedding, queryText, options);
+  }
+
+  async candidates(
+    datasetId: string,
+    queryEmbedding: Float32Array | undefined,
+    queryText: string,
+    mode: SearchMode,
+    limit: number,
+    leftOut?: string,
+  ): Promise<CandidateSet> {
+    return candidates(this.connection, datasetId, queryEmbedding, queryText, mode, limit, leftOut);
+  }
+
+  async sampleFiles(datasetId: string, count: number, seed: number): Promise<{ chunkCount: number; files: SampledFile[] }> {
+    return sampleFiles(this.connection, datasetId, count, seed);
+  }
+
+  async saveCalibration(datasetId: string, fitted: FittedCalibration): Promise<void> {
+    await saveCalibration(this.connection, datasetId, fitted);
+  }
+
+  async fittedCalibrations(datasetIds: readonly string[]): Promise<Map<string, FittedCalibration>> {
+    return fittedCalibrations(this.connection, datasetIds);
+  }
+
+  /** Stops collecting garbage (what is left is collected at the next start) and waits for the batch under way. */
+  async close(): Promise<void> {
+    await this.garbage.close();
+  }
+}

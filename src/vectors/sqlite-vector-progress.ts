@@ -1,0 +1,109 @@
+import { addVectors, filesToEmbed as filesWaiting, readRows, visibleSet } from './chunk-sets.ts';
+import type { StoreConnection } from './sqlite-connection.ts';
+import { requireIndex } from './sqlite-index.ts';
+import type { EmbeddingProgress, ReadLimits, UnembeddedChunks, VectorPart } from './store.ts';
+import { datasetTables } from './tables.ts';
+
+/**
+ * Phase 2 of a file in the SQLite store: which files' visible chunks still wait for vectors, their next
+ * chunks read back a window at a time, and their vectors written in order (a set's first `embedded` chunks
+ * have one, chunk-sets.ts), so a restart resumes where the vectors stop.
+ */
+
+/**
+ * The most vectors one write transaction takes: sqlite-vec inserts one in about 0.2 ms, so a window of
+ * the embedding lane (256) is written in four transactions of about 12 ms, with requests answered between.
+ */
+const VECTOR_ROWS = 64;
+
+/** Files whose visible chunks still wait for vectors, in the order they became searchable. */
+export async function filesToEmbed(connection: StoreConnection, datasetId: string): Promise<string[]> {
+  const tables = datasetTables(datasetId);
+  return connection.read((sqlite) => filesWaiting(sqlite, tables));
+}
+
+/**
+ * The next chunks without a vector of each file, from row `from` on (undefined: from its first one without
+ * a vector), in order until `limits` are reached (later files are left out of the answer); undefined for a
+ * file that has no visible chunks any more.
+ */
+export async function unembeddedOf(
+  connection: StoreConnection,
+  datasetId: string,
+  files: readonly { fileKey: string; from: number | undefined }[],
+  limits: ReadLimits,
+): Promise<(UnembeddedChunks | undefined)[]> {
+  const tables = datasetTables(datasetId);
+  return connection.read((sqlite) => {
+    const answers: (UnembeddedChunks | undefined)[] = [];
+    let { texts, characters } = limits;
+    for (const { fileKey, from } of files) {
+      if (texts <= 0 || characters <= 0) break;
+      const set = visibleSet(sqlite, tables, fileKey);
+      if (!set) {
+        answers.push(undefined);
+        continue;
+      }
+      const start = Math.max(from ?? 0, set.firstRow + set.embedded);
+      const rows = start > set.lastRow ? [] : readRows(sqlite, start, set.lastRow, { texts, characters });
+      answers.push({ from: start, rows, last: (rows.at(-1)?.rowid ?? start - 1) >= set.lastRow });
+      texts -= rows.length;
+      for (const row of rows) characters -= row.content.length;
+    }
+    return answers;
+  });
+}
+
+/**
+ * The vectors of several files (a window of the embedding lane), in transactions of at most VECTOR_ROWS
+ * vectors: each commits its vectors with the count of them, so a crash loses none it wrote. Undefined for
+ * a part whose chunks are no longer the file's visible ones.
+ */
+export async function addVectorsOf(
+  connection: StoreConnection,
+  datasetId: string,
+  parts: readonly VectorPart[],
+): Promise<(EmbeddingProgress | undefined)[]> {
+  const tables = datasetTables(datasetId);
+  const progress: (EmbeddingProgress | undefined)[] = parts.map(() => undefined);
+  const gone = new Set<number>();
+  for (const slice of vectorSlices(parts, VECTOR_ROWS)) {
+    await connection.write((sqlite) => {
+      const index = requireIndex(sqlite, tables);
+      for (const { part, fileKey, from, vectors } of slice) {
+        if (gone.has(part)) continue;
+        const set = addVectors(sqlite, tables, index.dimension, fileKey, from, vectors);
+        if (set) progress[part] = { embedded: set.embedded, count: set.count };
+        else {
+          gone.add(part); // no longer the file's visible chunks: the rest of its vectors have no place
+          progress[part] = undefined;
+        }
+      }
+    });
+  }
+  return progress;
+}
+
+/** The parts' vectors in consecutive slices of at most `rows`, a part split where a slice ends. */
+function vectorSlices(parts: readonly VectorPart[], rows: number): (VectorPart & { part: number })[][] {
+  const slices: (VectorPart & { part: number })[][] = [];
+  let slice: (typeof slices)[number] = [];
+  let room = rows;
+  for (const [part, { fileKey, from, vectors }] of parts.entries()) {
+    // A part with no vectors still gets its place: writing it records that the file has all of them.
+    let offset = 0;
+    do {
+      const taken = vectors.slice(offset, offset + room);
+      slice.push({ part, fileKey, from: from + offset, vectors: taken });
+      offset += taken.length;
+      room -= taken.length;
+      if (room === 0) {
+        slices.push(slice);
+        slice = [];
+        room = rows;
+      }
+    } while (offset < vectors.length);
+  }
+  if (slice.length > 0) slices.push(slice);
+  return slices;
+}
