@@ -135,7 +135,7 @@ const PAGES = join(WEB, 'pages');
  * The modules of src/ the console takes at run time: each imports nothing, so the bundle gets that file
  * alone. Everything else of the server reaches web/ as `import type` only, which the bundler erases.
  */
-const SHARED_WITH_CONSOLE = new Set(['security/secret-words.ts']);
+const SHARED_WITH_CONSOLE = new Set(['security/secret-words.ts', 'http/field-bounds.ts']);
 
 /** The relative imports (and re-exports) of a file, and whether each is `import type` (erased when bundled). */
 function relativeImports(path: string): { target: string; typeOnly: boolean }[] {

@@ -1,13 +1,14 @@
 import { Type } from 'typebox';
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, TENANT_NAME_PATTERN } from '../http/field-bounds.ts';
 import { Timestamp, Uuid } from '../http/schemas.ts';
 
 const Email = Type.String({ format: 'email', maxLength: 254 });
 
 export const RegisterBody = Type.Object({
   email: Email,
-  password: Type.String({ minLength: 8, maxLength: 128 }),
+  password: Type.String({ minLength: PASSWORD_MIN_LENGTH, maxLength: PASSWORD_MAX_LENGTH }),
   tenant_name: Type.String({
-    pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$',
+    pattern: TENANT_NAME_PATTERN,
     errorMessage: 'Use up to 64 letters, digits, dots, hyphens or underscores, starting with a letter or a digit',
   }),
 });
@@ -23,7 +24,7 @@ export const RegisteredUser = Type.Object({
 export const LoginBody = Type.Object({
   email: Type.Optional(Type.String({ maxLength: 254 })),
   username: Type.Optional(Type.String({ maxLength: 254 })),
-  password: Type.String({ minLength: 1, maxLength: 128 }),
+  password: Type.String({ minLength: 1, maxLength: PASSWORD_MAX_LENGTH }),
 });
 
 export const AccessToken = Type.Object({

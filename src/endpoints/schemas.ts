@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { EmbeddedDatasetView } from '../datasets/schemas.ts';
+import { MAX_TOKENS_MAX, SLUG_MAX_LENGTH, SLUG_MIN_LENGTH, TEMPERATURE_MAX } from '../http/field-bounds.ts';
 import { LongText, Name, ShortText, Timestamp, Uuid } from '../http/schemas.ts';
 import { EmbeddedModelView } from '../models/schemas.ts';
 import { EmbeddedPolicyView } from '../policies/schemas.ts';
@@ -10,8 +11,8 @@ export const ResponseType = Type.Enum([...RESPONSE_TYPES]);
 /** Lower-case letters, digits and single inner hyphens; upper case is accepted and lowered on create. */
 export const SLUG_PATTERN = '^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$';
 export const Slug = Type.String({
-  minLength: 3,
-  maxLength: 64,
+  minLength: SLUG_MIN_LENGTH,
+  maxLength: SLUG_MAX_LENGTH,
   pattern: SLUG_PATTERN,
   errorMessage: 'Use letters, digits and single hyphens between them, e.g. my-papers (no spaces, no hyphen at either end)',
 });
@@ -27,8 +28,8 @@ const Tags = Type.String({ maxLength: 2000 });
 export const GenerationDefaults = Type.Object(
   {
     system_prompt: Type.Optional(Type.String({ maxLength: 10_000 })),
-    temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
-    max_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 32_768 })),
+    temperature: Type.Optional(Type.Number({ minimum: 0, maximum: TEMPERATURE_MAX })),
+    max_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_TOKENS_MAX })),
     stop_sequences: Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 16 })),
   },
   { additionalProperties: false },

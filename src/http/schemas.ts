@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { BASE_URL_FORMAT, NOT_BLANK, SERVICE_URL_FORMAT } from '../util/json-schema.ts';
+import { NAME_MAX_LENGTH, SHORT_TEXT_MAX_LENGTH } from './field-bounds.ts';
 
 /** Building blocks shared by the route schemas. */
 export const Uuid = Type.String({ format: 'uuid' });
@@ -11,8 +12,8 @@ export const IdParams = Type.Object({ id: Uuid });
 /** Free-form configuration objects: bounded so a client cannot send megabytes of keys. */
 export const Configuration = Type.Record(Type.String({ maxLength: 100 }), Type.Unknown(), { maxProperties: 100 });
 
-export const Name = Type.String({ minLength: 1, maxLength: 200, pattern: NOT_BLANK });
-export const ShortText = Type.String({ maxLength: 2000 });
+export const Name = Type.String({ minLength: 1, maxLength: NAME_MAX_LENGTH, pattern: NOT_BLANK });
+export const ShortText = Type.String({ maxLength: SHORT_TEXT_MAX_LENGTH });
 export const LongText = Type.String({ maxLength: 50_000 });
 
 /** An absolute http(s) URL with a host (`format: uri` alone lets `https://` and `http:///x` through). */

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { MODEL_TEST_MAX_TOKENS, MODEL_TEST_MAX_TOKENS_MAX, MODEL_TEST_PROMPT } from '../http/field-bounds.ts';
 import { Configuration, Name, Timestamp, Uuid } from '../http/schemas.ts';
 import { MODEL_DTYPES } from '../llm/model-schemas.ts';
 
@@ -36,8 +37,8 @@ export const ModelHealthView = Type.Object({
 });
 
 export const ModelTestBody = Type.Object({
-  prompt: Type.String({ minLength: 1, maxLength: 2000, default: 'Say hello in one short sentence.' }),
-  max_tokens: Type.Integer({ minimum: 1, maximum: 256, default: 32 }),
+  prompt: Type.String({ minLength: 1, maxLength: 2000, default: MODEL_TEST_PROMPT }),
+  max_tokens: Type.Integer({ minimum: 1, maximum: MODEL_TEST_MAX_TOKENS_MAX, default: MODEL_TEST_MAX_TOKENS }),
 });
 
 /** The `summary` object of a query answer (specification, Query response); also what /models/{id}/test answers. */

@@ -1,7 +1,8 @@
 import { Type } from 'typebox';
+import { TENANT_NAME_PATTERN } from '../http/field-bounds.ts';
 import { Timestamp, Uuid } from '../http/schemas.ts';
 
-export const TenantParams = Type.Object({ name: Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$' }) });
+export const TenantParams = Type.Object({ name: Type.String({ pattern: TENANT_NAME_PATTERN }) });
 
 export const AddMemberBody = Type.Object({ email: Type.String({ format: 'email', maxLength: 254 }) });
 

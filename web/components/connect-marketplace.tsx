@@ -1,4 +1,5 @@
 import { useState } from 'preact/hooks';
+import { NAME_MAX_LENGTH } from '../../src/http/field-bounds.ts';
 import { post } from '../api.ts';
 import { useSubmission } from '../lib/hooks.ts';
 import { Empty, ErrorNotice, SubmitButton, TextField } from './ui.tsx';
@@ -43,7 +44,7 @@ export function ConnectMarketplace(props: {
       {props.embedded ? <h3 id="connect-title">Connect a marketplace</h3> : <h2 id="connect-title">Connect a marketplace</h2>}
       {props.first && <Empty>No marketplace yet: connect your SyftHub account to publish your endpoints.</Empty>}
       <p data-connect="about">SyftHub is the marketplace where people find your endpoints, get tokens to query them, and pay for them.</p>
-      <TextField label="Name" required maxLength={200} value={name} onInput={setName} error={errors.name} />
+      <TextField label="Name" required maxLength={NAME_MAX_LENGTH} value={name} onInput={setName} error={errors.name} />
       <TextField
         label="Marketplace URL"
         type="url"

@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
+import { NAME_MAX_LENGTH, SHORT_TEXT_MAX_LENGTH } from '../../src/http/field-bounds.ts';
 import { post } from '../api.ts';
 import { FolderPicker } from '../components/folder-picker.tsx';
 import { errorsUnder, type FormValues, initialValues, SchemaForm, toConfiguration, type WidgetProps } from '../components/schema-form.tsx';
@@ -92,7 +93,7 @@ function Form(props: { kinds: NonNullable<ReturnType<typeof useTypes>['data']>['
         <TextField
           label="Name"
           required
-          maxLength={200}
+          maxLength={NAME_MAX_LENGTH}
           hint="The folder's name once you pick one, unless you write another."
           value={name}
           error={errors.name}
@@ -106,7 +107,7 @@ function Form(props: { kinds: NonNullable<ReturnType<typeof useTypes>['data']>['
           label="Summary"
           hint="A line about what the documents are."
           value={summary}
-          maxLength={2000}
+          maxLength={SHORT_TEXT_MAX_LENGTH}
           error={errors.summary}
           onInput={setSummary}
         />

@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
+import { MAX_TOKENS_MAX, NAME_MAX_LENGTH, SHORT_TEXT_MAX_LENGTH, SLUG_MAX_LENGTH, SLUG_MIN_LENGTH } from '../../src/http/field-bounds.ts';
 import { post } from '../api.ts';
 import { CheckboxField, ErrorNotice, Loading, Notice, PageHeader, SelectField, SubmitButton, TextField } from '../components/ui.tsx';
 import { ANSWER_TOKENS, allowedTypes, generationDefaults, RESPONSE_TYPE_LABELS, SPEC_MAX_TOKENS } from '../lib/endpoints.ts';
@@ -57,7 +58,7 @@ function Form(props: { datasets: Dataset[]; models: Model[] }) {
         <TextField
           label="Name"
           required
-          maxLength={200}
+          maxLength={NAME_MAX_LENGTH}
           value={name}
           error={errors.name}
           onInput={(value) => {
@@ -68,8 +69,8 @@ function Form(props: { datasets: Dataset[]; models: Model[] }) {
         <TextField
           label="Slug"
           required
-          minLength={3}
-          maxLength={64}
+          minLength={SLUG_MIN_LENGTH}
+          maxLength={SLUG_MAX_LENGTH}
           hint="Its address: /api/v1/endpoints/<slug>/query. Lower-case letters, digits and hyphens; at most 63 to publish on SyftHub."
           value={slug}
           error={errors.slug}
@@ -81,7 +82,7 @@ function Form(props: { datasets: Dataset[]; models: Model[] }) {
         <TextField
           label="Summary"
           hint="One line, shown on the marketplace."
-          maxLength={2000}
+          maxLength={SHORT_TEXT_MAX_LENGTH}
           value={summary}
           error={errors.summary}
           onInput={setSummary}
@@ -167,7 +168,7 @@ export function GenerationFields(props: {
         label="Answer length (max tokens)"
         type="number"
         min={1}
-        max={32768}
+        max={MAX_TOKENS_MAX}
         step={1}
         placeholder={String(SPEC_MAX_TOKENS)}
         hint={`At most this many tokens (a token is about ¾ of a word): ${ANSWER_TOKENS} lets a model answer in full; empty, a query gets the specification's ${SPEC_MAX_TOKENS} (about 75 words). A query can ask for another length.`}

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
+import { NAME_MAX_LENGTH } from '../../src/http/field-bounds.ts';
 import { post } from '../api.ts';
 import { FolderPicker } from '../components/folder-picker.tsx';
 import { type Discovered, discover, ModelChooser, OLLAMA_URL } from '../components/model-chooser.tsx';
@@ -99,7 +100,7 @@ function Form(props: { kinds: TypeInfo[] }) {
         />
         <TextField
           label="Name"
-          maxLength={200}
+          maxLength={NAME_MAX_LENGTH}
           hint="How the model is listed here; its model name unless you give another."
           placeholder={suggestedName(values)}
           value={name}

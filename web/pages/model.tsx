@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
+import { MODEL_TEST_MAX_TOKENS, MODEL_TEST_MAX_TOKENS_MAX, MODEL_TEST_PROMPT } from '../../src/http/field-bounds.ts';
 import { apiPath, del, get, patch, post } from '../api.ts';
 import { FolderPicker } from '../components/folder-picker.tsx';
 import { ModelChooser } from '../components/model-chooser.tsx';
@@ -119,8 +120,8 @@ function HealthCard(props: { model: Model }) {
 }
 
 function TestCard(props: { model: Model }) {
-  const [prompt, setPrompt] = useState('Say hello in one short sentence.');
-  const [maxTokens, setMaxTokens] = useState('32');
+  const [prompt, setPrompt] = useState(MODEL_TEST_PROMPT);
+  const [maxTokens, setMaxTokens] = useState(String(MODEL_TEST_MAX_TOKENS));
   const [answer, setAnswer] = useState<{ result: ModelAnswer; ms: number } | undefined>(undefined);
   const submission = useSubmission();
   const { busy, errors, failure } = submission;
@@ -128,7 +129,10 @@ function TestCard(props: { model: Model }) {
     event.preventDefault();
     const started = performance.now();
     void submission.run(async () => {
-      const result = await post<ModelAnswer>(apiPath`/models/${props.model.id}/test`, { prompt, max_tokens: Number(maxTokens) || 32 });
+      const result = await post<ModelAnswer>(apiPath`/models/${props.model.id}/test`, {
+        prompt,
+        max_tokens: Number(maxTokens) || MODEL_TEST_MAX_TOKENS,
+      });
       setAnswer({ result, ms: performance.now() - started });
     });
   };
@@ -138,7 +142,15 @@ function TestCard(props: { model: Model }) {
       <h2 id="test-title">Test prompt</h2>
       <form onSubmit={run}>
         <TextField label="Prompt" multiline rows={2} required value={prompt} onInput={setPrompt} error={errors.prompt} />
-        <TextField label="Max tokens" type="number" min={1} max={256} value={maxTokens} onInput={setMaxTokens} error={errors.max_tokens} />
+        <TextField
+          label="Max tokens"
+          type="number"
+          min={1}
+          max={MODEL_TEST_MAX_TOKENS_MAX}
+          value={maxTokens}
+          onInput={setMaxTokens}
+          error={errors.max_tokens}
+        />
         <SubmitButton busy={busy} busyLabel="Generating…">
           Run the prompt
         </SubmitButton>

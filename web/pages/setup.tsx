@@ -1,4 +1,5 @@
 import { useState } from 'preact/hooks';
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, TENANT_NAME_MAX_LENGTH } from '../../src/http/field-bounds.ts';
 import { post } from '../api.ts';
 import { ErrorNotice, Notice, SubmitButton, TextField } from '../components/ui.tsx';
 import { useFirstRender, useSubmission, useTitle } from '../lib/hooks.ts';
@@ -7,7 +8,7 @@ import { session } from '../session.ts';
 /** A tenant name from an e-mail's local part: letters, digits, `_`, `.` and `-`, starting with a letter or digit. */
 function tenantFrom(email: string): string {
   const local = (email.split('@')[0] ?? '').replace(/[^A-Za-z0-9_.-]/g, '').replace(/^[^A-Za-z0-9]+/, '');
-  return local.slice(0, 64);
+  return local.slice(0, TENANT_NAME_MAX_LENGTH);
 }
 
 /** First run: nobody has registered, so the person at the keyboard creates the owner's account. */
@@ -68,9 +69,9 @@ export function Setup(props: { registrationOpen: boolean; onDone: () => void }) 
             type="password"
             autoComplete="new-password"
             required
-            minLength={8}
-            maxLength={128}
-            hint="At least 8 characters."
+            minLength={PASSWORD_MIN_LENGTH}
+            maxLength={PASSWORD_MAX_LENGTH}
+            hint={`At least ${PASSWORD_MIN_LENGTH} characters.`}
             value={password}
             error={errors.password}
             onInput={setPassword}

@@ -1,4 +1,5 @@
 import { useRef, useState } from 'preact/hooks';
+import { MAX_TOKENS_MAX, TEMPERATURE_MAX } from '../../../src/http/field-bounds.ts';
 import { apiPath, failure, send } from '../../api.ts';
 import { References } from '../../components/references.tsx';
 import { Notice, SelectField, TextField } from '../../components/ui.tsx';
@@ -289,7 +290,7 @@ export function Playground(props: { endpoint: Endpoint }) {
                   label="Answer length (max tokens)"
                   type="number"
                   min={1}
-                  max={32768}
+                  max={MAX_TOKENS_MAX}
                   placeholder={String(endpoint.generation_defaults.max_tokens ?? SPEC_MAX_TOKENS)}
                   value={maxTokens}
                   onInput={setMaxTokens}
@@ -298,7 +299,7 @@ export function Playground(props: { endpoint: Endpoint }) {
                   label="Temperature"
                   type="number"
                   min={0}
-                  max={2}
+                  max={TEMPERATURE_MAX}
                   step={0.1}
                   placeholder={String(endpoint.generation_defaults.temperature ?? 0.7)}
                   value={temperature}

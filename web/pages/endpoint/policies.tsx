@@ -1,4 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
+import { NAME_MAX_LENGTH } from '../../../src/http/field-bounds.ts';
 import { ApiError, apiPath, del, patch, post } from '../../api.ts';
 import { errorsUnder, type FormValues, initialValues, labelOf, SchemaForm, toConfiguration } from '../../components/schema-form.tsx';
 import { Badge, Empty, ErrorNotice, Field, Loading, Notice, SubmitButton, TextField } from '../../components/ui.tsx';
@@ -181,7 +182,14 @@ function PolicyForm(props: {
   const configurationErrors = errorsUnder(errors, 'configuration');
   return (
     <form class="form policy-form" onSubmit={submit}>
-      <TextField label="Policy name" maxLength={200} placeholder={props.defaultName} value={name} onInput={setName} error={errors.name} />
+      <TextField
+        label="Policy name"
+        maxLength={NAME_MAX_LENGTH}
+        placeholder={props.defaultName}
+        value={name}
+        onInput={setName}
+        error={errors.name}
+      />
       <SchemaForm schema={props.schema} values={values} onChange={setValues} errors={configurationErrors} />
       {checksEmails && ownerCheck && 'check' in ownerCheck && !ownerCheck.check.allowed && (
         <div class="owner-warning" data-owner-warning>

@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
+import { MAX_TOKENS_MAX, NAME_MAX_LENGTH, SHORT_TEXT_MAX_LENGTH, TEMPERATURE_MAX } from '../../../src/http/field-bounds.ts';
 import { apiPath, del, get, patch, post } from '../../api.ts';
 import { errorsUnder } from '../../components/schema-form.tsx';
 import { CheckboxField, ErrorNotice, Loading, Notice, SelectField, SubmitButton, TextField } from '../../components/ui.tsx';
@@ -64,11 +65,11 @@ export function EndpointSettings(props: { endpoint: Endpoint; reload: () => Prom
     <>
       <form class="card form" onSubmit={save} aria-labelledby="settings-title">
         <h2 id="settings-title">Settings</h2>
-        <TextField label="Name" required maxLength={200} value={name} onInput={setName} error={errors.name} />
+        <TextField label="Name" required maxLength={NAME_MAX_LENGTH} value={name} onInput={setName} error={errors.name} />
         <TextField
           label="Summary"
           hint="One line; the marketplace shows it."
-          maxLength={2000}
+          maxLength={SHORT_TEXT_MAX_LENGTH}
           value={summary}
           onInput={setSummary}
           error={errors.summary}
@@ -100,7 +101,7 @@ export function EndpointSettings(props: { endpoint: Endpoint; reload: () => Prom
                 label="Temperature"
                 type="number"
                 min={0}
-                max={2}
+                max={TEMPERATURE_MAX}
                 step={0.1}
                 placeholder="0.7"
                 value={temperature}
@@ -111,7 +112,7 @@ export function EndpointSettings(props: { endpoint: Endpoint; reload: () => Prom
                 label="Answer length (max tokens)"
                 type="number"
                 min={1}
-                max={32768}
+                max={MAX_TOKENS_MAX}
                 placeholder={String(SPEC_MAX_TOKENS)}
                 hint={`A token is about ¾ of a word; empty: the specification's ${SPEC_MAX_TOKENS} (about 75 words).`}
                 value={maxTokens}
