@@ -51,7 +51,7 @@ export class DatasetRepository {
 
   /** The tenant's datasets, oldest first; with a window, only those rows. */
   async list(tenantId: string, window?: Window): Promise<DatasetRecord[]> {
-    const query = this.selectDatasets().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy(sql`rowid`);
+    const query = this.selectDatasets().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy('seq');
     return (await windowed(query, window).execute()).map((row) => this.codec.toRecord(row));
   }
 
@@ -109,11 +109,11 @@ export class DatasetRepository {
       .selectFrom('dataset_files')
       .select([
         'dataset_id',
-        sql<number>`sum(status != 'removed')`.as('files_total'),
-        sql<number>`sum(status IN ('searchable', 'indexed'))`.as('files_searchable'),
-        sql<number>`sum(status = 'indexed')`.as('files_indexed'),
-        sql<number>`sum(status IN ('queued', 'indexing', 'searchable'))`.as('files_pending'),
-        sql<number>`sum(status = 'failed')`.as('files_failed'),
+        sql<number>`sum(CASE WHEN status <> 'removed' THEN 1 ELSE 0 END)`.as('files_total'),
+        sql<number>`sum(CASE WHEN status IN ('searchable', 'indexed') THEN 1 ELSE 0 END)`.as('files_searchable'),
+        sql<number>`sum(CASE WHEN status = 'indexed' THEN 1 ELSE 0 END)`.as('files_indexed'),
+        sql<number>`sum(CASE WHEN status IN ('queued', 'indexing', 'searchable') THEN 1 ELSE 0 END)`.as('files_pending'),
+        sql<number>`sum(CASE WHEN status = 'failed' THEN 1 ELSE 0 END)`.as('files_failed'),
         sql<number>`sum(CASE WHEN status IN ('searchable', 'indexed') THEN chunks ELSE 0 END)`.as('chunks'),
         sql<number>`sum(CASE WHEN status IN ('searchable', 'indexed') THEN chunks_embedded ELSE 0 END)`.as('chunks_embedded'),
       ])

@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import { countRows } from '../db/counts.ts';
 import type { DbOrTransaction } from '../db/database.ts';
 import { insertWithinQuota } from '../db/quotas.ts';
@@ -22,7 +21,7 @@ export class EndpointRepository {
       .select(ENDPOINT_COLUMNS)
       .where('tenant_id', '=', tenantId)
       .orderBy('created_at')
-      .orderBy(sql`rowid`);
+      .orderBy('seq');
     return (await windowed(query, window).execute()).map(endpointCodec.toRecord);
   }
 
@@ -82,7 +81,11 @@ export class EndpointRepository {
         eb
           .selectFrom('endpoints')
           .innerJoin('marketplaces', (join) => join.onRef('marketplaces.tenant_id', '=', 'endpoints.tenant_id'))
-          .select(['endpoints.id as endpoint_id', 'marketplaces.id as marketplace_id', sql<string>`${publishedAt}`.as('published_at')])
+          .select((select) => [
+            'endpoints.id as endpoint_id',
+            'marketplaces.id as marketplace_id',
+            select.val(publishedAt).as('published_at'),
+          ])
           .where('endpoints.tenant_id', '=', tenantId)
           .where('endpoints.id', '=', endpointId)
           .where('marketplaces.id', '=', marketplaceId),
@@ -109,7 +112,7 @@ export class EndpointRepository {
       .where('endpoints.tenant_id', '=', tenantId)
       .where('endpoint_marketplaces.marketplace_id', '=', marketplaceId)
       .orderBy('endpoints.created_at')
-      .orderBy(sql`endpoints.rowid`)
+      .orderBy('endpoints.seq')
       .execute();
     return rows.map(endpointCodec.toRecord);
   }

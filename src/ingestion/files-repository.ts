@@ -179,7 +179,8 @@ export class FileRepository {
       progress.map(({ file, embedded }) => sql`WHEN ${file.path} THEN ${embedded}`),
       sql` `,
     )} ELSE chunks_embedded END`;
-    const files = sql.join(progress.map(({ file }) => sql`(${file.path}, ${file.generation})`));
+    // Typed, because PostgreSQL gives a VALUES list of bare parameters the type text (and integer = text fails).
+    const files = sql.join(progress.map(({ file }) => sql`(${file.path}, CAST(${file.generation} AS INTEGER))`));
     await this.db
       .updateTable('dataset_files')
       .set({

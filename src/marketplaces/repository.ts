@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import { countRows } from '../db/counts.ts';
 import type { DbOrTransaction } from '../db/database.ts';
 import { DEFAULT_TENANT } from '../domain/principal.ts';
@@ -12,7 +11,7 @@ export class MarketplaceRepository {
   }
 
   async list(tenantId: string): Promise<MarketplaceRecord[]> {
-    const rows = await this.select().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy(sql`rowid`).execute();
+    const rows = await this.select().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy('seq').execute();
     return rows.map(marketplaceCodec.toRecord);
   }
 
@@ -42,9 +41,9 @@ export class MarketplaceRepository {
     const lowered = audiences.map((audience) => audience.toLowerCase());
     let query = this.select()
       .where('is_active', '=', 1)
-      .where((eb) => eb.or([eb(sql<string>`lower(username)`, 'in', lowered), eb(sql<string>`lower(satellite_id)`, 'in', lowered)]));
+      .where((eb) => eb.or([eb(eb.fn('lower', ['username']), 'in', lowered), eb(eb.fn('lower', ['satellite_id']), 'in', lowered)]));
     if (tenantIds) query = query.where('tenant_id', 'in', tenantIds);
-    const rows = await query.orderBy('created_at').orderBy(sql`rowid`).execute();
+    const rows = await query.orderBy('created_at').orderBy('seq').execute();
     return rows.map(marketplaceCodec.toRecord);
   }
 
@@ -53,7 +52,7 @@ export class MarketplaceRepository {
    * Internal to the background work, never reachable with a tenant's credentials.
    */
   async listAllActive(): Promise<MarketplaceRecord[]> {
-    const rows = await this.select().where('is_active', '=', 1).orderBy('created_at').orderBy(sql`rowid`).execute();
+    const rows = await this.select().where('is_active', '=', 1).orderBy('created_at').orderBy('seq').execute();
     return rows.map(marketplaceCodec.toRecord);
   }
 
@@ -66,7 +65,9 @@ export class MarketplaceRepository {
       .where('marketplaces.is_active', '=', 1);
     query =
       tenantId === undefined
-        ? query.innerJoin('tenants', 'tenants.id', 'marketplaces.tenant_id').where('tenants.name', '=', DEFAULT_TENANT)
+        ? query
+            .innerJoin('tenants', 'tenants.id', 'marketplaces.tenant_id')
+            .where('tenants.name_key', '=', (eb) => eb.fn('lower', [eb.val(DEFAULT_TENANT)]))
         : query.where('marketplaces.tenant_id', '=', tenantId);
     const row = await query.executeTakeFirst();
     return row && marketplaceCodec.toRecord(row);
@@ -106,8 +107,8 @@ export class MarketplaceRepository {
 
   /** The oldest remaining marketplace, which becomes the default when the default one is removed. */
   async oldest(tenantId: string, db: DbOrTransaction = this.db): Promise<MarketplaceRecord | undefined> {
-    // rowid breaks ties between marketplaces created in the same millisecond, in insertion order.
-    const row = await this.select(db).where('tenant_id', '=', tenantId).orderBy('created_at').orderBy(sql`rowid`).executeTakeFirst();
+    // seq breaks ties between marketplaces created in the same millisecond, in insertion order.
+    const row = await this.select(db).where('tenant_id', '=', tenantId).orderBy('created_at').orderBy('seq').executeTakeFirst();
     return row && marketplaceCodec.toRecord(row);
   }
 

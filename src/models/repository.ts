@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import { countRows } from '../db/counts.ts';
 import type { DbOrTransaction } from '../db/database.ts';
 import { insertWithinQuota } from '../db/quotas.ts';
@@ -26,7 +25,7 @@ export class ModelRepository {
 
   /** The tenant's models, oldest first; with a window, only those rows. */
   async list(tenantId: string, window?: Window): Promise<ModelRecord[]> {
-    const query = this.selectModels().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy(sql`rowid`);
+    const query = this.selectModels().where('tenant_id', '=', tenantId).orderBy('created_at').orderBy('seq');
     return (await windowed(query, window).execute()).map((row) => this.codec.toRecord(row));
   }
 

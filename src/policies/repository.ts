@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import { countRows } from '../db/counts.ts';
 import type { DbOrTransaction } from '../db/database.ts';
 import { insertWithinQuota } from '../db/quotas.ts';
@@ -19,7 +18,7 @@ export class PolicyRepository {
   async list(tenantId: string, endpointId?: string, window?: Window): Promise<PolicyRecord[]> {
     let query = this.db.selectFrom('policies').select(POLICY_COLUMNS).where('tenant_id', '=', tenantId);
     if (endpointId !== undefined) query = query.where('endpoint_id', '=', endpointId);
-    const rows = await windowed(query.orderBy('created_at').orderBy(sql`rowid`), window).execute();
+    const rows = await windowed(query.orderBy('created_at').orderBy('seq'), window).execute();
     return rows.map(policyCodec.toRecord);
   }
 

@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type { DbOrTransaction } from '../db/database.ts';
 import { now } from '../db/database.ts';
 import type { Tenant } from '../domain/principal.ts';
@@ -20,9 +19,16 @@ export class TenantRepository {
     return tenant;
   }
 
-  /** Tenant names compare case-insensitively (the column is COLLATE NOCASE). */
+  /**
+   * Tenant names compare case-insensitively: by `name_key`, which the database generates as lower(name) and
+   * keeps unique (migration 0015); the name looked up is lowered by the same function.
+   */
   async findByName(name: string): Promise<Tenant | undefined> {
-    return this.db.selectFrom('tenants').select(TENANT_COLUMNS).where('name', '=', name).executeTakeFirst();
+    return this.db
+      .selectFrom('tenants')
+      .select(TENANT_COLUMNS)
+      .where('name_key', '=', (eb) => eb.fn('lower', [eb.val(name)]))
+      .executeTakeFirst();
   }
 
   async findById(id: string): Promise<Tenant | undefined> {
@@ -62,7 +68,7 @@ export class TenantRepository {
       .select('tenant_members.tenant_id')
       .where('tenant_members.role', '=', 'owner')
       .orderBy('users.created_at')
-      .orderBy(sql`users.rowid`)
+      .orderBy('users.seq')
       .executeTakeFirst();
     return row?.tenant_id;
   }

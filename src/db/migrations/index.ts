@@ -13,6 +13,7 @@ import * as publicUrlSource from './0011-public-url-source.ts';
 import * as settlementJournal from './0012-settlement-journal.ts';
 import * as satellites from './0013-satellites.ts';
 import * as datasetCalibrations from './0014-dataset-calibrations.ts';
+import * as insertionOrderAndNameKeys from './0015-insertion-order-and-name-keys.ts';
 
 /**
  * Every migration, in order. They are imported (not read from disk) so the compiled binary carries them.
@@ -33,4 +34,5 @@ export const migrations: Record<string, Migration> = {
   '0012-settlement-journal': settlementJournal,
   '0013-satellites': satellites,
   '0014-dataset-calibrations': datasetCalibrations,
+  '0015-insertion-order-and-name-keys': insertionOrderAndNameKeys,
 };
