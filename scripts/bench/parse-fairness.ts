@@ -3,7 +3,7 @@
  * dataset's files hold the parser, before and after the parse budget and the parse lanes.
  *
  * Files go through the parser pool and the parse turns exactly as the ingestion engine hands them out
- * (engine.ts: a TurnGate of the pool's threads + 1 permits, one more than a dataset's lane per dataset, and
+ * (keyword-phase.ts: a TurnGate of the pool's threads + 1 permits, one more than a dataset's lane per dataset, and
  * `pool.prepare` with the dataset as the lane); the store and the embedder are left out, they come after.
  * Dataset A queues three copies of a file first; once the first holds a thread, dataset B queues three small
  * notes. Reported: how long B waited until all three were parsed, and how A's files ended.
@@ -83,7 +83,7 @@ async function peakRss<T>(work: () => Promise<T>): Promise<{ result: T; peakMb: 
 
 async function scenario(name: string, slowFile: Uint8Array, run: string): Promise<void> {
   const pool = new ParserPool(run === 'before' ? BEFORE : AFTER);
-  // As engine.ts builds its parse turns.
+  // As keyword-phase.ts builds its parse turns.
   const gate = new TurnGate(pool.threadCount + 1, undefined, pool.size + 1);
   const slow = folderOf(`${name}-${run}-a`, { 'copy-1.pdf': slowFile, 'copy-2.pdf': slowFile, 'copy-3.pdf': slowFile });
   const small = folderOf(`${name}-${run}-b`, {

@@ -20,7 +20,7 @@ import { isParseErrorCode, type ParsedDocument, ParseError } from './parsers/typ
  * dataset wait: the other dataset's files go to the second thread (before, another dataset's three small
  * files waited 359 s behind three copies of that PDF; scripts/bench/parse-fairness.ts measures both). Two
  * threads on a 2-core machine: parsing waits for nothing else (embedding waits while files wait for the
- * keyword index, see engine.ts), and a single dataset still parses on one thread, as before, leaving the
+ * keyword index, see keyword-first.ts), and a single dataset still parses on one thread, as before, leaving the
  * other core to the requests. A third dataset may wait behind two slow files, each at most the time budget.
  */
 

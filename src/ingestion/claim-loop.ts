@@ -1,0 +1,94 @@
+import type { Logger } from 'pino';
+import { isInsideAny } from '../util/paths.ts';
+import type { DatasetRuntime, TenantRoots } from './dataset-runtime.ts';
+import type { ClaimedFile, FileRepository } from './files-repository.ts';
+
+/** Files of one dataset claimed at once (rows only: a file's text is in memory only while it holds a parse turn). */
+const DATASET_FILES_IN_FLIGHT = 32;
+/** Files a dataset claims in one turn. */
+const CLAIM_FILES = 16;
+
+export interface ClaimLoopDeps {
+  readonly files: FileRepository;
+  readonly roots: TenantRoots;
+  readonly log: Logger;
+  /** Aborted when the engine closes: no more claims. */
+  readonly closing: AbortSignal;
+  /** The running datasets, in the order they take their turns. */
+  running(): readonly DatasetRuntime[];
+  /** The dataset's folder is no longer inside the tenant's roots: it stops with this reason. */
+  refuse(runtime: DatasetRuntime, reason: string): Promise<void>;
+  /** A file was claimed for the dataset: its keyword phase starts. */
+  claimed(runtime: DatasetRuntime, file: ClaimedFile): void;
+}
+
+/**
+ * Works the durable file queue (`dataset_files`): claims queued files in rounds across the running
+ * datasets, each taking a few of its oldest in turn, so that a dataset with ten thousand files waiting
+ * delays another's first file by one round, not by ten thousand.
+ */
+export class ClaimLoop {
+  private pumping: Promise<void> | undefined;
+  private wake = false;
+
+  constructor(private readonly deps: ClaimLoopDeps) {}
+
+  /** Makes sure the queue is being worked; cheap to call often (every finished file calls it). */
+  kick(): void {
+    if (this.deps.closing.aborted) return;
+    this.wake = true;
+    this.pumping ??= this.pump()
+      .catch((error) => this.deps.log.error({ err: error }, 'ingestion stopped unexpectedly'))
+      .finally(() => {
+        this.pumping = undefined;
+        if (this.wake) this.kick();
+      });
+  }
+
+  /** Resolves once the round in progress (if any) is over. */
+  async idle(): Promise<void> {
+    await this.pumping;
+  }
+
+  private async pump(): Promise<void> {
+    const { closing } = this.deps;
+    while (this.wake && !closing.aborted) {
+      this.wake = false;
+      while (!closing.aborted && (await this.claimRound()) > 0);
+    }
+  }
+
+  /**
+   * One turn for every running dataset with room: it claims a few queued files (the oldest first) and
+   * starts them. Rounds go on while anything was claimed; a finished file starts the next round.
+   */
+  private async claimRound(): Promise<number> {
+    const { files, claimed: start } = this.deps;
+    let claimed = 0;
+    for (const runtime of this.deps.running()) {
+      const room = DATASET_FILES_IN_FLIGHT - runtime.jobs.size;
+      if (runtime.stopped || room <= 0) continue;
+      const batch = await files.claim([runtime.datasetId], Math.min(room, CLAIM_FILES));
+      if (batch.length === 0) continue;
+      claimed += batch.length;
+      if (runtime.stopped || !(await this.refreshRoots(runtime))) {
+        for (const file of batch) await files.release(file);
+        continue;
+      }
+      for (const file of batch) start(runtime, file);
+    }
+    return claimed;
+  }
+
+  /** The operator may have taken a root away from the tenant since the dataset started. */
+  private async refreshRoots(runtime: DatasetRuntime): Promise<boolean> {
+    const roots = await this.deps.roots.of(runtime.tenantId);
+    if (runtime.stopped) return false;
+    if (!isInsideAny(roots, runtime.root)) {
+      await this.deps.refuse(runtime, `the folder '${runtime.configuredPath}' is no longer inside this tenant's ingestion roots`);
+      return false;
+    }
+    runtime.roots = roots;
+    return true;
+  }
+}

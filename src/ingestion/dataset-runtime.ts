@@ -1,0 +1,307 @@
+import { realpath, stat } from 'node:fs/promises';
+import type { FSWatcher } from 'chokidar';
+import type { Logger } from 'pino';
+import type { Config } from '../config.ts';
+import { errorMessage } from '../domain/errors.ts';
+import { datasetEmbedder, type Embedder, type EmbedderOutbound } from '../embeddings/embedder.ts';
+import { isInsideAny } from '../util/paths.ts';
+import { SerialQueue } from '../util/serial-queue.ts';
+import type { VectorStore } from '../vectors/store.ts';
+import type { EmbeddingLane } from './embedding-lane.ts';
+import type { EmbeddingPhase } from './embedding-phase.ts';
+import type { ClaimedFile, FileRepository } from './files-repository.ts';
+import type { FolderSync } from './folder-sync.ts';
+import type { IngestionDatasets } from './ports.ts';
+import { ProgressLog } from './progress-log.ts';
+
+/**
+ * A running dataset (its runtime) and the lifecycle of runtimes: started (folder checked, embedder
+ * loaded, folder watched and scanned, embedding resumed), stopped, reindexed, refused when its folder may
+ * no longer be read, and all stopped when knode closes. The parts of ingestion (folder-sync.ts,
+ * claim-loop.ts, keyword-phase.ts, embedding-phase.ts) act on the runtimes registered here.
+ */
+
+/** How long closing waits for datasets still starting (loading their embedder). */
+const STARTING_WAIT_MS = 2_000;
+
+/** The real paths of the folders a tenant may index (tenants/ingestion-roots.ts implements it). */
+export interface TenantRoots {
+  of(tenantId: string): Promise<readonly string[]>;
+}
+
+/** What a running dataset needs while it ingests. */
+export interface DatasetRuntime {
+  readonly datasetId: string;
+  readonly tenantId: string;
+  /** The ingestionPath as configured: what reasons name. */
+  readonly configuredPath: string;
+  /** Its real path, checked against the tenant's roots at start: watched, scanned and read from. */
+  readonly root: string;
+  /** The tenant's roots (real paths), refreshed whenever files are claimed. */
+  roots: readonly string[];
+  readonly fileTypes: ReadonlySet<string>;
+  readonly chunkSize: number;
+  readonly chunkOverlap: number;
+  readonly embedder: Embedder;
+  /** Every change to the dataset's index goes through here, one at a time, each checked against the file's generation first. */
+  readonly serial: SerialQueue;
+  /** Files claimed and not yet searchable (in their keyword phase): what a stop, a deletion or a change cancels. */
+  readonly jobs: Set<FileJob>;
+  /** Searchable files waiting for their vectors (the embedding phase). */
+  readonly lane: EmbeddingLane;
+  readonly progress: ProgressLog;
+  watcher?: FSWatcher;
+  stopped: boolean;
+}
+
+/** One claimed file on its way through parsing and the keyword index. */
+export interface FileJob {
+  readonly runtime: DatasetRuntime;
+  readonly file: ClaimedFile;
+  readonly controller: AbortController;
+  done?: Promise<void>;
+}
+
+export type CancelCause = 'removed' | 'changed' | 'stopped' | 'closed';
+
+/** The reason a job's signal aborts with; what becomes of the file's row depends on the cause. */
+export class Cancelled extends Error {
+  override readonly name = 'Cancelled';
+
+  constructor(readonly why: CancelCause) {
+    super(`indexing cancelled (${why})`);
+  }
+}
+
+/** Cancels the jobs `matches` picks: their parsing stops, their waiting slices leave the line. */
+export function cancelJobs(runtime: DatasetRuntime, cause: CancelCause, matches: (job: FileJob) => boolean): void {
+  for (const job of runtime.jobs) if (matches(job)) job.controller.abort(new Cancelled(cause));
+}
+
+/** A file that cannot be indexed has no chunks: whatever an older version left is removed. */
+export function failFile(
+  index: { readonly files: FileRepository; readonly store: VectorStore },
+  serial: SerialQueue,
+  file: { datasetId: string; path: string; generation: number },
+  reason: string,
+): Promise<void> {
+  return serial.run(async () => {
+    if ((await index.files.generationOf(file.datasetId, file.path)) !== file.generation) return;
+    await index.store.retireFile(file.datasetId, file.path);
+    await index.files.failed(file, reason);
+  });
+}
+
+export interface DatasetRuntimesDeps {
+  readonly config: Config;
+  readonly datasets: IngestionDatasets;
+  readonly files: FileRepository;
+  readonly store: VectorStore;
+  readonly log: Logger;
+  readonly roots: TenantRoots;
+  readonly outbound: EmbedderOutbound;
+  /** Aborted when the engine closes. */
+  readonly closing: AbortSignal;
+  readonly folders: FolderSync;
+  readonly embedding: EmbeddingPhase;
+  /** Files may be waiting in the queue: the claim loop looks. */
+  kick(): void;
+}
+
+/** The running datasets of one engine, by id. */
+export class DatasetRuntimes {
+  private readonly runtimes = new Map<string, DatasetRuntime>();
+  private readonly starting = new Map<string, Promise<void>>();
+
+  constructor(private readonly deps: DatasetRuntimesDeps) {}
+
+  /** The running datasets now (a copy: one may stop while the caller walks it). */
+  running(): DatasetRuntime[] {
+    return [...this.runtimes.values()];
+  }
+
+  /** Whether a file of a running dataset is in its keyword phase (claimed and not yet searchable). */
+  inKeywordPhase(): boolean {
+    for (const runtime of this.runtimes.values()) if (runtime.jobs.size > 0) return true;
+    return false;
+  }
+
+  /** At start-up: every dataset that was ingesting resumes, and its folder is reconciled with the index. */
+  async resumeAll(): Promise<void> {
+    const active = await this.deps.datasets.listActive();
+    await Promise.all(active.map((dataset) => this.start(dataset.id)));
+  }
+
+  /** Starts (or resumes) a dataset: status `starting`, then `running` once its folder scan is queued. */
+  start(datasetId: string): Promise<void> {
+    if (this.deps.closing.aborted || this.runtimes.has(datasetId)) return Promise.resolve();
+    let starting = this.starting.get(datasetId);
+    if (!starting) {
+      starting = this.startNow(datasetId).finally(() => this.starting.delete(datasetId));
+      this.starting.set(datasetId, starting);
+    }
+    return starting;
+  }
+
+  private async startNow(datasetId: string): Promise<void> {
+    const { datasets, files, store, config, log, closing, folders, embedding } = this.deps;
+    const row = await datasets.getAnyTenant(datasetId);
+    if (!row) return;
+    await datasets.setStatus(datasetId, 'starting');
+    let runtime: DatasetRuntime | undefined;
+    try {
+      const { configuration } = row;
+      const configuredPath = configuration.ingestionPath;
+      const folder = await this.checkFolder(row.tenant_id, configuredPath);
+      if ('refused' in folder) {
+        log.warn({ dataset: datasetId, reason: folder.refused }, 'dataset folder refused');
+        await datasets.setStatus(datasetId, 'error', folder.refused);
+        return;
+      }
+      const embedder = await datasetEmbedder(configuration, {
+        dataDir: config.dataDir,
+        allowDownload: config.allowModelDownload,
+        outbound: await this.deps.outbound(row.tenant_id),
+      });
+      if (closing.aborted) return; // it resumes at the next start-up (its status is still `starting`)
+      await store.createDatasetIndex(datasetId, embedder.dimension);
+      await files.requeueInterrupted(datasetId);
+      const serial = new SerialQueue();
+      const jobs = new Set<FileJob>();
+      // The lane reports to whichever runtime of the dataset is registered when its vectors are written.
+      const lane = embedding.laneFor(datasetId, embedder, serial, () => this.runtimes.get(datasetId)?.progress);
+      runtime = {
+        datasetId,
+        tenantId: row.tenant_id,
+        configuredPath,
+        root: folder.real,
+        roots: folder.roots,
+        fileTypes: new Set(configuration.fileTypes),
+        chunkSize: configuration.chunkSize,
+        chunkOverlap: configuration.chunkOverlap,
+        embedder,
+        serial,
+        jobs,
+        lane,
+        progress: new ProgressLog({ datasetId, log, store, busy: () => jobs.size > 0 || lane.size > 0 }),
+        stopped: false,
+      };
+      // Watch first, then scan: a file saved while the scan runs is seen by one or the other.
+      runtime.watcher = await folders.watch(runtime);
+      this.runtimes.set(datasetId, runtime);
+      await folders.reconcile(runtime);
+      if (runtime.stopped || closing.aborted) return; // stopped (or the engine closed) while the folder was scanned
+      await embedding.resume(datasetId, runtime.lane);
+      await datasets.setStatus(datasetId, 'running');
+      log.info({ dataset: datasetId, folder: runtime.root, embedder: embedder.id }, 'dataset ingestion started');
+      this.deps.kick();
+    } catch (error) {
+      if (closing.aborted && !runtime) return; // the database may be closed already
+      log.error({ dataset: datasetId, err: error }, 'dataset could not start');
+      if (runtime) await this.shutDown(runtime, 'stopped');
+      await datasets.setStatus(datasetId, 'error', `the dataset could not start: ${errorMessage(error)}`);
+    }
+  }
+
+  /**
+   * The dataset folder's real path, checked against the tenant's roots now: the folder (or one above
+   * it) may have been swapped for a symbolic link since the dataset was created or last started.
+   */
+  private async checkFolder(
+    tenantId: string,
+    configured: string,
+  ): Promise<{ real: string; roots: readonly string[] } | { refused: string }> {
+    const roots = await this.deps.roots.of(tenantId);
+    let real: string;
+    try {
+      real = await realpath(configured);
+    } catch {
+      return { refused: `the folder '${configured}' does not exist or cannot be read` };
+    }
+    if (!isInsideAny(roots, real)) {
+      const where = real === configured ? 'is' : `now resolves to '${real}',`;
+      return { refused: `the folder '${configured}' ${where} outside this tenant's ingestion roots` };
+    }
+    const facts = await stat(real).catch(() => undefined);
+    if (!facts?.isDirectory()) return { refused: `'${configured}' is not a folder` };
+    return { real, roots };
+  }
+
+  /** Pauses a dataset: no watching, no indexing; its index stays searchable. Work in progress is cancelled. */
+  async stop(datasetId: string, status: 'stopped' | null = 'stopped'): Promise<void> {
+    // A dataset still scanning its folder is registered already: it stops at the next file, not after the scan.
+    await this.stopRuntime(datasetId, 'stopped');
+    await this.starting.get(datasetId);
+    await this.stopRuntime(datasetId, 'stopped');
+    if (status) await this.deps.datasets.setStatus(datasetId, status);
+  }
+
+  private async stopRuntime(datasetId: string, cause: 'stopped' | 'closed'): Promise<void> {
+    const runtime = this.runtimes.get(datasetId);
+    if (runtime) await this.shutDown(runtime, cause);
+  }
+
+  /** Before a dataset is deleted: stops it and drops its index. */
+  async remove(datasetId: string): Promise<void> {
+    await this.stop(datasetId, null);
+    await this.deps.store.dropDatasetIndex(datasetId);
+  }
+
+  /**
+   * Indexes every file again from scratch (e.g. after changing the embedder's model files). The folder
+   * is checked again first: one that now resolves outside the tenant's roots stops the dataset
+   * (status `error`), and one that now leads to another allowed folder is watched and read from there.
+   */
+  async reindex(datasetId: string): Promise<void> {
+    await this.starting.get(datasetId);
+    const runtime = this.runtimes.get(datasetId);
+    if (runtime) {
+      const folder = await this.checkFolder(runtime.tenantId, runtime.configuredPath);
+      if ('refused' in folder) return this.refuse(runtime, folder.refused);
+      if (folder.real !== runtime.root) {
+        await this.shutDown(runtime, 'stopped');
+        await this.deps.files.requeueAll(datasetId);
+        return this.start(datasetId);
+      }
+      runtime.roots = folder.roots;
+    }
+    await this.deps.files.requeueAll(datasetId);
+    runtime?.lane.forget(() => true);
+    this.deps.kick();
+  }
+
+  /** The folder may no longer be read: everything stops, and the dataset shows why. */
+  async refuse(runtime: DatasetRuntime, reason: string): Promise<void> {
+    this.deps.log.warn({ dataset: runtime.datasetId, reason }, 'dataset folder refused');
+    await this.shutDown(runtime, 'stopped');
+    await this.deps.datasets.setStatus(runtime.datasetId, 'error', reason);
+  }
+
+  /**
+   * When the engine closes (its `closing` signal aborted first): every dataset stops, its files queued
+   * again for the next start-up.
+   */
+  async closeAll(): Promise<void> {
+    const stopAll = () => Promise.all([...this.runtimes.keys()].map((datasetId) => this.stopRuntime(datasetId, 'closed')));
+    await stopAll(); // running datasets, and those still scanning their folder
+    // A dataset whose embedder is still loading (or whose model server does not answer) is not waited
+    // for long: it never touches the database once the engine is closed, and resumes at the next start-up.
+    await Promise.race([Promise.allSettled([...this.starting.values()]), delay(STARTING_WAIT_MS)]);
+    await stopAll();
+  }
+
+  private async shutDown(runtime: DatasetRuntime, cause: 'stopped' | 'closed'): Promise<void> {
+    runtime.stopped = true;
+    if (this.runtimes.get(runtime.datasetId) === runtime) this.runtimes.delete(runtime.datasetId);
+    const jobs = [...runtime.jobs];
+    for (const job of jobs) job.controller.abort(new Cancelled(cause));
+    await runtime.watcher?.close();
+    await Promise.allSettled([...jobs.map((job) => job.done), runtime.lane.stop()]);
+    await runtime.serial.run(async () => undefined); // let a commit in progress finish
+  }
+}
+
+/** A timer that does not keep the process alive. */
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
