@@ -38,6 +38,7 @@ import { WalletRepository } from './payments/repository.ts';
 import { WalletService } from './payments/service.ts';
 import { SettlementJournal } from './payments/settlement-journal.ts';
 import { GeneralLimits } from './policies/general-limits.ts';
+import { PolicyHooks } from './policies/hook-set.ts';
 import { PolicyRepository } from './policies/repository.ts';
 import { PolicyService } from './policies/service.ts';
 import { PublishingTasks } from './publishing/background.ts';
@@ -350,15 +351,12 @@ export async function createServices(config: Config, options: ServiceOptions = {
     publicUrl,
     tunnels,
     query: new QueryPipeline({
-      limits,
       endpoints: endpointRepository,
       policies: policyRepository,
+      hooks: new PolicyHooks({ limits, windows, accounting: marketplaces, payments }),
       usage: usageRepository,
-      windows,
       search: datasetSearch,
       models: modelRunner,
-      accounting: marketplaces,
-      payments,
       observer: metrics,
       log,
     }),

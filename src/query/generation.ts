@@ -1,5 +1,6 @@
 import type { GenerationDefaults } from '../endpoints/codec.ts';
-import type { ChatMessage } from '../llm/provider.ts';
+import type { ChatMessage, ChatOptions } from '../llm/provider.ts';
+import type { QueryRequest } from './schemas.ts';
 
 /** The specification's defaults of the query fields that generate (Query request). */
 export const SPEC_GENERATION = { max_tokens: 100, temperature: 0.7, stop_sequences: ['\n'] } as const;
@@ -30,4 +31,20 @@ export function generationFor(
 /** The endpoint's system prompt first, when it has one (before the references' system message). */
 export function withSystemPrompt(messages: ChatMessage[], systemPrompt: string | undefined): ChatMessage[] {
   return systemPrompt ? [{ role: 'system', content: systemPrompt }, ...messages] : messages;
+}
+
+/** What the model is asked to generate with: the query's generation, its penalties and its `summarize_options`. */
+export function chatOptions(body: QueryRequest, generation: Generation): ChatOptions {
+  const { max_tokens, temperature, stop_sequences } = generation;
+  const extra = body.extras.summarize_options ?? {};
+  return {
+    max_tokens,
+    temperature,
+    stop_sequences,
+    presence_penalty: body.presence_penalty,
+    frequency_penalty: body.frequency_penalty,
+    ...(extra.top_p !== undefined ? { top_p: extra.top_p } : {}),
+    ...(extra.seed !== undefined ? { seed: extra.seed } : {}),
+    ...(extra.response_format !== undefined ? { response_format: extra.response_format as ChatOptions['response_format'] } : {}),
+  };
 }

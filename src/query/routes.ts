@@ -1,12 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { DomainError } from '../domain/errors.ts';
+import type { FastifyReply } from 'fastify';
 import { SlugParams } from '../endpoints/schemas.ts';
 import { clientIp } from '../http/client.ts';
 import { DEFAULT_PAGE_LIMIT, listOf, PageQuery, wantsPage } from '../http/pagination.ts';
 import { requirePrincipal } from '../http/principal.ts';
-import type { AnswerEvent, QueryPipeline } from './pipeline.ts';
+import { type QueryPipeline, queryCaller } from './pipeline.ts';
 import { QueryBody, QueryHeaders, QueryResponse, UsageRecordView, UsageSummaryQuery, UsageSummaryView } from './schemas.ts';
-import { SseWriter } from './stream.ts';
+import { sendStream } from './stream.ts';
 import type { UsageService } from './usage-service.ts';
 
 export function queryRoutes(pipeline: QueryPipeline, usage: UsageService): FastifyPluginAsyncTypebox {
@@ -16,53 +16,12 @@ export function queryRoutes(pipeline: QueryPipeline, usage: UsageService): Fasti
       config: { auth: 'query', counted: false },
       schema: { tags: ['query'], params: SlugParams, headers: QueryHeaders, body: QueryBody, response: { 200: QueryResponse } },
       handler: async (request, reply) => {
-        const principal = requirePrincipal(request);
-        const caller = {
-          kind: principal.kind === 'satellite' ? ('satellite' as const) : ('owner' as const),
-          senderEmail: principal.email,
-          tenant: principal.tenant,
-          clientIp: clientIp(request),
-          // Only the owner's own questions may be marked: a consumer could otherwise hide from the analytics.
-          origin:
-            principal.kind !== 'satellite' && request.headers['x-knode-origin'] === 'playground'
-              ? ('playground' as const)
-              : ('api' as const),
-        };
-        // Stop generating as soon as the client goes away (the answer would be thrown away).
-        const abort = new AbortController();
-        reply.raw.on('close', () => {
-          if (!reply.raw.writableFinished) abort.abort(new Error('client disconnected'));
-        });
+        const caller = queryCaller(requirePrincipal(request), clientIp(request), request.headers['x-knode-origin']);
+        const signal = abortedOnClose(reply);
         const query = await pipeline.begin(caller, request.params.slug, request.body, request.headers['x-payment']);
-        if (!request.body.stream) return query.answer(abort.signal);
-
-        if (query.holdsAnswer) {
-          // A paid stream is made whole, and its payment collected, before its first byte: until then it can
-          // still end as a plain 402 or 502, and the caller is never charged for an answer it did not get.
-          const events: AnswerEvent[] = [];
-          for await (const event of query.stream(abort.signal)) events.push(event);
-          const sse = new SseWriter(reply);
-          sse.open();
-          for (const event of events) sse.write(event);
-          sse.end();
-          return reply;
-        }
-
-        const sse = new SseWriter(reply);
-        const events = query.stream(abort.signal);
-        // Errors before the first event (e.g. the search failed) are still ordinary HTTP errors.
-        const first = await events.next();
-        sse.open();
-        try {
-          if (!first.done) sse.write(first.value);
-          for await (const event of events) sse.write(event);
-        } catch (error) {
-          if (!abort.signal.aborted) {
-            request.log.error({ err: error }, 'query stream failed');
-            sse.error(error instanceof DomainError ? error.detail : 'Internal server error');
-          }
-        }
-        sse.end();
+        if (!request.body.stream) return query.answer(signal);
+        // Until the events are handed over, a failure is an ordinary HTTP error (running-query.ts `stream`).
+        await sendStream(reply, await query.stream(signal), signal, request.log);
         return reply;
       },
     });
@@ -104,4 +63,13 @@ export function queryRoutes(pipeline: QueryPipeline, usage: UsageService): Fasti
       },
     });
   };
+}
+
+/** Aborted as soon as the client goes away: generating an answer that would be thrown away stops. */
+function abortedOnClose(reply: FastifyReply): AbortSignal {
+  const abort = new AbortController();
+  reply.raw.on('close', () => {
+    if (!reply.raw.writableFinished) abort.abort(new Error('client disconnected'));
+  });
+  return abort.signal;
 }

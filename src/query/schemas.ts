@@ -1,4 +1,4 @@
-import { type TSchema, Type } from 'typebox';
+import { type Static, type TSchema, Type } from 'typebox';
 import { ReferencesView } from '../datasets/schemas.ts';
 import { SummaryView } from '../models/schemas.ts';
 
@@ -36,6 +36,9 @@ export const QueryBody = Type.Object({
   ),
   transaction_token: Type.Union([Type.String({ maxLength: 10_000 }), Type.Null()], { default: null }),
 });
+
+/** A query's body as the route validated it, defaults filled in. */
+export type QueryRequest = Static<typeof QueryBody>;
 
 /** The query's headers beside the credentials: an MPP payment credential (API-CONTRACT 10.3). */
 export const QueryHeaders = Type.Object({

@@ -1,5 +1,30 @@
-import type { FastifyReply } from 'fastify';
-import type { AnswerEvent } from './pipeline.ts';
+import type { FastifyBaseLogger, FastifyReply } from 'fastify';
+import { DomainError } from '../domain/errors.ts';
+import type { AnswerEvent } from './running-query.ts';
+
+/**
+ * Sends a streamed answer's events (running-query.ts `stream`) as SSE. The status is sent already, so a
+ * failure on the way is an `event: error` (with a domain error's detail, never an internal one), unless
+ * the client went away (`signal`).
+ */
+export async function sendStream(
+  reply: FastifyReply,
+  events: Iterable<AnswerEvent> | AsyncIterable<AnswerEvent>,
+  signal: AbortSignal,
+  log: FastifyBaseLogger,
+): Promise<void> {
+  const sse = new SseWriter(reply);
+  sse.open();
+  try {
+    for await (const event of events) sse.write(event);
+  } catch (error) {
+    if (!signal.aborted) {
+      log.error({ err: error }, 'query stream failed');
+      sse.error(error instanceof DomainError ? error.detail : 'Internal server error');
+    }
+  }
+  sse.end();
+}
 
 /**
  * The one SSE writer (API-CONTRACT 6): `event: references` once, OpenAI-style chunks for the text,
