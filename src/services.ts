@@ -9,7 +9,7 @@ import { DatasetCalibrator } from './datasets/calibrator.ts';
 import { DatasetRepository } from './datasets/repository.ts';
 import { DatasetSearchService } from './datasets/search.ts';
 import { DatasetService } from './datasets/service.ts';
-import type { StorageDeps } from './datasets/storage-routes.ts';
+import { StorageService } from './datasets/storage-service.ts';
 import { type OpenedDatabase, openDatabase } from './db/database.ts';
 import { FixedWindows } from './db/fixed-windows.ts';
 import { DEFAULT_TENANT } from './domain/principal.ts';
@@ -76,13 +76,15 @@ export interface Services {
   readonly log: Logger;
   readonly database: OpenedDatabase;
   readonly vectorStoreVersion: string;
+  /** The per-dataset vector store (tests read what it holds). */
+  readonly vectorStore: VectorStore;
   readonly guard: CredentialGuard;
   /** Host, content type and Origin checks that come before credentials. */
   readonly requestGuard: RequestGuard;
   /** Prometheus metrics (GET /metrics). */
   readonly metrics: Metrics;
   /** What GET /settings/storage reads. */
-  readonly storage: StorageDeps;
+  readonly storage: StorageService;
   /** What GET /marketplaces/{id}/status reads. */
   readonly marketplaceStatus: MarketplaceStatusDeps;
   /** The general API limits, of management requests and of queries to endpoints without rate_limit policies. */
@@ -317,6 +319,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     log,
     database,
     vectorStoreVersion,
+    vectorStore: store,
     guard: new CredentialGuard({
       config,
       tokens,
@@ -369,7 +372,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     calibrator,
     outbound,
     metrics,
-    storage: { config, datasets: datasetRepository, store, owners: ingestionRoots },
+    storage: new StorageService({ config, datasets: datasetRepository, store, owners: ingestionRoots }),
     marketplaceStatus: { marketplaces: marketplaceRepository, endpoints: endpointRepository, hubs, heartbeats: publishingTasks },
     close: async () => {
       await tunnels.shutdown();

@@ -10,7 +10,6 @@ import { due } from '../src/datasets/calibrator.ts';
 import type { DatasetRecord } from '../src/datasets/codec.ts';
 import { calibrationFor } from '../src/vectors/calibration.ts';
 import { FIT_OPTIONS, type FittedCalibration, fitBasis, pseudoQuestions } from '../src/vectors/self-calibration.ts';
-import type { VectorStore } from '../src/vectors/store.ts';
 import { type FakeOpenAIServer, startFakeOpenAI } from './fakes/openai-server.ts';
 import { createTestApp, type TestApp, type TestUser } from './helpers/app.ts';
 import { Dataset } from './helpers/datasets.ts';
@@ -77,7 +76,7 @@ describe('dataset calibration', () => {
     expect(fitted?.unanswerable).toBeGreaterThanOrEqual(20);
     expect(fitted?.chunks).toBe(view.ingestion.chunks);
     expect(view.search.calibration).toStartWith('fitted on this dataset');
-    const stored = (await (t.services.storage.store as VectorStore).fittedCalibrations([dataset.id])).get(dataset.id);
+    const stored = (await t.services.vectorStore.fittedCalibrations([dataset.id])).get(dataset.id);
     expect(stored?.fittedAt).toBe(fitted?.fitted_at as string);
     expect(stored?.embedder).toBe('openai:fake-embed');
 
