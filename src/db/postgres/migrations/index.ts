@@ -1,0 +1,12 @@
+import type { Migration } from 'kysely';
+import * as controlTables from './0001-control-tables.ts';
+
+/**
+ * PostgreSQL's migrations, in order (cluster mode). They are not SQLite's translated one by one: a new
+ * database starts from today's schema (0001), and each later SQLite migration that changes a control table
+ * gets its PostgreSQL counterpart here (test/postgres-schema.test.ts fails until it has one). Imported,
+ * not read from disk, so the compiled binary carries them.
+ */
+export const postgresMigrations: Record<string, Migration> = {
+  '0001-control-tables': controlTables,
+};
