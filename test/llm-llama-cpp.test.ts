@@ -10,10 +10,11 @@ import { join } from 'node:path';
 import { writeTinyGguf } from '../scripts/fixtures/make-tiny-gguf.ts';
 import { LlamaCppChatProvider } from '../src/llm/llama-cpp/chat-provider.ts';
 import { LocalModelRegistry } from '../src/llm/llama-cpp/model-registry.ts';
-import { llamaCppModelConfig } from '../src/llm/model-config.ts';
+import { modelSettings, withModelDefaults } from '../src/llm/model-config.ts';
 import { type ChatMessage, type ChatOptions, type ChatSummary, ModelError } from '../src/llm/provider.ts';
-import { createProvider, validateModelConfiguration } from '../src/llm/registry.ts';
+import { createProvider } from '../src/llm/registry.ts';
 import { coreCount } from '../src/util/cores.ts';
+import { validateModelConfiguration } from './helpers/model-configuration.ts';
 import { collect } from './helpers/streams.ts';
 
 let dir: string;
@@ -22,7 +23,7 @@ let registry: LocalModelRegistry;
 
 // One thread: on the tiny model, thread synchronisation costs more than the arithmetic it shares.
 const provider = (extra: Record<string, unknown> = {}, reg = registry) =>
-  new LlamaCppChatProvider(llamaCppModelConfig({ model_path: modelPath, threads: 1, ...extra }), reg);
+  new LlamaCppChatProvider(withModelDefaults('llama_cpp', { model_path: modelPath, threads: 1, ...extra }), reg);
 
 const options = (extra: Partial<ChatOptions> = {}): ChatOptions => ({
   max_tokens: 24,
@@ -338,11 +339,11 @@ describe('llama_cpp configuration', () => {
   });
 
   test('createProvider gives a working llama_cpp provider', async () => {
-    const made = createProvider('llama_cpp', { model_path: modelPath, threads: 1 }, { localModels: registry });
+    const made = createProvider(modelSettings('llama_cpp', { model_path: modelPath, threads: 1 }), { localModels: registry });
     expect((await made.chat(hello, options({ max_tokens: 2 }))).usage.completion_tokens).toBe(2);
   });
 
   test('threads default to the core count', () => {
-    expect(llamaCppModelConfig({ model_path: modelPath }).threads).toBe(coreCount());
+    expect(withModelDefaults('llama_cpp', { model_path: modelPath }).threads).toBe(coreCount());
   });
 });

@@ -6,11 +6,12 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test';
 import OpenAI from 'openai';
 import { LocalModelRegistry } from '../src/llm/llama-cpp/model-registry.ts';
-import { openAIModelConfig } from '../src/llm/model-config.ts';
+import { modelSettings, withModelDefaults } from '../src/llm/model-config.ts';
 import { OpenAIChatProvider } from '../src/llm/openai.ts';
 import { type ChatMessage, type ChatOptions, ModelError, ModelTimeoutError } from '../src/llm/provider.ts';
-import { createProvider, validateModelConfiguration } from '../src/llm/registry.ts';
+import { createProvider } from '../src/llm/registry.ts';
 import { deadServerUrl, FAKE_ANSWER, type FakeOpenAIServer, fakeEmbedding, fakeTokens, startFakeOpenAI } from './fakes/openai-server.ts';
+import { validateModelConfiguration } from './helpers/model-configuration.ts';
 import { collect } from './helpers/streams.ts';
 
 const API_KEY = 'sk-test-0123456789abcdefSECRET';
@@ -18,7 +19,7 @@ let server: FakeOpenAIServer;
 let keyed: FakeOpenAIServer;
 
 const provider = (extra: Record<string, unknown> = {}) =>
-  new OpenAIChatProvider(openAIModelConfig({ model: 'fake-model', base_url: server.url, ...extra }));
+  new OpenAIChatProvider(withModelDefaults('openai', { model: 'fake-model', base_url: server.url, ...extra }));
 
 const options = (extra: Partial<ChatOptions> = {}): ChatOptions => ({
   max_tokens: 100,
@@ -182,10 +183,9 @@ describe('openai streaming', () => {
 describe('openai failures', () => {
   test('a refused key is a 502 ModelError naming the model and never the key', async () => {
     const error = await failure(
-      new OpenAIChatProvider(openAIModelConfig({ model: 'gpt-x', base_url: keyed.url, api_key: 'sk-wrong-key-98765432zyxw' })).chat(
-        question,
-        options(),
-      ),
+      new OpenAIChatProvider(
+        withModelDefaults('openai', { model: 'gpt-x', base_url: keyed.url, api_key: 'sk-wrong-key-98765432zyxw' }),
+      ).chat(question, options()),
     );
     expect(error).toBeInstanceOf(ModelError);
     const message = (error as ModelError).message;
@@ -197,10 +197,9 @@ describe('openai failures', () => {
   });
 
   test('the right key is sent as a bearer token', async () => {
-    const summary = await new OpenAIChatProvider(openAIModelConfig({ model: 'fake-model', base_url: keyed.url, api_key: API_KEY })).chat(
-      question,
-      options(),
-    );
+    const summary = await new OpenAIChatProvider(
+      withModelDefaults('openai', { model: 'fake-model', base_url: keyed.url, api_key: API_KEY }),
+    ).chat(question, options());
     expect(summary.message.content).toBe(FAKE_ANSWER);
     expect(keyed.requests.at(-1)?.headers.authorization).toBe(`Bearer ${API_KEY}`);
   });
@@ -336,7 +335,7 @@ describe('openai health', () => {
     expect(dead.healthy).toBe(false);
     expect(dead.message).toContain('could not connect');
     const refused = await new OpenAIChatProvider(
-      openAIModelConfig({ model: 'm', base_url: keyed.url, api_key: 'sk-nope-12345678' }),
+      withModelDefaults('openai', { model: 'm', base_url: keyed.url, api_key: 'sk-nope-12345678' }),
     ).health();
     expect(refused.healthy).toBe(false);
     expect(refused.message).toContain('401');
@@ -346,10 +345,12 @@ describe('openai health', () => {
 
 describe('openai configuration', () => {
   test('defaults: OpenAI base URL and 60 s timeout', () => {
-    expect(openAIModelConfig({ model: 'gpt-4o-mini' })).toEqual({
+    expect(withModelDefaults('openai', { model: 'gpt-4o-mini' })).toEqual({
       model: 'gpt-4o-mini',
-      baseUrl: 'https://api.openai.com/v1',
-      timeoutMs: 60_000,
+      base_url: 'https://api.openai.com/v1',
+      timeout_ms: 60_000,
+      cost_per_1k_prompt_tokens: 0,
+      cost_per_1k_completion_tokens: 0,
     });
   });
 
@@ -405,7 +406,7 @@ describe('openai configuration', () => {
 
   test('createProvider gives a working openai provider', async () => {
     const localModels = new LocalModelRegistry();
-    const made = createProvider('openai', { model: 'fake-model', base_url: server.url }, { localModels });
+    const made = createProvider(modelSettings('openai', { model: 'fake-model', base_url: server.url }), { localModels });
     expect((await made.chat(question, options())).message.content).toBe(FAKE_ANSWER);
     await localModels.dispose();
   });

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { type ChatHistoryItem, getLlama, LlamaChat, LlamaLogLevel } from 'node-llama-cpp';
 import { LlamaCppChatProvider } from '../../src/llm/llama-cpp/chat-provider.ts';
 import { DEFAULT_MAX_CONTEXT_SIZE, LocalModelRegistry } from '../../src/llm/llama-cpp/model-registry.ts';
-import { llamaCppModelConfig } from '../../src/llm/model-config.ts';
+import { withModelDefaults } from '../../src/llm/model-config.ts';
 import type { ChatOptions } from '../../src/llm/provider.ts';
 import { writeTinyGguf } from '../fixtures/make-tiny-gguf.ts';
 
@@ -87,7 +87,7 @@ async function directRunner(): Promise<{ run: Runner; dispose: () => Promise<voi
 }
 
 function providerRunners(registry: LocalModelRegistry): { chat: Runner; stream: Runner } {
-  const provider = new LlamaCppChatProvider(llamaCppModelConfig({ model_path: modelPath, threads }), registry);
+  const provider = new LlamaCppChatProvider(withModelDefaults('llama_cpp', { model_path: modelPath, threads }), registry);
   const options: ChatOptions = { max_tokens: tokens, temperature: 0, stop_sequences: [], presence_penalty: 0, frequency_penalty: 0 };
   const messages = [{ role: 'user' as const, content: prompt }];
   return {

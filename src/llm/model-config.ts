@@ -1,69 +1,73 @@
 /**
- * What each model dtype's provider needs, read from a model's (opened, validated) configuration with the
- * defaults applied; and the checks of a configuration that no schema can express.
+ * A model's configuration as knode uses it, per dtype: one type, its defaults applied in one place
+ * (`withModelDefaults`), read by the providers as it is. Also the checks of a configuration that no schema
+ * can express (a GGUF file).
  */
 import { accessSync, closeSync, constants, openSync, readSync, statSync } from 'node:fs';
-import { resolve } from 'node:path';
+import type { Configuration } from '../security/secret-config.ts';
 import { coreCount } from '../util/cores.ts';
-import { ModelError } from './provider.ts';
+import { checkObject } from '../util/json-schema.ts';
+import { MODEL_CONFIGURATION_SCHEMAS, type ModelDtype } from './model-schemas.ts';
 
-export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
-export const OPENAI_DEFAULT_TIMEOUT_MS = 60_000;
-
-export interface OpenAIModelConfig {
-  model: string;
-  baseUrl: string;
-  apiKey?: string;
-  systemPrompt?: string;
-  timeoutMs: number;
+/**
+ * dtype `openai`, checked, defaults filled in, secrets opened (the API key in clear). Keys knode does not
+ * know are kept as given; a known optional key given as null stays null (not set), as does an empty string.
+ */
+export interface OpenAIConfiguration {
+  readonly [key: string]: unknown;
+  readonly model: string;
+  /** Without a trailing slash. */
+  readonly base_url: string;
+  readonly api_key?: string | null;
+  readonly timeout_ms: number;
+  readonly system_prompt?: string | null;
+  readonly cost_per_1k_prompt_tokens: number;
+  readonly cost_per_1k_completion_tokens: number;
 }
 
-/** The provider's settings from a model's (opened, validated) configuration, defaults applied. */
-export function openAIModelConfig(configuration: Readonly<Record<string, unknown>>): OpenAIModelConfig {
-  const { model, base_url, api_key, system_prompt, timeout_ms } = configuration;
-  if (typeof model !== 'string' || model.trim() === '') {
-    throw new ModelError("Model configuration has no 'model' name");
-  }
-  return {
-    model,
-    baseUrl: typeof base_url === 'string' && base_url !== '' ? base_url : OPENAI_DEFAULT_BASE_URL,
-    apiKey: typeof api_key === 'string' && api_key !== '' ? api_key : undefined,
-    systemPrompt: typeof system_prompt === 'string' && system_prompt !== '' ? system_prompt : undefined,
-    timeoutMs: typeof timeout_ms === 'number' && Number.isInteger(timeout_ms) && timeout_ms > 0 ? timeout_ms : OPENAI_DEFAULT_TIMEOUT_MS,
-  };
-}
-
-export interface LlamaCppModelConfig {
+/** dtype `llama_cpp`, likewise. */
+export interface LlamaCppConfiguration {
+  readonly [key: string]: unknown;
   /** Absolute path of the .gguf file. */
-  modelPath: string;
-  /** Tokens; undefined = as large as memory allows up to DEFAULT_MAX_CONTEXT_SIZE. */
-  contextSize?: number;
-  threads: number;
-  gpuLayers?: number;
-  systemPrompt?: string;
+  readonly model_path: string;
+  /** Tokens; 0 or absent: as large as memory allows. */
+  readonly context_size?: number | null;
+  /** The core count unless given. */
+  readonly threads: number;
+  readonly gpu_layers?: number | null;
+  readonly system_prompt?: string | null;
+  readonly cost_per_1k_prompt_tokens: number;
+  readonly cost_per_1k_completion_tokens: number;
 }
 
-function nonNegativeInteger(value: unknown): number | undefined {
-  return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : undefined;
-}
+/** A model's dtype with the configuration of that dtype. */
+export type ModelSettings =
+  | { readonly dtype: 'openai'; readonly configuration: OpenAIConfiguration }
+  | { readonly dtype: 'llama_cpp'; readonly configuration: LlamaCppConfiguration };
 
-/** The provider's settings from a model's (validated) configuration, defaults applied. */
-export function llamaCppModelConfig(configuration: Readonly<Record<string, unknown>>): LlamaCppModelConfig {
-  const { model_path, context_size, threads, gpu_layers, system_prompt } = configuration;
-  if (typeof model_path !== 'string' || model_path === '') {
-    throw new ModelError("Model configuration has no 'model_path'");
+export type ModelConfiguration = ModelSettings['configuration'];
+
+/**
+ * The one place a model configuration's defaults are applied, to one that passed its schema (when it is
+ * stored) or was stored after passing it (when it is read: a row written before a key had a default lacks
+ * it): the schema's (model-schemas.ts: base_url, timeout_ms, prices), then those no schema can say. Keys as
+ * given come first, in their order.
+ */
+export function withModelDefaults(dtype: 'openai', configuration: Configuration): OpenAIConfiguration;
+export function withModelDefaults(dtype: 'llama_cpp', configuration: Configuration): LlamaCppConfiguration;
+export function withModelDefaults(dtype: ModelDtype, configuration: Configuration): ModelConfiguration;
+export function withModelDefaults(dtype: ModelDtype, configuration: Configuration): ModelConfiguration {
+  const { value } = checkObject(MODEL_CONFIGURATION_SCHEMAS[dtype], configuration);
+  if (dtype === 'openai') {
+    return { ...value, base_url: String(value.base_url).replace(/\/+$/, '') } as OpenAIConfiguration;
   }
-  const contextSize = nonNegativeInteger(context_size);
-  const threadCount = nonNegativeInteger(threads);
-  const gpuLayers = nonNegativeInteger(gpu_layers);
-  return {
-    modelPath: resolve(model_path),
-    ...(contextSize ? { contextSize } : {}),
-    // 0 means "the default" too: node-llama-cpp's own default (4) is far too few or too many.
-    threads: threadCount ? threadCount : coreCount(),
-    ...(gpuLayers !== undefined ? { gpuLayers } : {}),
-    ...(typeof system_prompt === 'string' && system_prompt !== '' ? { systemPrompt: system_prompt } : {}),
-  };
+  // 0 means "the default" too: node-llama-cpp's own default (4) is far too few or too many.
+  return { ...value, threads: (value.threads as number | null | undefined) || coreCount() } as LlamaCppConfiguration;
+}
+
+/** A model's settings, its configuration with the defaults applied. */
+export function modelSettings(dtype: ModelDtype, configuration: Configuration): ModelSettings {
+  return { dtype, configuration: withModelDefaults(dtype, configuration) } as ModelSettings;
 }
 
 /** Why a path cannot be a GGUF model (missing, unreadable, wrong name or magic), or null when it can. */

@@ -1,16 +1,19 @@
-import { type Static, Type } from 'typebox';
+import { Type } from 'typebox';
 import { BASE_URL_FORMAT, NOT_BLANK } from '../util/json-schema.ts';
-import { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_TIMEOUT_MS } from './model-config.ts';
 
 /**
  * What a model's configuration may hold, per dtype (API-CONTRACT 4): types, ranges and defaults, served as
  * they are to clients that build forms. A key given as null counts as not given, and unknown keys are
  * kept as given. What no schema can say is checked in code (registry.ts): `model_path` is an absolute
- * path to a readable GGUF file; `threads` defaults to the core count of the machine.
+ * path to a readable GGUF file; `threads` defaults to the core count of the machine (model-config.ts, where
+ * every default is applied).
  */
 
 export const MODEL_DTYPES = ['openai', 'llama_cpp'] as const;
 export type ModelDtype = (typeof MODEL_DTYPES)[number];
+
+export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
+export const OPENAI_DEFAULT_TIMEOUT_MS = 60_000;
 
 // One hour: a longer wait is a hung server, and setTimeout cannot wait past 24.8 days anyway.
 const MAX_TIMEOUT_MS = 3_600_000;
@@ -50,11 +53,3 @@ export const MODEL_CONFIGURATION_SCHEMAS = {
   openai: OpenAIConfigurationSchema,
   llama_cpp: LlamaCppConfigurationSchema,
 } as const satisfies Record<ModelDtype, unknown>;
-
-type OpenAIInput = Static<typeof OpenAIConfigurationSchema>;
-type LlamaCppInput = Static<typeof LlamaCppConfigurationSchema>;
-type Prices = 'cost_per_1k_prompt_tokens' | 'cost_per_1k_completion_tokens';
-
-/** Configurations once their schema passed: the schema's defaults are filled in. */
-export type CheckedOpenAIConfiguration = OpenAIInput & Required<Pick<OpenAIInput, 'base_url' | 'timeout_ms' | Prices>>;
-export type CheckedLlamaCppConfiguration = LlamaCppInput & Required<Pick<LlamaCppInput, Prices>>;

@@ -23,7 +23,7 @@ import { messageOf, shortMessage } from '../outbound/upstream.ts';
 import { redactSecrets } from '../security/redact.ts';
 import { abortReason } from '../util/abort.ts';
 import { estimateTokens } from './costs.ts';
-import type { OpenAIModelConfig } from './model-config.ts';
+import type { OpenAIConfiguration } from './model-config.ts';
 import {
   type ChatMessage,
   type ChatOptions,
@@ -101,12 +101,13 @@ export class OpenAIChatProvider implements ChatProvider {
   /** Learnt from a server that refuses `max_tokens` (OpenAI's reasoning models). */
   private useMaxCompletionTokens = false;
 
-  constructor(config: OpenAIModelConfig, deps: OpenAIProviderDeps = {}) {
-    this.#apiKey = config.apiKey;
-    this.model = config.model;
-    this.baseUrl = config.baseUrl;
-    this.systemPrompt = config.systemPrompt;
-    this.timeoutMs = config.timeoutMs;
+  /** `configuration` with its defaults applied (model-config.ts); an empty key or prompt is none. */
+  constructor(configuration: OpenAIConfiguration, deps: OpenAIProviderDeps = {}) {
+    this.#apiKey = configuration.api_key || undefined;
+    this.model = configuration.model;
+    this.baseUrl = configuration.base_url;
+    this.systemPrompt = configuration.system_prompt || undefined;
+    this.timeoutMs = configuration.timeout_ms;
     this.fetchImpl = deps.fetch;
   }
 

@@ -1,23 +1,19 @@
 /**
  * Model types: which provider serves a dtype, and what its configuration must look like
  * (API-CONTRACT 4). Services call `checkModelConfiguration` before storing a model (422 on issues)
- * and `createProvider` with the opened configuration (secrets decrypted) for each use.
+ * and `createProvider` with the opened settings (secrets decrypted, defaults applied) for each use.
  */
 import { isAbsolute } from 'node:path';
 import { checkObject, type ObjectCheck } from '../util/json-schema.ts';
 import { placeInside } from '../util/paths.ts';
 import { LlamaCppChatProvider } from './llama-cpp/chat-provider.ts';
 import type { LocalModelRegistry } from './llama-cpp/model-registry.ts';
-import { ggufFileProblem, llamaCppModelConfig, openAIModelConfig } from './model-config.ts';
+import { ggufFileProblem, type ModelSettings } from './model-config.ts';
 import { MODEL_CONFIGURATION_SCHEMAS, MODEL_DTYPES, type ModelDtype } from './model-schemas.ts';
 import { OpenAIChatProvider } from './openai.ts';
 import type { ChatProvider } from './provider.ts';
 
 export { MODEL_DTYPES, type ModelDtype };
-
-export function isModelDtype(value: unknown): value is ModelDtype {
-  return typeof value === 'string' && (MODEL_DTYPES as readonly string[]).includes(value);
-}
 
 export interface ProviderDeps {
   /** Shared by every llama_cpp provider of the process (one loaded model per file). */
@@ -27,26 +23,19 @@ export interface ProviderDeps {
 }
 
 /**
- * The provider of a model. `configuration` is the opened one (API key decrypted): create the provider
- * for the call and drop it afterwards, so the key is not kept in memory longer than needed. It is
+ * The provider of a model. `settings` are the opened ones (API key decrypted, defaults applied): create the
+ * provider for the call and drop it afterwards, so the key is not kept in memory longer than needed. It is
  * cheap: local weights live in `deps.localModels`, not in the provider.
  */
-export function createProvider(dtype: ModelDtype, configuration: Readonly<Record<string, unknown>>, deps: ProviderDeps): ChatProvider {
-  switch (dtype) {
+export function createProvider(settings: ModelSettings, deps: ProviderDeps): ChatProvider {
+  switch (settings.dtype) {
     case 'openai':
-      return new OpenAIChatProvider(openAIModelConfig(configuration), deps.fetch ? { fetch: deps.fetch } : {});
+      return new OpenAIChatProvider(settings.configuration, deps.fetch ? { fetch: deps.fetch } : {});
     case 'llama_cpp':
-      return new LlamaCppChatProvider(llamaCppModelConfig(configuration), deps.localModels);
+      return new LlamaCppChatProvider(settings.configuration, deps.localModels);
     default:
-      throw new Error(`Unknown model dtype '${String(dtype)}'`);
+      throw new Error(`Unknown model dtype '${String((settings as { dtype: unknown }).dtype)}'`);
   }
-}
-
-/** One problem with one configuration key (`field`, dotted when deeper; "" for the whole configuration). */
-export interface ConfigurationIssue {
-  field: string;
-  msg: string;
-  type: string;
 }
 
 /**
@@ -54,7 +43,8 @@ export interface ConfigurationIssue {
  * say: a llama_cpp `model_path` must be an absolute path to an existing, readable file named `*.gguf`
  * that starts with the GGUF magic, and, with `roots` (the tenant's folders), lie inside them, which is
  * checked first so that nothing is said of a file outside them. Returns the configuration with the
- * schema's defaults filled in, and the issues (locs from the configuration). Unknown keys are kept.
+ * schema's defaults filled in (the others: model-config.ts `withModelDefaults`), and the issues (locs from
+ * the configuration). Unknown keys are kept.
  */
 export function checkModelConfiguration(dtype: ModelDtype, configuration: unknown, roots?: readonly string[]): ObjectCheck {
   const checked = checkObject(MODEL_CONFIGURATION_SCHEMAS[dtype], configuration);
@@ -66,14 +56,6 @@ export function checkModelConfiguration(dtype: ModelDtype, configuration: unknow
     if (problem) checked.issues.push({ loc: ['model_path'], msg: problem, type: 'value_error' });
   }
   return checked;
-}
-
-/** The problems of a model configuration (empty when valid), as checkModelConfiguration finds them. */
-export function validateModelConfiguration(dtype: ModelDtype, configuration: unknown): ConfigurationIssue[] {
-  if (!isModelDtype(dtype)) {
-    return [{ field: 'dtype', msg: `Unknown model dtype (expected one of: ${MODEL_DTYPES.join(', ')})`, type: 'enum' }];
-  }
-  return checkModelConfiguration(dtype, configuration).issues.map(({ loc, msg, type }) => ({ field: loc.join('.'), msg, type }));
 }
 
 /** A relative path would depend on the folder knode happens to be started from. */

@@ -69,14 +69,14 @@ export class ModelRunnerService {
 
   private async provider(tenant: Tenant, modelId: string) {
     const settings = await this.models.openConfiguration(tenant, modelId);
-    const { dtype, configuration } = settings;
+    const { configuration } = settings;
     const fetch = outboundFetch(await this.outbound.forTenant(tenant.id), {
       // A long streamed answer is many small events: 16 MB, where an error answer still stops at 1 MB.
       maxBytes: 16 * ONE_MEGABYTE,
       // The provider's own deadline (the model's timeout_ms) decides; this only stops a server that never answers.
       timeoutMs: HEADERS_TIMEOUT_MS,
     });
-    return { provider: createProvider(dtype, configuration, { localModels: this.localModels, fetch }), configuration, settings };
+    return { provider: createProvider(settings, { localModels: this.localModels, fetch }), configuration, settings };
   }
 }
 

@@ -3,11 +3,11 @@
  * (model-registry.ts). Usage counts tokens with the model's tokenizer: the prompt as the template
  * renders it, and every generated token (thought segments included, as they were paid for in time).
  */
-import { basename } from 'node:path';
+import { basename, resolve } from 'node:path';
 import { errorMessage } from '../../domain/errors.ts';
 import { abortReason } from '../../util/abort.ts';
 import { Channel } from '../../util/channel.ts';
-import { ggufFileProblem, type LlamaCppModelConfig } from '../model-config.ts';
+import { ggufFileProblem, type LlamaCppConfiguration } from '../model-config.ts';
 import {
   type ChatMessage,
   type ChatOptions,
@@ -26,13 +26,18 @@ import type { LocalModelRegistry } from './model-registry.ts';
 
 export class LlamaCppChatProvider implements ChatProvider {
   private readonly name: string;
+  private readonly modelPath: string;
+  private readonly systemPrompt: string | undefined;
 
+  /** `config` with its defaults applied (model-config.ts); an empty prompt is none. */
   constructor(
-    private readonly config: LlamaCppModelConfig,
+    private readonly config: LlamaCppConfiguration,
     private readonly registry: LocalModelRegistry,
   ) {
+    this.modelPath = resolve(config.model_path);
+    this.systemPrompt = config.system_prompt || undefined;
     // The file name, not the path: messages reach public callers, the folder layout is nobody's business.
-    this.name = basename(config.modelPath);
+    this.name = basename(this.modelPath);
   }
 
   chat(messages: ChatMessage[], options: ChatOptions, signal?: AbortSignal): Promise<ChatSummary> {
@@ -62,15 +67,15 @@ export class LlamaCppChatProvider implements ChatProvider {
   }
 
   async health(signal?: AbortSignal): Promise<ProviderHealth> {
-    const problem = ggufFileProblem(this.config.modelPath);
+    const problem = ggufFileProblem(this.modelPath);
     if (problem) return { healthy: false, message: `Model '${this.name}': ${problem}` };
-    if (this.registry.isLoaded(this.config.modelPath)) {
+    if (this.registry.isLoaded(this.modelPath)) {
       return { healthy: true, message: `Model '${this.name}' is loaded` };
     }
     // Reading the header checks the file without loading gigabytes of weights for a health check.
     try {
       const module = await this.registry.module();
-      const info = await module.readGgufFileInfo(this.config.modelPath, {
+      const info = await module.readGgufFileInfo(this.modelPath, {
         sourceType: 'filesystem',
         readTensorInfo: false,
         logWarnings: false,
@@ -93,7 +98,7 @@ export class LlamaCppChatProvider implements ChatProvider {
     const started = performance.now();
     try {
       return await this.registry.run(this.config, signal, async ({ llama, model, context, chat }) => {
-        const history = chatHistory(this.config.systemPrompt, messages);
+        const history = chatHistory(this.systemPrompt, messages);
         const promptTokens = chat.chatWrapper
           .generateContextState({ chatHistory: [...history, { type: 'model', response: [] }] })
           .contextText.tokenize(model.tokenizer).length;

@@ -15,7 +15,7 @@ import { basename, resolve } from 'node:path';
 import type { Llama, LlamaChat, LlamaContext, LlamaModel } from 'node-llama-cpp';
 import { errorMessage } from '../../domain/errors.ts';
 import { Slots } from '../../util/slots.ts';
-import type { LlamaCppModelConfig } from '../model-config.ts';
+import type { LlamaCppConfiguration } from '../model-config.ts';
 import { ModelError } from '../provider.ts';
 import { LlamaLoader, type NodeLlamaCppModule } from './loader.ts';
 
@@ -92,7 +92,7 @@ export class LocalModelRegistry {
    * Runs `work` with the model loaded and a CPU slot held. Waiting for the slot ends with the signal's
    * reason when it aborts; load failures are ModelErrors.
    */
-  async run<T>(config: LlamaCppModelConfig, signal: AbortSignal | undefined, work: (loaded: LoadedLocalModel) => Promise<T>): Promise<T> {
+  async run<T>(config: LlamaCppConfiguration, signal: AbortSignal | undefined, work: (loaded: LoadedLocalModel) => Promise<T>): Promise<T> {
     if (this.disposed) throw new ModelError('Local models are shutting down');
     const release = await this.slots.acquire(signal);
     let entry: ModelEntry | undefined;
@@ -119,9 +119,9 @@ export class LocalModelRegistry {
   }
 
   /** The model's entry, counted as in use; loading starts here when it is not in memory. */
-  private checkOut(config: LlamaCppModelConfig, llama: Llama): ModelEntry {
-    const path = safeRealpath(config.modelPath);
-    const gpuLayers = llama.gpu === false ? 0 : (config.gpuLayers ?? 0);
+  private checkOut(config: LlamaCppConfiguration, llama: Llama): ModelEntry {
+    const path = safeRealpath(resolve(config.model_path));
+    const gpuLayers = llama.gpu === false ? 0 : (config.gpu_layers ?? 0);
     const key = `${path}|gpu=${gpuLayers}`;
     let entry = this.models.get(key);
     if (!entry) {
@@ -156,13 +156,20 @@ export class LocalModelRegistry {
     entry.idleTimer.unref?.();
   }
 
-  private contextFor(entry: ModelEntry, model: LlamaModel, config: LlamaCppModelConfig, module: NodeLlamaCppModule): Promise<ContextEntry> {
-    const key = `${config.contextSize ?? 'auto'}|${config.threads}`;
+  private contextFor(
+    entry: ModelEntry,
+    model: LlamaModel,
+    config: LlamaCppConfiguration,
+    module: NodeLlamaCppModule,
+  ): Promise<ContextEntry> {
+    // 0 or absent: as large as memory allows, up to DEFAULT_MAX_CONTEXT_SIZE.
+    const contextSize = config.context_size || undefined;
+    const key = `${contextSize ?? 'auto'}|${config.threads}`;
     let context = entry.contexts.get(key);
     if (!context) {
       const created = (async () => {
         const llamaContext = await model.createContext({
-          contextSize: config.contextSize ?? { max: DEFAULT_MAX_CONTEXT_SIZE },
+          contextSize: contextSize ?? { max: DEFAULT_MAX_CONTEXT_SIZE },
           threads: config.threads,
           sequences: 1,
         });
