@@ -6,7 +6,7 @@
  * web/tsconfig.json type-checks the schema files they name.
  */
 import type { Static } from 'typebox';
-import type { Me as MeView, SetupView } from '../src/auth/schemas.ts';
+import type { AccessToken as AccessTokenView, Me as MeView, SetupView } from '../src/auth/schemas.ts';
 import type { FolderListingView } from '../src/console/schemas.ts';
 import type { DatasetFileView, DatasetView, IngestionCounters, ReferencesView, StorageView } from '../src/datasets/schemas.ts';
 import type {
@@ -42,6 +42,8 @@ export type Configuration = Record<string, unknown>;
 
 export type SetupStatus = Static<typeof SetupView>;
 export type Me = Static<typeof MeView>;
+/** `POST /auth/login`. */
+export type AccessToken = Static<typeof AccessTokenView>;
 export type Member = Static<typeof MemberView>;
 
 export type Dataset = Static<typeof DatasetView>;
@@ -56,6 +58,7 @@ export type Model = Static<typeof ModelView>;
 export type ModelHealth = Static<typeof ModelHealthView>;
 /** What a query's `summary` holds, and what `POST /models/{id}/test` answers. */
 export type ModelAnswer = Static<typeof SummaryView>;
+/** What `POST /models/discover` found at a server. */
 export type DiscoveredModels = Static<typeof DiscoverView>;
 
 /** `GET /endpoints/{slug}`: the endpoint with its dataset, model and policies. */

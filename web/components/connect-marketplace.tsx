@@ -10,7 +10,8 @@ export const SYFTHUB_URL = 'https://syfthub.openmined.org';
 /** Connects a marketplace account: knode logs in once to check it (400 with the hub's reason if refused). */
 export function ConnectMarketplace(props: {
   first: boolean;
-  onConnected: () => Promise<void> /** Inside another card (Settings): no card of its own. */;
+  onConnected: () => Promise<void>;
+  /** Inside another card (Settings): no card of its own. */
   embedded?: boolean;
 }) {
   const [name, setName] = useState('SyftHub');

@@ -5,9 +5,6 @@ import type { DiscoveredModels } from '../views.ts';
 import type { WidgetProps } from './schema-form.tsx';
 import { Field } from './ui.tsx';
 
-/** What `POST /models/discover` found at a server. */
-export type Discovered = DiscoveredModels;
-
 export const OLLAMA_URL = 'http://127.0.0.1:11434/v1';
 
 export function isHttpUrl(text: string): boolean {
@@ -20,8 +17,8 @@ export function isHttpUrl(text: string): boolean {
 }
 
 /** Asks the server at `baseUrl` for its models (`POST /api/v1/models/discover`); never throws for a dead server. */
-export function discover(baseUrl: string, apiKey?: string): Promise<Discovered> {
-  return post<Discovered>('/models/discover', { base_url: baseUrl, ...(apiKey ? { api_key: apiKey } : {}) });
+export function discover(baseUrl: string, apiKey?: string): Promise<DiscoveredModels> {
+  return post<DiscoveredModels>('/models/discover', { base_url: baseUrl, ...(apiKey ? { api_key: apiKey } : {}) });
 }
 
 /**
@@ -32,7 +29,7 @@ export function ModelChooser(props: WidgetProps) {
   const baseUrl = (typeof props.values.base_url === 'string' && props.values.base_url.trim()) || String(props.schema.default ?? '');
   const key = typeof props.values.api_key === 'string' && props.values.api_key !== '********' ? props.values.api_key : '';
   const settled = useDebounced(`${baseUrl}\n${key}`, 500);
-  const [found, setFound] = useState<Discovered | undefined>(undefined);
+  const [found, setFound] = useState<DiscoveredModels | undefined>(undefined);
   const [loading, setLoading] = useState(false);
   const [typing, setTyping] = useState(false);
   const [attempt, setAttempt] = useState(0);
@@ -81,7 +78,7 @@ export function ModelChooser(props: WidgetProps) {
   const row = useRef<HTMLDivElement>(null);
   const focusControl = () => row.current?.querySelector<HTMLElement>('select, input')?.focus();
   const follow = useRef<'list' | 'typing' | undefined>(undefined);
-  const askedWith = useRef<Discovered | undefined>(undefined);
+  const askedWith = useRef<DiscoveredModels | undefined>(undefined);
   useEffect(() => {
     if (follow.current === 'typing' && typing) {
       follow.current = undefined;

@@ -3,6 +3,7 @@ import { ApiError, post } from '../api.ts';
 import { Notice, SubmitButton, TextField } from '../components/ui.tsx';
 import { useFirstRender, useTitle } from '../lib/hooks.ts';
 import { session } from '../session.ts';
+import type { AccessToken } from '../views.ts';
 
 export function Login() {
   useTitle('Log in');
@@ -18,7 +19,7 @@ export function Login() {
     setBusy(true);
     setFailure(undefined);
     try {
-      const { access_token } = await post<{ access_token: string }>('/auth/login', { email, password }, { anonymous: true });
+      const { access_token } = await post<AccessToken>('/auth/login', { email, password }, { anonymous: true });
       session.start(access_token);
     } catch (error) {
       setFailure(error instanceof ApiError ? error.message : String(error));

@@ -3,13 +3,13 @@ import { useLocation } from 'preact-iso';
 import { NAME_MAX_LENGTH } from '../../src/http/field-bounds.ts';
 import { post } from '../api.ts';
 import { FolderPicker } from '../components/folder-picker.tsx';
-import { type Discovered, discover, ModelChooser, OLLAMA_URL } from '../components/model-chooser.tsx';
+import { discover, ModelChooser, OLLAMA_URL } from '../components/model-chooser.tsx';
 import { errorsUnder, type FormValues, initialValues, SchemaForm, toConfiguration, type WidgetProps } from '../components/schema-form.tsx';
 import { ErrorNotice, Loading, Notice, PageHeader, SubmitButton, TextField } from '../components/ui.tsx';
 import { baseName } from '../lib/format.ts';
 import { useFirstRender, useSubmission, useTitle } from '../lib/hooks.ts';
 import { typeLabel, typeNamed, useTypes } from '../lib/types.ts';
-import type { Model, TypeInfo } from '../views.ts';
+import type { DiscoveredModels, Model, TypeInfo } from '../views.ts';
 
 export function ModelNew() {
   useTitle('Add a model');
@@ -34,7 +34,7 @@ function Form(props: { kinds: TypeInfo[] }) {
   const [values, setValues] = useState<FormValues>(() => initialValues(schema));
   const [name, setName] = useState('');
   const { busy, errors, setErrors, failure, run } = useSubmission();
-  const [ollama, setOllama] = useState<Discovered | undefined>(undefined);
+  const [ollama, setOllama] = useState<DiscoveredModels | undefined>(undefined);
 
   const choose = (next: string) => {
     setDtype(next);

@@ -4,6 +4,7 @@ import { post } from '../api.ts';
 import { ErrorNotice, Notice, SubmitButton, TextField } from '../components/ui.tsx';
 import { useFirstRender, useSubmission, useTitle } from '../lib/hooks.ts';
 import { session } from '../session.ts';
+import type { AccessToken } from '../views.ts';
 
 /** A tenant name from an e-mail's local part: letters, digits, `_`, `.` and `-`, starting with a letter or digit. */
 function tenantFrom(email: string): string {
@@ -31,7 +32,7 @@ export function Setup(props: { registrationOpen: boolean; onDone: () => void }) 
     }
     const done = await run(async () => {
       await post('/auth/register', { email, password, tenant_name: tenantName }, { anonymous: true });
-      const { access_token } = await post<{ access_token: string }>('/auth/login', { email, password }, { anonymous: true });
+      const { access_token } = await post<AccessToken>('/auth/login', { email, password }, { anonymous: true });
       session.start(access_token);
     });
     if (done) props.onDone();
