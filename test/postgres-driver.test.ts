@@ -105,6 +105,23 @@ describe('Kysely over Bun.SQL on PostgreSQL', () => {
     expect(names.map((row) => row.name)).toEqual(['kept-1', 'kept-2']);
   });
 
+  test("a transaction's statements run in one server session, while single statements run alongside", async () => {
+    const sessions = await db.transaction().execute(async (trx) => {
+      const seen: number[] = [];
+      await sql`SET LOCAL application_name = 'knode-test'`.execute(trx);
+      for (let i = 0; i < 5; i++) {
+        // Statements outside the transaction meanwhile must not take its session.
+        await Promise.all(Array.from({ length: 4 }, () => sql`SELECT pg_backend_pid()`.execute(db)));
+        const { rows } = await sql<{ pid: number; name: string }>`
+          SELECT pg_backend_pid() AS pid, current_setting('application_name') AS name`.execute(trx);
+        expect(rows[0]?.name).toBe('knode-test');
+        seen.push(rows[0]?.pid ?? 0);
+      }
+      return new Set(seen);
+    });
+    expect(sessions.size).toBe(1);
+  });
+
   test('transactions run on connections of their own: an uncommitted write is invisible outside it', async () => {
     await clear();
     let release!: () => void;

@@ -1,44 +1,61 @@
-import { SQL } from 'bun';
+import { type ReservedSQL, SQL } from 'bun';
 import { PostgresDialect, type PostgresPool, type PostgresPoolClient, type PostgresQueryResult } from 'kysely';
 
 /**
  * Kysely's PostgresDialect over Bun's own PostgreSQL client (`Bun.SQL`), so cluster mode needs no driver
- * package and works in the compiled binary (checked: issue 26's feasibility study). Kysely asks its pool
- * for a connection per query, or per transaction, and gives it back after: here that is one reserved
- * connection of Bun's pool (`reserve()`), on which Kysely's own BEGIN / COMMIT run.
+ * package and works in the compiled binary (checked: issue 26's feasibility study).
  */
 export function bunPostgresDialect(sql: SQL): PostgresDialect {
   return new PostgresDialect({ pool: new BunSqlPool(sql) });
 }
 
-/** Bun's pool seen as the `pg.Pool` subset Kysely uses: connect, query(text, parameters), release, end. */
+/**
+ * Bun's pool seen as the `pg.Pool` subset Kysely uses: connect, query(text, parameters), release, end.
+ *
+ * Kysely asks for a connection for every single statement, and for every transaction. A statement alone
+ * runs on Bun's pool as it is; a connection is reserved only when a transaction begins, and kept until
+ * Kysely gives it back (reserving one for every statement made a one-row query 5 times slower: 0.65 ms
+ * instead of 0.12). So a "connection" is one server session only from its BEGIN on: outside a
+ * transaction, its statements may each run on another session (no SET, temporary table or session lock
+ * outside a transaction; knode uses none).
+ */
 export class BunSqlPool implements PostgresPool {
   constructor(private readonly sql: SQL) {}
 
   async connect(): Promise<PostgresPoolClient> {
-    const reserved = await this.sql.reserve();
-    const client = {
-      async query<R>(text: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>> {
-        const result = await reserved.unsafe(text, parameters as unknown[]);
-        return {
-          command: result.command as PostgresQueryResult<R>['command'],
-          rowCount: result.affectedRows ?? result.count,
-          rows: numbersAsSqliteGivesThem(result) as R[],
-        };
-      },
-      release(): void {
-        // A connection released inside a transaction Kysely left open is closed by Bun, never reused.
-        void reserved.release();
-      },
-    };
     // Kysely's client type also takes a cursor (streaming), which knode never asks for.
-    return client as PostgresPoolClient;
+    return new BunSqlClient(this.sql) as unknown as PostgresPoolClient;
   }
 
   async end(): Promise<void> {
     await this.sql.close();
   }
 }
+
+class BunSqlClient {
+  private reserved: ReservedSQL | undefined;
+
+  constructor(private readonly pool: SQL) {}
+
+  async query<R>(text: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>> {
+    if (!this.reserved && BEGINS_TRANSACTION.test(text)) this.reserved = await this.pool.reserve();
+    const result = await (this.reserved ?? this.pool).unsafe(text, parameters as unknown[]);
+    return {
+      command: result.command as PostgresQueryResult<R>['command'],
+      rowCount: result.affectedRows ?? result.count,
+      rows: numbersAsSqliteGivesThem(result) as R[],
+    };
+  }
+
+  release(): void {
+    // A connection released inside a transaction left open is closed by Bun, never reused.
+    void this.reserved?.release();
+    this.reserved = undefined;
+  }
+}
+
+/** What Kysely's PostgresDriver sends to begin a transaction: `begin`, or `start transaction …`. */
+const BEGINS_TRANSACTION = /^\s*(begin|start\s+transaction)\b/i;
 
 /** Type OIDs that Bun returns as strings: int8 (count(*), sum(int4), BIGINT columns) and numeric (sum(int8)). */
 const INT8 = 20;
