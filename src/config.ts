@@ -9,8 +9,13 @@ export interface Config {
   readonly host: string;
   readonly port: number;
   readonly dataDir: string;
-  /** Empty string means development mode: admin authentication is disabled. */
+  /** Empty string when none is set: then knode is in development mode. */
   readonly adminApiKey: string;
+  /**
+   * No SVC_ADMIN_API_KEY: requests made directly on this machine need no credentials (http/development-mode.ts
+   * says which requests those are). Decided here, once; everything else asks this or that module.
+   */
+  readonly developmentMode: boolean;
   readonly jwtSecret: string | undefined;
   /** undefined: keep the stored URL; '': detect the public IP; otherwise the URL itself. */
   readonly publicUrl: string | undefined;
@@ -67,6 +72,7 @@ export function loadConfig(env: Env = process.env): Config {
     port: integer(env, 'SVC_PORT', 8080, 0, 65535),
     dataDir: resolve(nonEmpty(env, 'SVC_DATA_DIR', './data')),
     adminApiKey,
+    developmentMode,
     jwtSecret: optionalSecret(env, 'SVC_JWT_SECRET'),
     publicUrl: publicUrl(env),
     publicIpUrl: httpUrl(env, 'SVC_PUBLIC_IP_URL', 'https://api.ipify.org'),

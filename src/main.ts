@@ -1,5 +1,6 @@
 #!/usr/bin/env bun
 import { type Config, ConfigError, loadConfig } from './config.ts';
+import { isDevelopmentMode } from './http/development-mode.ts';
 import { runForkedVendorScript } from './runtime/vendor.ts';
 import { consoleUrl, startupBanner, startupFailure } from './startup.ts';
 import { VERSION } from './version.ts';
@@ -80,7 +81,7 @@ async function main(argv: string[]): Promise<number> {
   if (process.stdout.isTTY) console.log(`\n${startupBanner(config, facts)}\n`);
   else
     server.app.log.info(
-      { console: consoleUrl(server.url), data_dir: config.dataDir, development_mode: config.adminApiKey === '' },
+      { console: consoleUrl(server.url), data_dir: config.dataDir, development_mode: isDevelopmentMode(config) },
       'knode is ready',
     );
   let stopping = false;

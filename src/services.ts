@@ -17,6 +17,7 @@ import { closeEmbedders, datasetEmbedder } from './embeddings/embedder.ts';
 import { setUseLiteWarningListener } from './embeddings/use-lite.ts';
 import { EndpointRepository } from './endpoints/repository.ts';
 import { EndpointService } from './endpoints/service.ts';
+import { isDevelopmentMode } from './http/development-mode.ts';
 import { RequestGuard } from './http/request-guard.ts';
 import { IngestionEngine } from './ingestion/engine.ts';
 import { FileRepository } from './ingestion/files-repository.ts';
@@ -164,7 +165,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
 
   const ingestionRoots = new IngestionRoots(tenantRepository, {
     configured: config.ingestionRoots,
-    developmentMode: config.adminApiKey === '',
+    developmentMode: isDevelopmentMode(config),
   });
   // Loopback and private addresses are the first owner's, as SVC_INGESTION_ROOTS is (API-CONTRACT 2).
   const outbound = new OutboundPolicy(config.outboundAllow, ingestionRoots);

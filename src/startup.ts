@@ -1,4 +1,5 @@
 import type { Config } from './config.ts';
+import { isDevelopmentMode } from './http/development-mode.ts';
 import { VERSION } from './version.ts';
 
 /** What a person needs once knode listens: where to go, where the data is, how it is guarded, what next. */
@@ -20,10 +21,9 @@ export function consoleUrl(listening: string): string {
 /** The human start-up block, for a terminal. */
 export function startupBanner(config: Config, facts: StartupFacts): string {
   const console = consoleUrl(facts.url);
-  const mode =
-    config.adminApiKey === ''
-      ? 'development (no SVC_ADMIN_API_KEY): requests made on this machine need no credentials'
-      : 'production: the operator settings need SVC_ADMIN_API_KEY';
+  const mode = isDevelopmentMode(config)
+    ? 'development (no SVC_ADMIN_API_KEY): requests made on this machine need no credentials'
+    : 'production: the operator settings need SVC_ADMIN_API_KEY';
   const next = facts.hasUsers ? `open ${console} and sign in` : `open ${console} and create your account (the first one owns this knode)`;
   const rows: [string, string][] = [
     ['Console', console],

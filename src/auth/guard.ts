@@ -2,7 +2,8 @@ import type { FastifyRequest } from 'fastify';
 import type { Config } from '../config.ts';
 import { ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from '../domain/errors.ts';
 import { ADMIN_EMAIL, DEFAULT_TENANT, type Principal, type SatelliteVerifier, type Tenant } from '../domain/principal.ts';
-import { isDirectLocal, requestHost } from '../http/client.ts';
+import { requestHost } from '../http/client.ts';
+import { isDevelopmentMode, isTrustedDevelopmentRequest } from '../http/development-mode.ts';
 import type { AuthMode } from '../http/fastify-types.ts';
 import { safeEqual } from '../security/compare.ts';
 import type { TenantRepository } from '../tenants/repository.ts';
@@ -24,21 +25,29 @@ export interface CredentialGuardDeps {
   publicHosts?: { tenantIdsWithPublicHost(hostname: string): Promise<string[]> };
 }
 
+/**
+ * Whether a request may register without the admin key (`POST /auth/register`, and what `GET /auth/setup`
+ * tells the console): registration is open, and in development mode only to requests made on this machine.
+ */
+export function registrationOpenTo(config: Pick<Config, 'openRegistration' | 'developmentMode'>, request: FastifyRequest): boolean {
+  return config.openRegistration && (!isDevelopmentMode(config) || isTrustedDevelopmentRequest(config, request));
+}
+
 export class CredentialGuard {
   constructor(private readonly deps: CredentialGuardDeps) {}
 
   private get developmentMode(): boolean {
-    return this.deps.config.adminApiKey === '';
+    return isDevelopmentMode(this.deps.config);
   }
 
   async authenticate(request: FastifyRequest, mode: AuthMode): Promise<Principal | null> {
     if (mode === 'public') return null;
     const credential = this.credential(request);
     // Development mode needs no credentials, but only from this machine: not through the tunnel, not from the network.
-    const trustedLocal = this.developmentMode && credential.kind === 'none' && isDirectLocal(request);
+    const trustedLocal = credential.kind === 'none' && isTrustedDevelopmentRequest(this.deps.config, request);
     switch (mode) {
       case 'registration':
-        if (this.deps.config.openRegistration && (!this.developmentMode || isDirectLocal(request))) return null;
+        if (registrationOpenTo(this.deps.config, request)) return null;
         if (this.developmentMode && credential.kind === 'none') {
           throw new ForbiddenError('Registration is open only to requests made on this machine');
         }

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Config } from '../config.ts';
-import { isDirectLocal } from '../http/client.ts';
+import { registrationOpenTo } from './guard.ts';
 import { SetupView } from './schemas.ts';
 
 /**
@@ -14,8 +14,7 @@ export function setupRoutes(config: Config, users: { hasUsers(): Promise<boolean
       schema: { tags: ['auth'], response: { 200: SetupView } },
       handler: async (request) => ({
         has_users: await users.hasUsers(),
-        // As the credential guard decides registrations (auth/guard.ts, mode `registration`).
-        registration_open: config.openRegistration && (config.adminApiKey !== '' || isDirectLocal(request)),
+        registration_open: registrationOpenTo(config, request),
       }),
     });
   };

@@ -3,13 +3,14 @@ import { join } from 'node:path';
 import type { Static } from 'typebox';
 import type { Config } from '../config.ts';
 import type { Principal } from '../domain/principal.ts';
+import { isDevelopmentMode } from '../http/development-mode.ts';
 import type { IngestionRoots } from '../tenants/ingestion-roots.ts';
 import type { VectorStore } from '../vectors/store.ts';
 import type { DatasetRepository } from './repository.ts';
 import type { StorageView } from './schemas.ts';
 
 export interface StorageDeps {
-  config: Pick<Config, 'adminApiKey' | 'dataDir'>;
+  config: Pick<Config, 'developmentMode' | 'dataDir'>;
   datasets: Pick<DatasetRepository, 'list'>;
   store: Pick<VectorStore, 'diskUse'>;
   owners: Pick<IngestionRoots, 'isFirstOwner'>;
@@ -24,7 +25,7 @@ export class StorageService {
 
   /** The tenant's datasets for anyone of it; the data folder and the database's size for the operator only. */
   async report(principal: Principal): Promise<StorageReport> {
-    const developmentMode = this.deps.config.adminApiKey === '';
+    const developmentMode = isDevelopmentMode(this.deps.config);
     const operator = await this.isOperator(principal, developmentMode);
     const database = join(this.deps.config.dataDir, 'knode.db');
     const datasets = await this.deps.datasets.list(principal.tenant.id);

@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import { type Config, DEV_FRONTEND_ORIGIN } from '../config.ts';
 import { ForbiddenError, MisdirectedRequestError, UnsupportedMediaTypeError } from '../domain/errors.ts';
 import { isLoopbackHost, isSameOrigin, requestHost } from './client.ts';
+import { isDevelopmentMode } from './development-mode.ts';
 
 const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const JSON_TYPE = 'application/json';
@@ -31,7 +32,7 @@ export class RequestGuard {
   }
 
   async check(request: FastifyRequest): Promise<void> {
-    if (this.deps.config.adminApiKey === '') await this.checkHost(request);
+    if (isDevelopmentMode(this.deps.config)) await this.checkHost(request);
     if (!STATE_CHANGING.has(request.method)) return;
     checkContentType(request);
     this.checkOrigin(request);
