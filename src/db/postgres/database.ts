@@ -42,7 +42,7 @@ export async function openPostgresDatabase(url: string, options: PostgresOptions
       const [row] = await client.unsafe(`SELECT current_setting('server_version_num')::int AS version`);
       version = Number(row?.version);
     } catch (error) {
-      throw new Error(`PostgreSQL at ${where} cannot be reached: ${errorMessage(error)}`);
+      throw new Error(`PostgreSQL at ${where} cannot be reached: ${connectionFailure(error)}`);
     }
     if (version < MINIMUM_SERVER_VERSION) {
       throw new Error(`PostgreSQL at ${where} is version ${Math.floor(version / 10_000)}: cluster mode needs 15 or newer`);
@@ -62,6 +62,17 @@ async function migrate(db: Db, where: string): Promise<void> {
   if (error || failed) {
     throw new Error(`PostgreSQL at ${where}: migration ${failed?.migrationName ?? ''} failed: ${errorMessage(error)}`);
   }
+}
+
+/**
+ * Why a connection failed, in words an operator can act on: Bun says only "Failed to connect" when the
+ * address refuses or does not resolve, and the kind is in its code (ERR_POSTGRES_CONNECTION_REFUSED...);
+ * the server's own refusals (a wrong password, a missing database) carry their message.
+ */
+function connectionFailure(error: unknown): string {
+  const reason = errorMessage(error);
+  if (error instanceof SQL.PostgresError && error.code !== 'ERR_POSTGRES_SERVER_ERROR') return `${reason} (${error.code})`;
+  return reason;
 }
 
 /** user@host:port/database, for messages: never the password. */
