@@ -614,7 +614,7 @@ describe('MPP payments', () => {
     };
     const search = { messages: 'pets', similarity_threshold: 0, limit: 2 };
 
-    test('the challenge comes after the search, for documents × price; the retry finding as many is answered', async () => {
+    test('the challenge comes before the search, for the documents asked for × price; the retry is answered', async () => {
       await rawPaid('per-doc');
       const refused = await query('per-doc', search);
       expect(refused.statusCode).toBe(402);
@@ -633,7 +633,13 @@ describe('MPP payments', () => {
       expect(rpc.broadcasts.at(-1)?.transfers[0]?.amount).toBe(4000n);
     });
 
-    test('a retry that finds another number of documents gets a new 402 for the new amount', async () => {
+    test('without a limit the query asks for five documents, and pays for five', async () => {
+      await rawPaid('per-doc-default');
+      const refused = await query('per-doc-default', { messages: 'pets' });
+      expect(refused.json().detail).toBe('Payment of $0.01 required to query this endpoint');
+    });
+
+    test('a retry that asks for another number of documents gets a new 402 for the new amount', async () => {
       await rawPaid('per-doc-changed');
       const payment = await pay(await query('per-doc-changed', search), 'per-doc-changed');
       const response = await query('per-doc-changed', { ...search, limit: 3 }, { payment });
@@ -641,14 +647,18 @@ describe('MPP payments', () => {
       expect(response.json().detail).toStartWith('Payment of $0.006 required to query this endpoint (the payment sent was refused: ');
     });
 
-    test('a search that finds nothing is free on an endpoint that only searches', async () => {
+    test('a search that finds nothing is paid for like one that finds everything: what matches is known only after payment', async () => {
       await rawPaid('per-doc-none');
-      const response = await query('per-doc-none', { messages: 'pets', similarity_threshold: 1 });
+      const nothing = { messages: 'pets', similarity_threshold: 1, limit: 2 };
+      const refused = await query('per-doc-none', nothing);
+      expect(refused.json().detail).toBe('Payment of $0.004 required to query this endpoint');
+      const response = await query('per-doc-none', nothing, { payment: await pay(refused, 'per-doc-none') });
       expect(response.statusCode).toBe(200);
-      expect(response.json().policy_metadata.entries[0]).toMatchObject({ status: 'free', amount: 0 });
+      expect(response.json().references.documents).toEqual([]);
+      expect(response.json().policy_metadata.entries[0]).toMatchObject({ status: 'charged', amount: 0.004 });
     });
 
-    test('an endpoint that generates charges at least one unit: finding nothing does not make the generation free', async () => {
+    test('an endpoint that generates charges the documents asked for too', async () => {
       const endpoint = await createEndpoint(t, owner, {
         name: 'per-doc-gen',
         slug: 'per-doc-gen',
@@ -661,7 +671,7 @@ describe('MPP payments', () => {
         policy_type: 'mpp',
         configuration: { price: 0.002, unit_type: 'document' },
       });
-      const nothing = { messages: 'pets', similarity_threshold: 1 };
+      const nothing = { messages: 'pets', similarity_threshold: 1, limit: 1 };
       const refused = await query('per-doc-gen', nothing);
       expect(refused.statusCode).toBe(402);
       expect(refused.json().detail).toBe('Payment of $0.002 required to query this endpoint');
@@ -674,9 +684,6 @@ describe('MPP payments', () => {
         amount: 0.002,
         details: { unit_type: 'document', unit_price: 0.002, documents: 1 },
       });
-      // Documents found are still what it costs.
-      const found = await query('per-doc-gen', search);
-      expect(found.json().detail).toBe('Payment of $0.004 required to query this endpoint');
     });
   });
 

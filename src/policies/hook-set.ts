@@ -77,11 +77,6 @@ export class HookSet {
     }
   }
 
-  /** After the search: a price per document becomes an amount to pay (or a 402). */
-  afterSearch(context: PolicyContext, found: { documents: number }): Promise<void> {
-    return this.step((hook) => hook.afterSearch?.(context, found));
-  }
-
   /**
    * The answer is ready and nothing of it has left: the payments are collected now (an MPP transaction is
    * broadcast and confirmed). Before this, a failure costs the caller nothing; after it, nothing may fail.

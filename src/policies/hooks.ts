@@ -15,8 +15,8 @@ export interface PolicyContext {
   readonly maxCost: number;
   /** The `X-Payment` header the caller sent: an MPP credential (API-CONTRACT 10.3). */
   readonly paymentCredential: string | undefined;
-  /** Whether the endpoint generates an answer with its model (a price per document then charges at least one). */
-  readonly generates: boolean;
+  /** The documents the query asks for (its `limit`): what a price per document charges for (API-CONTRACT 10.3 point 4). */
+  readonly documentsAsked: number;
 }
 
 /** How the query ended, for the post-hooks. */
@@ -40,8 +40,7 @@ export interface AnsweredQuery {
  * One policy at run time. `pre` runs before the search and may refuse the query by throwing a
  * PolicyError; whatever it reserved is settled by `post`, which always runs once `pre` succeeded.
  * `entry` says what it did so far, for the answer's `policy_metadata` (API-CONTRACT 10.2).
- * A payment policy has two more steps: `afterSearch`, for a price that depends on what was found (it may
- * refuse too), and `settle`, which collects the payment once the answer is ready and before the post-hooks
+ * A payment policy has one more step, `settle`, which collects the payment once the answer is ready and before the post-hooks
  * (a failure there fails the query: nothing is charged for an answer that was not delivered, and nothing
  * delivered that was not paid). While `holdsAnswer` is true, no part of the answer may leave before `settle`.
  * `settlementId` names the payment settled (the settlement journal's row), so that the usage row of its
@@ -49,7 +48,6 @@ export interface AnsweredQuery {
  */
 export interface PolicyHook {
   pre(context: PolicyContext): Promise<void>;
-  afterSearch?(context: PolicyContext, found: { documents: number }): Promise<void>;
   settle?(context: PolicyContext, answered: AnsweredQuery): Promise<void>;
   settlementId?(): string | undefined;
   holdsAnswer?(): boolean;

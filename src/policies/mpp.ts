@@ -20,8 +20,8 @@ const MPP = { policy_type: 'mpp', kind: 'payment' } as const;
  * The `mpp` policies of an endpoint (API-CONTRACT 10.3), as one hook: its price list. The most specific
  * policy whose `applied_to` matches the caller is the caller's tier (`price-tiers.ts`); none → 403
  * `NO_PRICING_TIER`; a price of 0 → free. Otherwise the query needs an `X-Payment` credential for the price
- * (per request: checked before the search; per document: `documents × price`, checked after it), else
- * 402 with a challenge. An accepted credential is only reserved: its transaction is broadcast by `settle`,
+ * (per request: the price; per document: `limit × price`, the documents the query asks for), checked before
+ * the search, else 402 with a challenge. An accepted credential is only reserved: its transaction is broadcast by `settle`,
  * once the answer is ready, and released by `post` when the query failed before that.
  */
 export class MppHook implements PolicyHook {
@@ -55,22 +55,9 @@ export class MppHook implements PolicyHook {
       const reason = 'This endpoint requires payment but its owner has not configured a payment wallet';
       throw violation(policyEntry({ ...MPP, status: 'rejected', reason }), reason);
     }
-    if (tier.configuration.unit_type === 'request') await this.require(context, 1);
-  }
-
-  /**
-   * A price per document: what the search found decides the amount, and so the challenge. An endpoint that
-   * generates charges at least one unit: a search that finds nothing must not make its generation free. One
-   * that only searches answers nothing for nothing, and that is free.
-   */
-  async afterSearch(context: PolicyContext, found: { documents: number }): Promise<void> {
-    if (!this.wallet || this.tier?.configuration.unit_type !== 'document') return;
-    const units = context.generates ? Math.max(found.documents, 1) : found.documents;
-    if (units === 0) {
-      this.done = this.free();
-      return;
-    }
-    await this.require(context, units);
+    // A price per document is per document asked for (API-CONTRACT 10.3 point 4): charging for the documents
+    // found would tell an unpaid caller, through the amount, how many documents match its question.
+    await this.require(context, tier.configuration.unit_type === 'document' ? context.documentsAsked : 1);
   }
 
   holdsAnswer(): boolean {

@@ -75,7 +75,7 @@ export class QueryPipeline {
       generation,
       maxCost: await this.maxCost(caller.tenant, endpoint, messages, body.limit, generation),
       paymentCredential: payment,
-      generates: generates(endpoint),
+      documentsAsked: body.limit,
     };
     const record = new QueryRecord(this.deps, {
       tenant: caller.tenant,

@@ -126,7 +126,6 @@ export class RunningQuery {
     let summary: Summary | null = null;
     try {
       references = await this.search(signal);
-      await this.hooks.afterSearch(this.context, { documents: references?.documents.length ?? 0 });
       if (references) yield { type: 'references', references: this.forResponse(references) };
       if (generates(this.endpoint) && this.endpoint.model_id) {
         const started = performance.now();
