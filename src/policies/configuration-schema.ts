@@ -69,7 +69,7 @@ export const MppConfigurationSchema = Type.Object(
     unit_type: Type.Optional(
       Type.Enum(['request', 'document'], {
         default: 'request',
-        description: 'request: one price per query; document: the price times the documents the search found',
+        description: 'request: one price per query; document: the price times the documents the query asks for (its limit)',
       }),
     ),
     applied_to: Type.Optional(
