@@ -14,7 +14,7 @@ import type { Browser, Page } from 'puppeteer-core';
 import { type FakeSyftHub, startFakeSyftHub } from '../fakes/syfthub.ts';
 import { FakeTunnelProvider } from '../fakes/tunnel.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
-import { openConsoleAs, press, replaceInto, typeInto, unlabelledControls, waitForText, watch } from './page.ts';
+import { openConsoleAs, press, replaceInto, typeInto, unlabelledControls, visit, waitForText, watch } from './page.ts';
 
 const SCREENSHOTS = resolve(import.meta.dir, '../..', process.env.SCREENSHOTS_DIR ?? 'test-output/screenshots');
 const HUB_PASSWORD = 'a hub password';
@@ -49,7 +49,7 @@ describe('onto SyftHub from the console', () => {
 
   test('SyftHub is proposed, connected by keyboard, and its account starts the tunnel', async () => {
     const problems = watch(page);
-    await page.goto(`${url}/settings`, { waitUntil: 'networkidle0' });
+    await visit(page, `${url}/settings`);
     // The form proposes SyftHub and says what it is.
     await waitForText(page, '[data-connect="about"]', 'SyftHub is the marketplace where people find your endpoints');
     const suggested = await page.$eval(

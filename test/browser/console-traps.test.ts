@@ -29,6 +29,7 @@ import {
   textOf,
   typeInto,
   unlabelledControls,
+  visit,
   waitForPath,
   waitForText,
   watch,
@@ -149,7 +150,7 @@ describe('the console without traps', () => {
 
   test('an access list that refuses the owner is warned about and confirmed; the playground names the policy that refused', async () => {
     await createEndpoint(t, owner, { name: 'Answers', slug: 'answers', model_id: modelId, response_type: 'summary' });
-    await page.goto(`${url}/endpoints/answers/policies`, { waitUntil: 'networkidle0' });
+    await visit(page, `${url}/endpoints/answers/policies`);
     await typeInto(page, { label: 'Policy name' }, 'colleagues');
     await typeInto(page, { label: 'Patterns' }, 'bob@example.org');
     await waitForText(page, '[data-owner-warning]', 'This list refuses you. ada@example.com matches no pattern');
@@ -194,7 +195,7 @@ describe('the console without traps', () => {
         type: 'string_pattern_mismatch',
       },
     ]);
-    await page.goto(`${url}/endpoints/answers/policies`, { waitUntil: 'networkidle0' });
+    await visit(page, `${url}/endpoints/answers/policies`);
     // The type is a group of radio buttons: Tab reaches the chosen one, the arrow keys move the choice.
     await tabTo(page, { selector: 'input[name="policy_type"]' });
     await page.keyboard.press('ArrowDown');
@@ -210,7 +211,7 @@ describe('the console without traps', () => {
   }, 60_000);
 
   test('an unreachable model server is said so; the list or the text box takes the focus of the button it replaced', async () => {
-    await page.goto(`${url}/models/new`, { waitUntil: 'networkidle0' });
+    await visit(page, `${url}/models/new`);
     const dead = await deadServerUrl();
     await typeInto(page, { label: 'Base URL' }, dead);
     await waitForText(page, '.field-invalid .error-text', `knode cannot get the list of models from ${dead}`);
@@ -229,7 +230,7 @@ describe('the console without traps', () => {
   }, 60_000);
 
   test('the dataset form: the name first, a list of embedders, no ports, no raw Markdown; "Open" moves the focus to the folder opened', async () => {
-    await page.goto(`${url}/datasets/new`, { waitUntil: 'networkidle0' });
+    await visit(page, `${url}/datasets/new`);
     const order = await page.$$eval('form label', (labels) => labels.map((label) => (label.textContent ?? '').trim()));
     expect(order[0]).toStartWith('Name');
     expect(order.findIndex((label) => label.startsWith('Summary'))).toBeLessThan(
@@ -266,9 +267,9 @@ describe('the console without traps', () => {
 
   test('the threshold is explained beside the playground and the dataset search; a dataset that saw nothing is not "done"', async () => {
     await createEndpoint(t, owner, { name: 'Search', slug: 'search', dataset_id: datasetA, response_type: 'raw' });
-    await page.goto(`${url}/endpoints/search`, { waitUntil: 'networkidle0' });
+    await visit(page, `${url}/endpoints/search`);
     await waitForText(page, '[data-threshold-note]', 'Only passages scoring 0.5 or more are used');
-    await page.goto(`${url}/datasets/${datasetB}`, { waitUntil: 'networkidle0' });
+    await visit(page, `${url}/datasets/${datasetB}`);
     await waitForText(page, '[data-threshold-note]', 'Threshold 0: every result is shown');
     // An empty folder: nothing was to do, so nothing is "done".
     mkdirSync(join(t.dataDir, 'folders', 'empty'), { recursive: true });
@@ -277,13 +278,13 @@ describe('the console without traps', () => {
       dtype: 'local_file',
       configuration: { ingestionPath: join(t.dataDir, 'folders', 'empty'), embedder: 'openai:fake-embedder', base_url: fake.url },
     });
-    await page.goto(`${url}/datasets/${empty.id}`, { waitUntil: 'networkidle0' });
+    await visit(page, `${url}/datasets/${empty.id}`);
     await page.waitForSelector('[data-stat="left"] dd');
     expect((await textOf(page, '[data-stat="left"] dd'))[0]).not.toBe('done');
   }, 60_000);
 
   test('the endpoint form shows the answer length and "answer in full", and sends them', async () => {
-    await page.goto(`${url}/endpoints/new`, { waitUntil: 'networkidle0' });
+    await visit(page, `${url}/endpoints/new`);
     await typeInto(page, { label: 'Name' }, 'Full answers');
     expect(await page.$eval('[data-generation-defaults] input[type="number"]', (input) => (input as HTMLInputElement).value)).toBe('1024');
     expect(await page.$eval('[data-generation-defaults] input[type="checkbox"]', (input) => (input as HTMLInputElement).checked)).toBe(
@@ -300,7 +301,7 @@ describe('the console without traps', () => {
     await typeInto(page, { label: 'Your question' }, 'What is in the harbour notes?');
     await page.keyboard.press('Enter');
     await page.waitForSelector('.meta');
-    await page.goto(`${url}/`, { waitUntil: 'networkidle0' });
+    await visit(page, `${url}/`);
     await waitForText(page, '.step.done h2', 'Ask it a question');
     await shot('26-overview-asked');
   }, 60_000);
@@ -332,7 +333,7 @@ describe('the console without traps', () => {
     await api('POST', '/endpoints/harbour-answers/publish', { marketplace_ids: [marketplace] });
     expect(hub.endpointsOf('ada').has('harbour-answers')).toBe(true);
 
-    await page.goto(`${url}/endpoints/harbour-answers/settings`, { waitUntil: 'networkidle0' });
+    await visit(page, `${url}/endpoints/harbour-answers/settings`);
     await press(page, { text: 'Replace the dataset, model or answer type' });
     await page.waitForSelector('[data-replace]');
     await page.waitForFunction(() => document.activeElement?.id === 'replace-title');
@@ -389,7 +390,7 @@ describe('the console without traps', () => {
   }, 60_000);
 
   async function settingsAsNewcomer(): Promise<void> {
-    await page.goto(`${url}/settings`, { waitUntil: 'networkidle0' });
+    await visit(page, `${url}/settings`);
     await waitForText(page, '[data-connect="about"]', 'SyftHub is the marketplace');
     const text = await page.$eval('#main', (main) => main.textContent ?? '');
     expect(text.match(/No marketplace yet/g)).toHaveLength(1);
@@ -416,7 +417,7 @@ describe('the console without traps', () => {
   }
 
   test('the sticky header never hides the focused control, going up with Shift+Tab', async () => {
-    await page.goto(`${url}/endpoints/answers/policies`, { waitUntil: 'networkidle0' });
+    await visit(page, `${url}/endpoints/answers/policies`);
     await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
     await page.focus('button[type="submit"]');
     for (let step = 0; step < 25; step++) {
@@ -448,7 +449,7 @@ describe('the console without traps', () => {
     ] as const;
     const wide: string[] = [];
     for (const [path, name] of pages) {
-      await page.goto(`${url}${path}`, { waitUntil: 'networkidle0' });
+      await visit(page, `${url}${path}`);
       await page.waitForSelector('#main h1');
       const width = await page.evaluate(() => document.documentElement.scrollWidth);
       if (width > 390) wide.push(`${path}: ${width}px`);

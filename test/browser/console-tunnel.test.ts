@@ -10,7 +10,7 @@ import { type FakeSyftHub, startFakeSyftHub } from '../fakes/syfthub.ts';
 import { FakeTunnelProvider } from '../fakes/tunnel.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { connectMarketplace } from '../helpers/hub.ts';
-import { openConsoleAs, press, typeInto, waitForText, watch } from './page.ts';
+import { openConsoleAs, press, reload, typeInto, visit, waitForText, watch } from './page.ts';
 
 describe('the tunnel in the console', () => {
   let hub: FakeSyftHub;
@@ -39,7 +39,7 @@ describe('the tunnel in the console', () => {
 
   test('started with a token, online at its URL, reconnecting after a drop, then stopped', async () => {
     const problems = watch(page);
-    await page.goto(`${url}/settings`, { waitUntil: 'networkidle0' });
+    await visit(page, `${url}/settings`);
     await waitForText(page, '[data-settings="tunnel"] .badge', 'stopped');
     await typeInto(page, { label: 'ngrok authtoken' }, 'ngrok-token-tina');
     await page.keyboard.press('Enter');
@@ -51,7 +51,7 @@ describe('the tunnel in the console', () => {
     // The service drops the tunnel and is down: the page says when knode tries again, and why.
     provider.outage = 'network unreachable';
     provider.dropAll('connection reset by the tunnel service');
-    await page.reload({ waitUntil: 'networkidle0' });
+    await reload(page);
     await waitForText(page, '[data-settings="tunnel"] .badge', 'reconnecting');
     await waitForText(page, '[data-settings="tunnel"]', 'Reconnecting in 5 s: connection reset by the tunnel service');
 

@@ -26,11 +26,13 @@ import {
   openBrowser,
   type Problems,
   press,
+  reload,
   replaceInto,
   tabTo,
   textOf,
   typeInto,
   unlabelledControls,
+  visit,
   waitForPath,
   waitForText,
   watch,
@@ -171,7 +173,7 @@ describe('the console in a browser', () => {
     diagnosed(async () => {
       // First run: no user yet, so the console offers the owner's account.
       phase = 'First run';
-      await page.goto(`${knode.url}/`, { waitUntil: 'networkidle0' });
+      await visit(page, `${knode.url}/`);
       await waitForPath(page, '/setup');
       const setupTimes = await renderTimes();
       measured.setup_first_render_ms = setupTimes.firstRender;
@@ -351,7 +353,7 @@ describe('the console in a browser', () => {
       phase = 'publish';
       problems.console.length = 0;
       problems.requests.length = 0;
-      await page.goto(`${knode.url}/endpoints/my-documents/publish`, { waitUntil: 'networkidle0' });
+      await visit(page, `${knode.url}/endpoints/my-documents/publish`);
       // The form proposes SyftHub's address: the hub double's replaces it.
       await replaceInto(page, { label: 'Marketplace URL' }, hub.url);
       await typeInto(page, { label: 'User name' }, 'ada');
@@ -386,7 +388,7 @@ describe('the console in a browser', () => {
         });
         expect(response.status).toBe(status);
       }
-      await page.goto(`${knode.url}/endpoints/my-documents/usage`, { waitUntil: 'networkidle0' });
+      await visit(page, `${knode.url}/endpoints/my-documents/usage`);
       // Two playground questions and the two consumers'.
       await waitForText(page, '[data-stat="queries"] dd', '4');
       await waitForText(page, '[data-stat="refused"] dd', '1 access');
@@ -416,7 +418,7 @@ describe('the console in a browser', () => {
         body: JSON.stringify({ email: 'grace@example.com', password: 'another long password', tenant_name: 'grace' }),
       });
       expect(registered.status).toBe(201);
-      await page.goto(`${knode.url}/settings`, { waitUntil: 'networkidle0' });
+      await visit(page, `${knode.url}/settings`);
       // The marketplace connected on the publish page: its session and what is published there.
       await waitForText(page, '[data-marketplace="SyftHub"]', 'Published: my-documents');
       await waitForText(page, '[data-marketplace="SyftHub"] [data-fact="session"]', 'Logged in');
@@ -451,7 +453,7 @@ describe('the console in a browser', () => {
       problems.console.length = 0;
       problems.requests.length = 0;
       page.on('dialog', (dialog) => void dialog.accept());
-      await page.goto(`${knode.url}/datasets/new`, { waitUntil: 'networkidle0' });
+      await visit(page, `${knode.url}/datasets/new`);
       await page.type('input[name="ingestionPath"]', realpathSync(library));
       await page.type('form input[maxlength="200"]', 'library');
       await page.click('button[type="submit"]');
@@ -497,7 +499,7 @@ describe('the console in a browser', () => {
       problems.console.length = 0;
       problems.requests.length = 0;
       await page.evaluate(() => localStorage.setItem('knode.token', 'not-a-valid-token'));
-      await page.goto(`${knode.url}/datasets`, { waitUntil: 'networkidle0' });
+      await visit(page, `${knode.url}/datasets`);
       await waitForPath(page, '/login');
       expect(new URL(page.url()).searchParams.get('next')).toBe('/datasets');
       const loginTimes = await renderTimes();
@@ -516,7 +518,7 @@ describe('the console in a browser', () => {
       await waitForText(page, 'table', 'documents');
       await checkpoint('12-datasets');
       // A reload stays logged in.
-      await page.reload({ waitUntil: 'networkidle0' });
+      await reload(page);
       await waitForText(page, 'table', 'documents');
       expect(new URL(page.url()).pathname).toBe('/datasets');
       expect(checked.at(-1)).toEqual({ page: '12-datasets', unlabelled: [], problems: [] });

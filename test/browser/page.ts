@@ -23,10 +23,29 @@ export async function openBrowser(): Promise<{ browser: Browser; page: Page }> {
   return { browser, page };
 }
 
+/**
+ * How long the page must have no request in flight to count as loaded. Puppeteer's `networkidle0` waits
+ * 500 ms after every visit, most of a visit's time here; the console's requests on load follow each other
+ * within a few milliseconds, so a quarter of a second of quiet still means it has stopped asking.
+ */
+const QUIET_MS = 250;
+
+/** Opens `url` and waits until the page has loaded and asked for everything it asks for on load. */
+export async function visit(page: Page, url: string): Promise<void> {
+  await page.goto(url, { waitUntil: 'load' });
+  await page.waitForNetworkIdle({ idleTime: QUIET_MS });
+}
+
+/** Reloads the page, then waits as `visit` does. */
+export async function reload(page: Page): Promise<void> {
+  await page.reload({ waitUntil: 'load' });
+  await page.waitForNetworkIdle({ idleTime: QUIET_MS });
+}
+
 /** Chromium on the console at `url`, logged in with `token` (the console keeps it in localStorage). */
 export async function openConsoleAs(url: string, token: string): Promise<{ browser: Browser; page: Page }> {
   const opened = await openBrowser();
-  await opened.page.goto(`${url}/login`, { waitUntil: 'networkidle0' });
+  await visit(opened.page, `${url}/login`);
   await opened.page.evaluate((value: string) => localStorage.setItem('knode.token', value), token);
   return opened;
 }
