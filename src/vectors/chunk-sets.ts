@@ -150,7 +150,7 @@ export function hiddenRanges(sqlite: SqliteDatabase, tables: DatasetTables): Hid
 
 /**
  * Deletes up to `maxRows` chunks of one garbage set (of any dataset), and the set once it is empty; its
- * vectors go first, since a vector search must look past hidden vectors (store.ts, visibleNeighbours)
+ * vectors go first, since a vector search must look past hidden vectors (sqlite-search.ts, visibleNeighbours)
  * while keyword searches skip hidden rows at no cost. False when there is no garbage left.
  */
 export function collectGarbage(sqlite: SqliteDatabase, maxRows: number): boolean {
