@@ -133,7 +133,7 @@ describe('parseFile', () => {
     expect(await parseFile(upper)).toEqual({ sections: [{ text: 'shouting text' }] });
     expect(fileTypeOf('/a/b/Report.PDF')).toBe('pdf');
     expect(fileTypeOf('/a/b/README')).toBe('');
-    expect([...SUPPORTED_EXTENSIONS].sort()).toEqual(['docx', 'htm', 'html', 'markdown', 'md', 'pdf', 'txt']);
+    expect([...SUPPORTED_EXTENSIONS].sort()).toEqual(['csv', 'docx', 'htm', 'html', 'json', 'markdown', 'md', 'pdf', 'txt', 'xlsx']);
   });
 });
 

@@ -1,4 +1,4 @@
-import type { ParsedDocument } from './parsers/types.ts';
+import type { ParsedDocument, TableLocation } from './parsers/types.ts';
 
 /**
  * Splits a parsed document into chunks of at most `chunkSize` characters (UTF-16 code units, as
@@ -21,6 +21,8 @@ export interface ChunkOptions {
 export interface Chunk {
   text: string;
   page?: number;
+  /** The sheet (or JSON path) and rows of a table's section: a spreadsheet's "page". */
+  location?: TableLocation;
   chunk_index: number;
 }
 
@@ -31,6 +33,7 @@ export function chunkDocument(doc: ParsedDocument, options: ChunkOptions): Chunk
     for (const text of chunkText(section.text, options)) {
       const chunk: Chunk = { text, chunk_index: chunks.length };
       if (section.page !== undefined) chunk.page = section.page;
+      if (section.location !== undefined) chunk.location = section.location;
       chunks.push(chunk);
     }
   }

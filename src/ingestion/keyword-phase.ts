@@ -153,6 +153,7 @@ function chunkSource(file: ClaimedFile, prepared: PreparedFile): ChunkSource {
           file_type: fileType,
           chunk_index: chunk.chunk_index,
           ...(chunk.page !== undefined ? { page: chunk.page } : {}),
+          ...chunk.location,
           ...(title ? { title } : {}),
         },
       };

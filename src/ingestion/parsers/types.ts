@@ -8,11 +8,25 @@ export interface ParsedSection {
   text: string;
   /** 1-based page number; only PDFs know pages. */
   page?: number;
+  /** Where a section of a table is (tabular.ts): shown in each of its chunks' search metadata. */
+  location?: TableLocation;
+}
+
+/**
+ * A group of rows of a table: `rows` is "first-last", numbered as a spreadsheet program shows them (the
+ * header is row 1 of a CSV; an XLSX keeps its own row numbers; a JSON array's items count from 1).
+ */
+export interface TableLocation {
+  /** The XLSX sheet's name. */
+  sheet?: string;
+  /** The JSON path of the array whose items are the rows ("people", "data.items"); absent for a top-level array. */
+  path?: string;
+  rows: string;
 }
 
 export interface ParsedDocument {
   title?: string;
-  /** One section per PDF page; a single section for every other format. */
+  /** One section per PDF page; one per group of rows of a table (XLSX, CSV, JSON); a single section otherwise. */
   sections: ParsedSection[];
 }
 
