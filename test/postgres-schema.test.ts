@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { type OpenedDatabase, openDatabase } from '../src/db/database.ts';
 import { describeUrl, type OpenedPostgres, openPostgresDatabase } from '../src/db/postgres/database.ts';
+import { postgresMigrations } from '../src/db/postgres/migrations/index.ts';
 import { type PrivatePostgres, startPostgres } from './helpers/postgres.ts';
 
 /**
@@ -188,7 +189,7 @@ describe('the control schema on PostgreSQL', () => {
     const replicas = await Promise.all([openPostgresDatabase(url), openPostgresDatabase(url)]);
     try {
       const { rows } = await sql<{ name: string }>`SELECT name FROM kysely_migration ORDER BY name`.execute(replicas[0].db);
-      expect(rows.map((row) => row.name)).toEqual(['0001-control-tables']);
+      expect(rows.map((row) => row.name)).toEqual(Object.keys(postgresMigrations));
     } finally {
       await Promise.all(replicas.map((replica) => replica.close()));
     }

@@ -14,6 +14,7 @@ import * as settlementJournal from './0012-settlement-journal.ts';
 import * as satellites from './0013-satellites.ts';
 import * as datasetCalibrations from './0014-dataset-calibrations.ts';
 import * as insertionOrderAndNameKeys from './0015-insertion-order-and-name-keys.ts';
+import * as queryTerms from './0016-query-terms.ts';
 
 /**
  * Every migration, in order. They are imported (not read from disk) so the compiled binary carries them.
@@ -35,4 +36,5 @@ export const migrations: Record<string, Migration> = {
   '0013-satellites': satellites,
   '0014-dataset-calibrations': datasetCalibrations,
   '0015-insertion-order-and-name-keys': insertionOrderAndNameKeys,
+  '0016-query-terms': queryTerms,
 };

@@ -1,5 +1,6 @@
 import type { Migration } from 'kysely';
 import * as controlTables from './0001-control-tables.ts';
+import * as queryTerms from './0002-query-terms.ts';
 
 /**
  * PostgreSQL's migrations, in order (cluster mode). They are not SQLite's translated one by one: a new
@@ -9,4 +10,5 @@ import * as controlTables from './0001-control-tables.ts';
  */
 export const postgresMigrations: Record<string, Migration> = {
   '0001-control-tables': controlTables,
+  '0002-query-terms': queryTerms,
 };
