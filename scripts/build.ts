@@ -8,7 +8,7 @@
  * (src/runtime/native-files.ts; ONNX Runtime zstd-compressed, scripts/build/compressed-files.ts), the
  * USE-lite model and tfjs' .wasm files (src/embeddings/use-lite-files.ts), onnxruntime-node's addon, and
  * the files of the /docs page (src/runtime/swagger-ui.ts), and the console (web/, built here by
- * src/console/build.ts and served by src/console/assets.ts). scripts/build/bundle-patches.ts makes the
+ * src/console/build.ts and served by src/console/served-files.ts). scripts/build/bundle-patches.ts makes the
  * packages that look for their own files at run time use the embedded ones.
  *
  * The USE-lite model is embedded once, as its TF.js files: the ONNX engine converts them on first use
@@ -75,7 +75,7 @@ async function buildBinary(outfile: string, workDirectory: string): Promise<void
   // Embedded as the folder swagger-ui/ (compile.assets keeps a folder's last name), for src/runtime/swagger-ui.ts.
   const swaggerUi = join(workDirectory, 'swagger-ui');
   cpSync(join(PROJECT_ROOT, 'node_modules/@fastify/swagger-ui/static'), swaggerUi, { recursive: true });
-  // The console (web/), built now and embedded as the folder console/, for src/console/assets.ts.
+  // The console (web/), built now and embedded as the folder console/, for src/console/served-files.ts.
   const consoleFolder = join(workDirectory, 'console');
   writeConsoleFolder(await buildConsole(), consoleFolder);
   const result = await Bun.build({

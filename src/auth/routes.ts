@@ -1,7 +1,7 @@
 import formbody from '@fastify/formbody';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ValidationError } from '../domain/errors.ts';
-import { requireUser } from '../http/principal.ts';
+import { requireUser } from '../http/route-principal.ts';
 import { ErrorBody } from '../http/schemas.ts';
 import { AccessToken, LoginBody, Me, RegisterBody, RegisteredUser } from './schemas.ts';
 import type { AuthService } from './service.ts';

@@ -5,7 +5,7 @@ import { basename, join, resolve } from 'node:path';
  * Builds the console (web/, Preact + TSX) with Bun's bundler into a handful of files: one script, one
  * style sheet, the icon, and index.html naming them. Every name but index.html carries a content hash,
  * so browsers may keep them forever. Running from source, knode builds it in memory on first use
- * (console/assets.ts); `npm run build` builds it once and embeds the files in the binary
+ * (console/served-files.ts); `npm run build` builds it once and embeds the files in the binary
  * (scripts/build.ts, through writeConsoleFolder). Nothing here is loaded inside the binary.
  */
 

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { requirePrincipal } from '../http/principal.ts';
+import { requirePrincipal } from '../http/route-principal.ts';
 import { SUPPORTED_EXTENSIONS } from '../ingestion/parsers/file-types.ts';
 import { FolderBrowser } from './folders.ts';
 import { FolderListingView } from './schemas.ts';

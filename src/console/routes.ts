@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { NotFoundError } from '../domain/errors.ts';
-import { type ConsoleAssets, consoleAssets, type ServedFile } from './assets.ts';
+import { type ConsoleAssets, consoleAssets, type ServedFile } from './served-files.ts';
 
 /**
  * The console: its pages (index.html at `/` and at every address the console's router knows, so a reload

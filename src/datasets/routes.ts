@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { rejectImmutableFields } from '../http/immutable-fields.ts';
 import { DEFAULT_PAGE_LIMIT, listAnswer, listOf, PageQuery, wantsPage, windowOf } from '../http/pagination.ts';
-import { requirePrincipal } from '../http/principal.ts';
+import { requirePrincipal } from '../http/route-principal.ts';
 import { IdParams, MessageBody } from '../http/schemas.ts';
 import { CreateDatasetBody, DatasetFileView, DatasetView, ProvisionerView, UpdateDatasetBody } from './schemas.ts';
 import type { DatasetService } from './service.ts';

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Tenant } from '../domain/principal.ts';
-import { requirePrincipal } from '../http/principal.ts';
+import { requirePrincipal } from '../http/route-principal.ts';
 import { IdParams } from '../http/schemas.ts';
 import { ReferencesView } from './schemas.ts';
 import type { References, SearchOptions } from './search.ts';

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { rejectImmutableFields } from '../http/immutable-fields.ts';
 import { listAnswer, listOf, PageQuery, windowOf } from '../http/pagination.ts';
-import { requirePrincipal } from '../http/principal.ts';
+import { requirePrincipal } from '../http/route-principal.ts';
 import { MessageBody } from '../http/schemas.ts';
 import { CreatedEndpointView, CreateEndpointBody, EndpointDetail, EndpointListItem, SlugParams, UpdateEndpointBody } from './schemas.ts';
 import type { EndpointService } from './service.ts';

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { listOf, PageQuery, pageOf } from '../http/pagination.ts';
-import { requirePrincipal } from '../http/principal.ts';
+import { requirePrincipal } from '../http/route-principal.ts';
 import { IdParams, MessageBody } from '../http/schemas.ts';
 import { CreateMarketplaceBody, MarketplaceView, UpdateMarketplaceBody } from './schemas.ts';
 import type { MarketplaceService } from './service.ts';

@@ -7,7 +7,7 @@ import { outboundFetch } from '../outbound/fetch.ts';
 import type { OutboundPolicy } from '../outbound/reach.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import { hubAccountKey } from '../syfthub/account.ts';
-import { type AccountingService, HttpAccountingService } from '../syfthub/accounting.ts';
+import { type AccountingService, HttpAccountingService } from '../syfthub/accounting-service.ts';
 import type { HubClients } from '../syfthub/hub-client.ts';
 import type { MarketplaceRecord } from './codec.ts';
 import type { MarketplaceRepository } from './repository.ts';

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ValidationError } from '../domain/errors.ts';
-import { requirePrincipal } from '../http/principal.ts';
+import { requirePrincipal } from '../http/route-principal.ts';
 import { BaseUrl } from '../http/schemas.ts';
 import { listServerModels, type ServerModels } from '../llm/server-models.ts';
 import { ONE_MEGABYTE, outboundFetch } from '../outbound/fetch.ts';

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Principal, Tenant } from '../domain/principal.ts';
-import { requirePrincipal } from '../http/principal.ts';
+import { requirePrincipal } from '../http/route-principal.ts';
 import { MessageBody } from '../http/schemas.ts';
 import { WalletBody, WalletView } from './schemas.ts';
 import type { WalletService } from './service.ts';

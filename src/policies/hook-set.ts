@@ -3,13 +3,13 @@ import { PolicyError } from '../domain/errors.ts';
 import type { PolicyEntry, PolicyMetadata } from '../domain/policy-metadata.ts';
 import type { Tenant } from '../domain/principal.ts';
 import type { MppGateway } from '../payments/mpp.ts';
-import type { AccountingService } from '../syfthub/accounting.ts';
+import type { AccountingService } from '../syfthub/accounting-service.ts';
 import { AccessHook } from './access.ts';
-import { AccountingHook } from './accounting.ts';
+import { AccountingHook } from './accounting-hook.ts';
 import type { PolicyOfType, PolicyRecord } from './codec.ts';
 import type { GeneralLimits } from './general-limits.ts';
 import { type AnsweredQuery, inPolicyOrder, type PolicyContext, type PolicyHook, type QueryOutcome } from './hooks.ts';
-import { MppHook } from './mpp.ts';
+import { MppHook } from './mpp-hook.ts';
 import { RateLimitHook } from './rate-limit.ts';
 
 export interface PolicyHooksDeps {

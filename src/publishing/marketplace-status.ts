@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { NotFoundError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
 import type { EndpointRepository } from '../endpoints/repository.ts';
-import { requirePrincipal } from '../http/principal.ts';
+import { requirePrincipal } from '../http/route-principal.ts';
 import { IdParams } from '../http/schemas.ts';
 import type { MarketplaceRepository } from '../marketplaces/repository.ts';
 import type { HubClients } from '../syfthub/hub-client.ts';

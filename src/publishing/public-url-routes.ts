@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { requirePrincipal } from '../http/principal.ts';
+import { requirePrincipal } from '../http/route-principal.ts';
 import type { PublicUrlService } from './public-url.ts';
 import { PublicUrlBody, PublicUrlView } from './public-url-schemas.ts';
 

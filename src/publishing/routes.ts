@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { SlugParams } from '../endpoints/schemas.ts';
-import { requirePrincipal } from '../http/principal.ts';
+import { requirePrincipal } from '../http/route-principal.ts';
 import { PublicationAnswer, PublishBody, SyncAnswer, SyncBody, UnpublishBody } from './schemas.ts';
 import type { PublishingService } from './service.ts';
 

@@ -3,7 +3,7 @@ import type { FastifyReply } from 'fastify';
 import { SlugParams } from '../endpoints/schemas.ts';
 import { clientIp } from '../http/client.ts';
 import { DEFAULT_PAGE_LIMIT, listOf, PageQuery, wantsPage } from '../http/pagination.ts';
-import { requirePrincipal } from '../http/principal.ts';
+import { requirePrincipal } from '../http/route-principal.ts';
 import { type QueryPipeline, queryCaller } from './pipeline.ts';
 import { QueryBody, QueryHeaders, QueryResponse, UsageRecordView, UsageSummaryQuery, UsageSummaryView } from './schemas.ts';
 import { sendStream } from './stream.ts';

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { requirePrincipal } from '../http/principal.ts';
+import { requirePrincipal } from '../http/route-principal.ts';
 import { MessageBody } from '../http/schemas.ts';
 import { AddMemberBody, MemberParams, MemberView, TenantParams, TenantView, UpdateTenantBody } from './schemas.ts';
 import type { TenantService } from './service.ts';

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { Issues } from '../http/issues.ts';
-import { requirePrincipal } from '../http/principal.ts';
+import { requirePrincipal } from '../http/route-principal.ts';
 import type { TunnelManager } from './manager.ts';
 import { TunnelView } from './schemas.ts';
 

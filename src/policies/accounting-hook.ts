@@ -1,6 +1,6 @@
 import { PolicyError, ServiceUnavailableError } from '../domain/errors.ts';
 import { type PolicyEntry, policyEntry } from '../domain/policy-metadata.ts';
-import { AccountingRefusal, type AccountingService } from '../syfthub/accounting.ts';
+import { AccountingRefusal, type AccountingService } from '../syfthub/accounting-service.ts';
 import type { AccountingConfiguration } from './codec.ts';
 import type { PolicyContext, PolicyHook, QueryOutcome } from './hooks.ts';
 
