@@ -180,6 +180,16 @@ describe('CSV', () => {
     expect(lines(await parseFile(await file('header.csv', 'Date,Amount\n')))).toEqual(['Date | Amount']);
   });
 
+  test('a CSV or JSON file with more bytes than SVC_MAX_TEXT_MB is refused before it is decoded', async () => {
+    const MB = 1024 * 1024;
+    const limits = { maxFileBytes: 10 * MB, maxTextBytes: MB };
+    const reason = 'the file holds more than 1.5 MB of text, more than SVC_MAX_TEXT_MB (1 MB)';
+    const csv = await parseError(parseFile(await file('big.csv', 'a,b\n'.repeat((3 * MB) / 4)), limits));
+    expect(csv).toMatchObject({ code: 'too_large', message: reason });
+    const json = await parseError(parseFile(await file('big.json', `[${'1,'.repeat((3 * MB) / 2 - 1)}1]`), limits));
+    expect(json).toMatchObject({ code: 'too_large', message: reason });
+  });
+
   test('an unclosed quote fails as damaged, and binary bytes are not a CSV', async () => {
     const error = await parseError(parseFile(await file('open.csv', 'a,b\n"never closed,1\n')));
     expect(error.code).toBe('damaged');
