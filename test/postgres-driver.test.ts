@@ -1,8 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { SQL } from 'bun';
 import { type Generated, Kysely, sql } from 'kysely';
 import { conflictAs } from '../src/db/conflicts.ts';
-import { isUniqueViolation } from '../src/db/database.ts';
+import { type Db, inTransaction, isPostgres, isUniqueViolation, openDatabase } from '../src/db/database.ts';
 import { bunPostgresDialect, isPostgresUniqueViolation, postgresState } from '../src/db/postgres/dialect.ts';
 import { ConflictError } from '../src/domain/errors.ts';
 import { type PrivatePostgres, startPostgres } from './helpers/postgres.ts';
@@ -177,9 +180,7 @@ describe('Kysely over Bun.SQL on PostgreSQL', () => {
     expect(isPostgresUniqueViolation(notNull)).toBe(false);
   });
 
-  // Waits for db/database.ts's isUniqueViolation to also answer isPostgresUniqueViolation (a one-line change
-  // in a file another change owns now); then this becomes a test like the others.
-  test.todo('conflictAs turns a unique violation into a ConflictError as on SQLite, and nothing else', async () => {
+  test('conflictAs turns a unique violation into a ConflictError as on SQLite, and nothing else', async () => {
     await clear();
     await db.insertInto('things').values({ name: 'taken', at_ms: 1, price: 1, flag: 0 }).execute();
     const conflict = conflictAs('a thing with this name already exists', () =>
@@ -194,5 +195,54 @@ describe('Kysely over Bun.SQL on PostgreSQL', () => {
     );
     await expect(notNull).rejects.toBeInstanceOf(SQL.PostgresError);
     expect(isUniqueViolation(await notNull.catch((error: unknown) => error))).toBe(false);
+  });
+
+  test('inTransaction runs again a transaction PostgreSQL chose as the victim of a deadlock, and both commit', async () => {
+    await clear();
+    await db
+      .insertInto('things')
+      .values(['left', 'right'].map((name) => ({ name, at_ms: 0, price: 1, flag: 0 })))
+      .execute();
+    let attempts = 0;
+    let holding = 0;
+    let bothHold!: () => void;
+    const bothHoldTheirFirst = new Promise<void>((resolve) => {
+      bothHold = resolve;
+    });
+    // Each locks its first row, waits (on the first attempt) until the other holds its own, then asks for the other's.
+    const crossing = (first: string, second: string) =>
+      inTransaction(db as unknown as Db, async (trx) => {
+        attempts += 1;
+        const things = trx as unknown as Kysely<Things>;
+        await things.updateTable('things').set({ flag: sql`flag + 1` }).where('name', '=', first).execute();
+        if (attempts <= 2) {
+          holding += 1;
+          if (holding === 2) bothHold();
+          await bothHoldTheirFirst;
+        }
+        await things.updateTable('things').set({ at_ms: sql`at_ms + 1` }).where('name', '=', second).execute();
+      });
+    await Promise.all([crossing('left', 'right'), crossing('right', 'left')]);
+    expect(attempts).toBe(3);
+    const rows = await db.selectFrom('things').select(['name', 'flag', 'at_ms']).orderBy('name').execute();
+    expect(rows).toEqual([
+      { name: 'left', flag: 1, at_ms: 1 },
+      { name: 'right', flag: 1, at_ms: 1 },
+    ]);
+  });
+
+  test('isPostgres tells a PostgreSQL database and its transactions from SQLite', async () => {
+    expect(isPostgres(db as unknown as Db)).toBe(true);
+    await db.transaction().execute(async (trx) => {
+      expect(isPostgres(trx as unknown as Db)).toBe(true);
+    });
+    const folder = mkdtempSync(join(tmpdir(), 'knode-engine-'));
+    const sqlite = await openDatabase(folder);
+    try {
+      expect(isPostgres(sqlite.db)).toBe(false);
+    } finally {
+      await sqlite.close();
+      rmSync(folder, { recursive: true, force: true });
+    }
   });
 });

@@ -1,9 +1,10 @@
 import { Database as SqliteDatabase } from 'bun:sqlite';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kysely, Migrator, SqliteDialect, type Transaction } from 'kysely';
+import { Kysely, Migrator, PostgresAdapter, SqliteDialect, type Transaction } from 'kysely';
 import { errorMessage } from '../domain/errors.ts';
 import { migrations } from './migrations/index.ts';
+import { isPostgresUniqueViolation, postgresState } from './postgres/dialect.ts';
 import type { Database } from './schema.ts';
 
 export type Db = Kysely<Database>;
@@ -88,17 +89,26 @@ const BUSY_RETRIES = 5;
 
 /**
  * Runs `work` in one transaction: all of it is written, or none. Another process holding the write lock
- * (SQLITE_BUSY) is waited for by busy_timeout; if it still wins, the whole transaction is retried.
+ * (SQLITE_BUSY) is waited for by busy_timeout; if it still wins, the whole transaction is retried. On
+ * PostgreSQL, a transaction the server chose to abort for another one (a deadlock between replicas, a
+ * serialization failure) is retried the same way: it wrote nothing.
  */
 export async function inTransaction<T>(db: Db, work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await db.transaction().execute(work);
     } catch (error) {
-      if (!isBusy(error) || attempt >= BUSY_RETRIES) throw error;
+      if (!isRetryable(error) || attempt >= BUSY_RETRIES) throw error;
       await Bun.sleep(20 * attempt);
     }
   }
+}
+
+/** serialization_failure and deadlock_detected: PostgreSQL rolled the transaction back, and asks for it again. */
+const POSTGRES_RETRY_STATES = new Set(['40001', '40P01']);
+
+function isRetryable(error: unknown): boolean {
+  return isBusy(error) || POSTGRES_RETRY_STATES.has(postgresState(error) ?? '');
 }
 
 function sqliteCode(error: unknown): string | undefined {
@@ -109,9 +119,19 @@ export function isBusy(error: unknown): boolean {
   return sqliteCode(error)?.startsWith('SQLITE_BUSY') ?? false;
 }
 
+/** A row with the same key exists: SQLite's unique or primary key constraint, or PostgreSQL's SQLSTATE 23505. */
 export function isUniqueViolation(error: unknown): boolean {
   const code = sqliteCode(error);
-  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || isPostgresUniqueViolation(error);
+}
+
+/**
+ * Whether `db` (or a transaction of it) is a PostgreSQL database (cluster mode). Shared code writes
+ * portable SQL; only a row lock a shared database needs and SQLite has no syntax for (its one connection
+ * serialises the same work) is added where this answers true.
+ */
+export function isPostgres(db: DbOrTransaction): boolean {
+  return db.getExecutor().adapter instanceof PostgresAdapter;
 }
 
 /** The current time as stored: ISO 8601 UTC with a trailing Z. */
