@@ -9,6 +9,7 @@ import { openDatabase } from '../src/db/database.ts';
 import { PostgresConsumedStore } from '../src/db/postgres/consumed-store.ts';
 import { type OpenedPostgres, openPostgresDatabase } from '../src/db/postgres/database.ts';
 import { PostgresFixedWindows } from '../src/db/postgres/fixed-windows.ts';
+import { QuotaExceededError } from '../src/domain/quotas.ts';
 import type { EndpointRecord } from '../src/endpoints/codec.ts';
 import { EndpointRepository } from '../src/endpoints/repository.ts';
 import { FileRepository } from '../src/ingestion/files-repository.ts';
@@ -410,20 +411,36 @@ describe('the shared-database counters on SQLite too', () => {
 });
 
 /**
- * What the repositories do not guarantee yet across replicas (issue 26, item 2): each statement runs on
- * PostgreSQL, but these read-then-write steps relied on SQLite's single connection. Each becomes a test like
- * the others once its repository takes a lock or an atomic claim.
+ * What SQLite's one connection guaranteed and two replicas must get from PostgreSQL itself: counts that
+ * decide an insert take the owner's row lock first (db/quotas.ts), claims of queued files skip the rows
+ * another replica is claiming (ingestion/files-repository.ts).
  */
-describe("guarantees still relying on SQLite's one connection", () => {
-  // db/quotas.ts counts then inserts in one transaction; under READ COMMITTED two replicas both see room
-  // (measured: 10 creations at once against a quota of 3 made 8 to 10). It needs the owner's row locked first.
-  test.todo('tenant quotas: 10 creations at once from two replicas against a quota of 3 create exactly 3', async () => {
+describe('guarantees across replicas', () => {
+  test('tenant quotas: 10 creations at once from two replicas against a quota of 3 create exactly 3', async () => {
     const { tenantId } = await newTenant();
     const repositories = [new DatasetRepository(replicaA.db, box), new DatasetRepository(replicaB.db, box)];
-    await Promise.allSettled(
+    const results = await Promise.allSettled(
       Array.from({ length: 10 }, (_, i) => (repositories[i % 2] as DatasetRepository).insert(dataset(tenantId, `d${i}`), 3)),
     );
     expect(await repositories[0]?.count(tenantId)).toBe(3);
+    const refusals = results.flatMap((result) => (result.status === 'rejected' ? [result.reason] : []));
+    expect(refusals).toHaveLength(7);
+    for (const refusal of refusals) expect(refusal).toBeInstanceOf(QuotaExceededError);
+  });
+
+  test('policy quotas: 10 policies at once from two replicas on one endpoint with room for 2 create exactly 2', async () => {
+    const { tenantId } = await newTenant();
+    const data = dataset(tenantId, 'docs');
+    await new DatasetRepository(replicaA.db, box).insert(data);
+    const target = endpoint(tenantId, 'bot', data.id);
+    await new EndpointRepository(replicaA.db).insert(target);
+    const repositories = [new PolicyRepository(replicaA.db), new PolicyRepository(replicaB.db)];
+    await Promise.allSettled(
+      Array.from({ length: 10 }, (_, i) =>
+        (repositories[i % 2] as PolicyRepository).insert(accessPolicy(tenantId, target.id, `p${i}`, new Date().toISOString()), 2),
+      ),
+    );
+    expect(await repositories[1]?.count(tenantId, target.id)).toBe(2);
   });
 
   // ingestion/files-repository.ts claims by SELECT then UPDATE (measured: 20 claims of 3 files took 9 to 12 files, 60 times).
