@@ -27,6 +27,19 @@ export const TENANT_NAME_PATTERN = `^[A-Za-z0-9][A-Za-z0-9_.-]{0,${TENANT_NAME_M
 export const MAX_TOKENS_MAX = 32_768;
 export const TEMPERATURE_MAX = 2;
 
+/** A query's passages (`limit`) and the clients' threshold (specification, Query request). */
+export const QUERY_LIMIT_MAX = 100;
+export const QUERY_LIMIT_DEFAULT = 5;
+export const QUERY_THRESHOLD_DEFAULT = 0.5;
+
+/** A dataset search's results (`POST /datasets/{id}/search`). */
+export const SEARCH_LIMIT_MAX = 100;
+export const SEARCH_LIMIT_DEFAULT = 10;
+
+/** The specification's defaults of the query fields that generate, for a query and an endpoint that name none. */
+export const SPEC_MAX_TOKENS = 100;
+export const SPEC_TEMPERATURE = 0.7;
+
 /** `POST /models/{id}/test`: a short prompt, a short answer. */
 export const MODEL_TEST_PROMPT = 'Say hello in one short sentence.';
 export const MODEL_TEST_MAX_TOKENS = 32;

@@ -1,9 +1,10 @@
 import type { GenerationDefaults } from '../endpoints/codec.ts';
+import { SPEC_MAX_TOKENS, SPEC_TEMPERATURE } from '../http/field-bounds.ts';
 import type { ChatMessage, ChatOptions } from '../llm/provider.ts';
 import type { QueryRequest } from './schemas.ts';
 
 /** The specification's defaults of the query fields that generate (Query request). */
-export const SPEC_GENERATION = { max_tokens: 100, temperature: 0.7, stop_sequences: ['\n'] } as const;
+export const SPEC_GENERATION = { max_tokens: SPEC_MAX_TOKENS, temperature: SPEC_TEMPERATURE, stop_sequences: ['\n'] } as const;
 
 export interface Generation {
   max_tokens: number;

@@ -1,5 +1,6 @@
 import { type Static, type TSchema, Type } from 'typebox';
 import { ReferencesView } from '../datasets/schemas.ts';
+import { MAX_TOKENS_MAX, QUERY_LIMIT_DEFAULT, QUERY_LIMIT_MAX, QUERY_THRESHOLD_DEFAULT, TEMPERATURE_MAX } from '../http/field-bounds.ts';
 import { SummaryView } from '../models/schemas.ts';
 
 export const ChatMessageSchema = Type.Object({
@@ -10,13 +11,13 @@ export const ChatMessageSchema = Type.Object({
 /** The query request of the specification, with its defaults and ranges (422 outside them). */
 export const QueryBody = Type.Object({
   messages: Type.Union([Type.String({ minLength: 1, maxLength: 100_000 }), Type.Array(ChatMessageSchema, { minItems: 1, maxItems: 200 })]),
-  similarity_threshold: Type.Number({ minimum: 0, maximum: 1, default: 0.5 }),
-  limit: Type.Integer({ minimum: 1, maximum: 100, default: 5 }),
+  similarity_threshold: Type.Number({ minimum: 0, maximum: 1, default: QUERY_THRESHOLD_DEFAULT }),
+  limit: Type.Integer({ minimum: 1, maximum: QUERY_LIMIT_MAX, default: QUERY_LIMIT_DEFAULT }),
   include_metadata: Type.Boolean({ default: true }),
   // No schema defaults for these three: a query that omits one gets its endpoint's `generation_defaults`,
   // else the specification's default (query/generation.ts).
-  max_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: 32_768 })),
-  temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
+  max_tokens: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_TOKENS_MAX })),
+  temperature: Type.Optional(Type.Number({ minimum: 0, maximum: TEMPERATURE_MAX })),
   stop_sequences: Type.Optional(Type.Array(Type.String({ maxLength: 200 }), { maxItems: 16 })),
   stream: Type.Boolean({ default: false }),
   presence_penalty: Type.Number({ minimum: -2, maximum: 2, default: 0 }),

@@ -8,8 +8,6 @@ export const RESPONSE_TYPE_LABELS: Record<ResponseType, string> = {
   both: 'Answer with sources',
 };
 
-/** The specification's `max_tokens` for a query that names none and an endpoint without a default of its own. */
-export const SPEC_MAX_TOKENS = 100;
 /**
  * The answer length the console gives a new endpoint: 100 tokens (the specification's) cut a real model's answer
  * at about 75 words, mid-sentence; 1024 (about 750 words) lets it answer from its five passages in full, and still

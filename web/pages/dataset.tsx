@@ -1,5 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
+import { QUERY_THRESHOLD_DEFAULT, SEARCH_LIMIT_MAX } from '../../src/http/field-bounds.ts';
 import { apiPath, del, get, post } from '../api.ts';
 import { DatasetStatus, isBusy } from '../components/dataset-status.tsx';
 import { References as ReferenceList } from '../components/references.tsx';
@@ -270,7 +271,7 @@ function Search(props: { dataset: Dataset }) {
           placeholder="What are you looking for?"
         />
         <SelectField label="Mode" value={mode} onChange={setMode} options={MODES} error={errors.mode} />
-        <TextField label="Results" type="number" min={1} max={100} value={limit} onInput={setLimit} error={errors.limit} />
+        <TextField label="Results" type="number" min={1} max={SEARCH_LIMIT_MAX} value={limit} onInput={setLimit} error={errors.limit} />
         <TextField
           label="Threshold"
           type="number"
@@ -287,7 +288,8 @@ function Search(props: { dataset: Dataset }) {
       </form>
       <p class="hint threshold-note" data-threshold-note>
         {Number(threshold) > 0 ? `Results scoring below ${threshold} are left out.` : 'Threshold 0: every result is shown, however weak.'}{' '}
-        An endpoint's playground (and its consumers) leave out passages scoring below 0.5 unless a query asks otherwise.
+        An endpoint's playground (and its consumers) leave out passages scoring below {QUERY_THRESHOLD_DEFAULT} unless a query asks
+        otherwise.
       </p>
       <ErrorNotice error={failure} />
       {result && (

@@ -1,9 +1,16 @@
 import { useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { MAX_TOKENS_MAX, NAME_MAX_LENGTH, SHORT_TEXT_MAX_LENGTH, SLUG_MAX_LENGTH, SLUG_MIN_LENGTH } from '../../src/http/field-bounds.ts';
+import {
+  MAX_TOKENS_MAX,
+  NAME_MAX_LENGTH,
+  SHORT_TEXT_MAX_LENGTH,
+  SLUG_MAX_LENGTH,
+  SLUG_MIN_LENGTH,
+  SPEC_MAX_TOKENS,
+} from '../../src/http/field-bounds.ts';
 import { post } from '../api.ts';
 import { CheckboxField, ErrorNotice, Loading, Notice, PageHeader, SelectField, SubmitButton, TextField } from '../components/ui.tsx';
-import { ANSWER_TOKENS, allowedTypes, generationDefaults, RESPONSE_TYPE_LABELS, SPEC_MAX_TOKENS } from '../lib/endpoints.ts';
+import { ANSWER_TOKENS, allowedTypes, generationDefaults, RESPONSE_TYPE_LABELS } from '../lib/endpoints.ts';
 import { slugify } from '../lib/format.ts';
 import { useFirstRender, useResource, useSubmission, useTitle } from '../lib/hooks.ts';
 import type { CreatedEndpoint, Dataset, Model, ResponseType } from '../views.ts';

@@ -1,15 +1,19 @@
 import { useRef, useState } from 'preact/hooks';
-import { MAX_TOKENS_MAX, TEMPERATURE_MAX } from '../../../src/http/field-bounds.ts';
+import {
+  MAX_TOKENS_MAX,
+  QUERY_LIMIT_DEFAULT,
+  QUERY_LIMIT_MAX,
+  QUERY_THRESHOLD_DEFAULT,
+  SPEC_MAX_TOKENS,
+  SPEC_TEMPERATURE,
+  TEMPERATURE_MAX,
+} from '../../../src/http/field-bounds.ts';
 import { apiPath, failure, send } from '../../api.ts';
 import { References } from '../../components/references.tsx';
 import { Notice, SelectField, TextField } from '../../components/ui.tsx';
-import { SPEC_MAX_TOKENS } from '../../lib/endpoints.ts';
 import { money } from '../../lib/format.ts';
 import { useFirstRender } from '../../lib/hooks.ts';
 import type { Endpoint, ModelAnswer, PolicyEntry, Reference } from '../../views.ts';
-
-/** The server's default `similarity_threshold` (src/query/schemas.ts): passages scoring below it are left out. */
-const DEFAULT_THRESHOLD = 0.5;
 
 /**
  * Which of the endpoint's policies refused a query: the refusing entry is the last of `policy_metadata` (it names
@@ -121,7 +125,7 @@ export function Playground(props: { endpoint: Endpoint }) {
     if (mode) body.extras = { reference_options: { mode } };
 
     const index = turns.length;
-    setTurns([...turns, { question: text, answer: '', done: false, threshold: threshold ? Number(threshold) : DEFAULT_THRESHOLD }]);
+    setTurns([...turns, { question: text, answer: '', done: false, threshold: threshold ? Number(threshold) : QUERY_THRESHOLD_DEFAULT }]);
     setQuestion('');
     setAsking(true);
     const controller = new AbortController();
@@ -209,8 +213,8 @@ export function Playground(props: { endpoint: Endpoint }) {
                   <References documents={turn.references} />
                   {turn.references.length === 0 && (
                     <p class="hint" data-threshold-note>
-                      Passages scoring below {turn.threshold ?? DEFAULT_THRESHOLD} are left out: lower the threshold in the query options to
-                      see weaker matches (the dataset's own search shows every result).
+                      Passages scoring below {turn.threshold ?? QUERY_THRESHOLD_DEFAULT} are left out: lower the threshold in the query
+                      options to see weaker matches (the dataset's own search shows every result).
                     </p>
                   )}
                 </details>
@@ -260,8 +264,8 @@ export function Playground(props: { endpoint: Endpoint }) {
         />
         {endpoint.dataset && (
           <p class="hint threshold-note" data-threshold-note>
-            Only passages scoring {threshold || DEFAULT_THRESHOLD} or more are used (the threshold, in the query options; 0 keeps them all).
-            The dataset's search page shows every result.
+            Only passages scoring {threshold || QUERY_THRESHOLD_DEFAULT} or more are used (the threshold, in the query options; 0 keeps them
+            all). The dataset's search page shows every result.
           </p>
         )}
         <details class="more">
@@ -270,14 +274,22 @@ export function Playground(props: { endpoint: Endpoint }) {
             {endpoint.dataset && (
               <>
                 <SelectField label="Search mode" value={mode} onChange={setMode} options={MODES} />
-                <TextField label="Passages" type="number" min={1} max={100} placeholder="5" value={limit} onInput={setLimit} />
+                <TextField
+                  label="Passages"
+                  type="number"
+                  min={1}
+                  max={QUERY_LIMIT_MAX}
+                  placeholder={String(QUERY_LIMIT_DEFAULT)}
+                  value={limit}
+                  onInput={setLimit}
+                />
                 <TextField
                   label="Threshold"
                   type="number"
                   min={0}
                   max={1}
                   step={0.05}
-                  placeholder={String(DEFAULT_THRESHOLD)}
+                  placeholder={String(QUERY_THRESHOLD_DEFAULT)}
                   hint="Passages scoring below it are left out."
                   value={threshold}
                   onInput={setThreshold}
@@ -301,7 +313,7 @@ export function Playground(props: { endpoint: Endpoint }) {
                   min={0}
                   max={TEMPERATURE_MAX}
                   step={0.1}
-                  placeholder={String(endpoint.generation_defaults.temperature ?? 0.7)}
+                  placeholder={String(endpoint.generation_defaults.temperature ?? SPEC_TEMPERATURE)}
                   value={temperature}
                   onInput={setTemperature}
                 />

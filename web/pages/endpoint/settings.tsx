@@ -1,10 +1,17 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
-import { MAX_TOKENS_MAX, NAME_MAX_LENGTH, SHORT_TEXT_MAX_LENGTH, TEMPERATURE_MAX } from '../../../src/http/field-bounds.ts';
+import {
+  MAX_TOKENS_MAX,
+  NAME_MAX_LENGTH,
+  SHORT_TEXT_MAX_LENGTH,
+  SPEC_MAX_TOKENS,
+  SPEC_TEMPERATURE,
+  TEMPERATURE_MAX,
+} from '../../../src/http/field-bounds.ts';
 import { apiPath, del, get, patch, post } from '../../api.ts';
 import { errorsUnder } from '../../components/schema-form.tsx';
 import { CheckboxField, ErrorNotice, Loading, Notice, SelectField, SubmitButton, TextField } from '../../components/ui.tsx';
-import { ANSWER_TOKENS, allowedTypes, generationDefaults, RESPONSE_TYPE_LABELS, SPEC_MAX_TOKENS } from '../../lib/endpoints.ts';
+import { ANSWER_TOKENS, allowedTypes, generationDefaults, RESPONSE_TYPE_LABELS } from '../../lib/endpoints.ts';
 import { useFirstRender, useResource, useSubmission } from '../../lib/hooks.ts';
 import type { CreatedEndpoint, Dataset, Endpoint, GenerationDefaults, Model, PublicationAnswer } from '../../views.ts';
 
@@ -103,7 +110,7 @@ export function EndpointSettings(props: { endpoint: Endpoint; reload: () => Prom
                 min={0}
                 max={TEMPERATURE_MAX}
                 step={0.1}
-                placeholder="0.7"
+                placeholder={String(SPEC_TEMPERATURE)}
                 value={temperature}
                 onInput={setTemperature}
                 error={generationErrors.temperature}
