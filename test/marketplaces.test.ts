@@ -70,8 +70,6 @@ describe('marketplaces', () => {
   const create = async (user: TestUser, name: string, extra: Record<string, unknown> = {}): Promise<Marketplace> => {
     const response = await post(user, body(name, extra));
     if (response.statusCode !== 201) throw new Error(`marketplace: ${response.statusCode} ${response.body}`);
-    // created_at has millisecond precision: keep creations apart so "oldest" is well defined.
-    await Bun.sleep(3);
     return response.json();
   };
   const list = async (user: TestUser): Promise<Marketplace[]> =>
