@@ -13,7 +13,7 @@ import { BASE_URL_FORMAT } from '../util/json-schema.ts';
 export const DATASET_DTYPES = ['local_file'] as const;
 export type DatasetDtype = (typeof DATASET_DTYPES)[number];
 
-/** The file types a new dataset indexes unless told otherwise (the parsers know a few more, e.g. `markdown`). */
+/** The file types a new dataset indexes unless told otherwise (the parsers know a few more: `markdown`, `xlsx`, `csv`, `json`). */
 export const DEFAULT_FILE_TYPES = 'pdf,txt,md,docx,html,htm';
 
 const Port = Type.Integer({
@@ -53,7 +53,8 @@ export const LocalFileConfigurationSchema = Type.Object(
     fileTypes: Type.Optional(
       Type.Union([Type.String({ maxLength: 1000 }), Type.Array(Type.String({ maxLength: 100 }), { maxItems: 100 })], {
         default: DEFAULT_FILE_TYPES,
-        description: 'Comma-separated file types (or a list of them) to index',
+        description:
+          'Comma-separated file types (or a list of them) to index; spreadsheets and data files (xlsx, csv, json) only when named',
       }),
     ),
     cost_per_query: Type.Optional(Type.Number({ minimum: 0, maximum: 1_000_000, default: 0 })),
