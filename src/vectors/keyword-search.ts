@@ -3,7 +3,7 @@ import { keywordTerms, matchExpression } from './keyword-query.ts';
 import { type DatasetTables, outsideRanges, type RowRange, TOKENIZER } from './tables.ts';
 
 /** Below this many chunks every query word is searched: reading all their postings is cheap. */
-const PRUNE_MIN_CHUNKS = 10_000;
+export const PRUNE_MIN_CHUNKS = 10_000;
 /**
  * Above it, query words are added rarest first while their chunk counts sum to at most this. FTS5
  * computes BM25 for every chunk that matches any word (~0.3 µs each), so a common word makes a query
@@ -18,14 +18,14 @@ const POSTING_BUDGET = 20_000;
  * the whole document is about the word; weights 1/2/2 lifted recall@1 of keyword search by about 0.02 on
  * the evaluation set. The lead's weight: see LEAD_WEIGHT.
  */
-const COLUMN_WEIGHTS = [1, 2, 2] as const;
+export const COLUMN_WEIGHTS = [1, 2, 2] as const;
 /**
  * The lead's weight. On the described set's tuning half (scripts/eval/described, issue 23), MRR@10 of
  * keyword search was 0.737 without a lead, 0.744 / 0.753 / 0.755 / 0.776 / 0.775 / 0.779 at weights
  * 0.5 / 1 / 2 / 4 / 6 / 10, hybrid's 0.767 then 0.766 / 0.771 / 0.780 / 0.780 / 0.782 / 0.779: 4 is where it
  * levels off, and the scores' calibration error grows with the weight (0.41 at 0, 0.46 at 4, 0.51 at 10).
  */
-const LEAD_WEIGHT = 4;
+export const LEAD_WEIGHT = 4;
 
 // A per-connection scratch table with the datasets' tokenizer: inserting the query words and reading
 // its vocabulary gives their stems, which is what the datasets' fts5vocab tables count.
@@ -150,7 +150,7 @@ export function countWords(sqlite: SqliteDatabase, tables: DatasetTables, words:
 }
 
 /** The rarest words while their postings fit the budget; words in more than half of the chunks add nothing. */
-function affordable(counted: readonly CountedWord[], chunkCount: number): CountedWord[] {
+export function affordable(counted: readonly CountedWord[], chunkCount: number): CountedWord[] {
   const candidates = counted.filter((entry) => entry.chunks <= chunkCount / 2).sort((a, b) => a.chunks - b.chunks);
   const kept: CountedWord[] = [];
   let postings = 0;

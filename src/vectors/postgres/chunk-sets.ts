@@ -1,0 +1,316 @@
+import { VectorIndexMissingError } from '../store.ts';
+import type { RowRange } from '../tables.ts';
+import { jsonRows, type Query } from './connection.ts';
+import type { PostgresTables } from './dataset-tables.ts';
+import type { TokenizedChunk } from './fts5-tokens.ts';
+import { vectorLiteral, vectorType } from './pgvector.ts';
+
+/**
+ * A file's chunks as one set of consecutive row ids (table `vector_sets`), as in the SQLite store
+ * (../chunk-sets.ts, which says why): written `staged`, made `visible` at once, replaced or deleted ones
+ * `garbage`, deleted in batches afterwards (garbage.ts). Everything here runs inside the caller's transaction.
+ *
+ * Lock order, so that no two writes wait for each other: a write to a dataset's keyword tables first locks
+ * the dataset's row of vector_indexes (lockIndex), then its sets; vector writes lock only their set.
+ */
+
+export type SetState = 'staged' | 'visible' | 'garbage';
+
+export interface ChunkSet {
+  readonly id: number;
+  readonly fileKey: string;
+  readonly firstRow: number;
+  readonly lastRow: number;
+  readonly count: number;
+  readonly embedded: number;
+  readonly state: SetState;
+}
+
+export interface IndexRow {
+  readonly dimension: number;
+  /** The visible chunks: what searches see. */
+  readonly chunkCount: number;
+  /** Rows and tokens of the whole keyword index, hidden chunks included: FTS5's row count and total size. */
+  readonly keywordRows: number;
+  readonly keywordTokens: number;
+}
+
+/** A chunk ready to be written: checked, its metadata serialised, its keyword fields tokenized. */
+export interface PreparedChunk {
+  readonly id: string;
+  readonly content: string;
+  readonly metadata: string;
+  readonly keywords: TokenizedChunk;
+  readonly embedding?: Float32Array;
+}
+
+const SET_COLUMNS = 'id, file_key AS "fileKey", first_row AS "firstRow", last_row AS "lastRow", count, embedded, state FROM vector_sets';
+const INDEX_COLUMNS =
+  'dimension, chunk_count AS "chunkCount", keyword_rows AS "keywordRows", keyword_tokens AS "keywordTokens" FROM vector_indexes';
+
+export async function readIndex(query: Query, tables: PostgresTables): Promise<IndexRow | undefined> {
+  const [row] = await query<IndexRow>(`SELECT ${INDEX_COLUMNS} WHERE dataset_id = $1`, [tables.datasetId]);
+  return row && numbers(row);
+}
+
+export async function requireIndex(query: Query, tables: PostgresTables): Promise<IndexRow> {
+  const index = await readIndex(query, tables);
+  if (!index) throw new VectorIndexMissingError(tables.datasetId);
+  return index;
+}
+
+/** The index row, locked until the transaction ends: every write to the dataset's keyword tables takes it first. */
+export async function lockIndex(query: Query, tables: PostgresTables): Promise<IndexRow> {
+  const [row] = await query<IndexRow>(`SELECT ${INDEX_COLUMNS} WHERE dataset_id = $1 FOR UPDATE`, [tables.datasetId]);
+  if (!row) throw new VectorIndexMissingError(tables.datasetId);
+  return numbers(row);
+}
+
+/** Reserves `count` consecutive row ids of the dataset for a new, hidden set of the file's chunks. */
+export async function reserveSet(query: Query, tables: PostgresTables, fileKey: string, count: number): Promise<ChunkSet> {
+  const [reserved] = await query<{ first: number }>(
+    'UPDATE vector_indexes SET next_row = next_row + $1 WHERE dataset_id = $2 RETURNING next_row - $1 AS first',
+    [count, tables.datasetId],
+  );
+  const first = Number(reserved?.first);
+  const [row] = await query<{ id: number }>(
+    "INSERT INTO vector_sets (dataset_id, file_key, first_row, last_row, count, embedded, state) VALUES ($1, $2, $3, $4, $5, 0, 'staged') RETURNING id",
+    [tables.datasetId, fileKey, first, first + count - 1, count],
+  );
+  return { id: Number(row?.id), fileKey, firstRow: first, lastRow: first + count - 1, count, embedded: 0, state: 'staged' };
+}
+
+/**
+ * Writes `rows` as the set's chunks `offset`, `offset + 1`...: the chunks, their postings, the terms'
+ * chunk counts and the index's totals. A row with a vector must follow the set's embedded chunks.
+ */
+export async function writeRows(
+  query: Query,
+  tables: PostgresTables,
+  dimension: number,
+  set: ChunkSet,
+  offset: number,
+  rows: readonly PreparedChunk[],
+): Promise<void> {
+  if (offset < 0 || offset + rows.length > set.count)
+    throw new Error(`rows ${offset}..${offset + rows.length} are outside a set of ${set.count}`);
+  if (rows.length === 0) return;
+  const rowid = (position: number) => set.firstRow + offset + position;
+  await query(
+    `INSERT INTO ${tables.chunks} (row_id, id, file_key, content, metadata, tokens) ` +
+      `SELECT (e->>0)::bigint, e->>1, $2, e->>2, e->>3, (e->>4)::int FROM json_array_elements($1::text::json) e`,
+    [jsonRows(rows.map((row, position) => [rowid(position), row.id, row.content, row.metadata, row.keywords.tokens])), set.fileKey],
+  );
+  const postings: (string | number)[][] = [];
+  const documents = new Map<string, number>();
+  let tokens = 0;
+  for (const [position, row] of rows.entries()) {
+    tokens += row.keywords.tokens;
+    for (const { term, content, title, source, lead } of row.keywords.terms) {
+      postings.push([term, rowid(position), content, title, source, lead, row.keywords.tokens]);
+      documents.set(term, (documents.get(term) ?? 0) + 1);
+    }
+  }
+  if (postings.length > 0) {
+    await query(
+      `INSERT INTO ${tables.postings} (term, row_id, content_count, title_count, source_count, lead_count, tokens) ` +
+        `SELECT e->>0, (e->>1)::bigint, (e->>2)::int, (e->>3)::int, (e->>4)::int, (e->>5)::int, (e->>6)::int FROM json_array_elements($1::text::json) e`,
+      [jsonRows(postings)],
+    );
+    // In the terms' order, so two writes of one dataset would lock them in the same order (the index row already orders them).
+    const counts = [...documents].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    await query(
+      `INSERT INTO ${tables.terms} (term, chunks) SELECT e->>0, (e->>1)::int FROM json_array_elements($1::text::json) e ORDER BY 1 ` +
+        `ON CONFLICT (term) DO UPDATE SET chunks = ${tables.terms}.chunks + excluded.chunks`,
+      [jsonRows(counts)],
+    );
+  }
+  await query('UPDATE vector_indexes SET keyword_rows = keyword_rows + $1, keyword_tokens = keyword_tokens + $2 WHERE dataset_id = $3', [
+    rows.length,
+    tokens,
+    tables.datasetId,
+  ]);
+  const withVectors = rows.flatMap((row, position) => (row.embedding ? [{ rowid: rowid(position), vector: row.embedding }] : []));
+  if (withVectors.length > 0) {
+    if (withVectors.some(({ rowid: id }, index) => id !== set.firstRow + set.embedded + index)) {
+      throw new Error('chunk vectors must be written in order');
+    }
+    await insertVectors(query, tables, dimension, withVectors);
+    await query('UPDATE vector_sets SET embedded = embedded + $1 WHERE id = $2', [withVectors.length, set.id]);
+  }
+}
+
+/**
+ * Makes a staged set the file's chunks and hides the file's previous ones (the index row is locked by the
+ * caller). False when the set is no longer staged.
+ */
+export async function publishSet(query: Query, tables: PostgresTables, setId: number): Promise<boolean> {
+  const [set] = await query<ChunkSet>(`SELECT ${SET_COLUMNS} WHERE id = $1 FOR UPDATE`, [setId]);
+  if (set?.state !== 'staged') return false;
+  const hidden = await retireFileSets(query, tables, set.fileKey);
+  await query("UPDATE vector_sets SET state = 'visible' WHERE id = $1", [setId]);
+  await adjustCount(query, tables, Number(set.count) - hidden);
+  return true;
+}
+
+/** Hides every chunk of the file, staged ones included; returns how many were visible. */
+export async function retireFile(query: Query, tables: PostgresTables, fileKey: string): Promise<number> {
+  const hidden = await retireFileSets(query, tables, fileKey);
+  await adjustCount(query, tables, -hidden);
+  return hidden;
+}
+
+async function retireFileSets(query: Query, tables: PostgresTables, fileKey: string): Promise<number> {
+  const [row] = await query<{ visible: number }>(
+    "SELECT coalesce(sum(count), 0) AS visible FROM vector_sets WHERE dataset_id = $1 AND file_key = $2 AND state = 'visible'",
+    [tables.datasetId, fileKey],
+  );
+  await query("UPDATE vector_sets SET state = 'garbage' WHERE dataset_id = $1 AND file_key = $2 AND state <> 'garbage'", [
+    tables.datasetId,
+    fileKey,
+  ]);
+  return Number(row?.visible ?? 0);
+}
+
+/** A staged set that will not be published (its file's work was cancelled or failed). */
+export async function discardSet(query: Query, setId: number): Promise<void> {
+  await query("UPDATE vector_sets SET state = 'garbage' WHERE id = $1 AND state = 'staged'", [setId]);
+}
+
+/** At a dataset's start no file is being written: staged sets are what a crash or a stop left behind. */
+export async function discardStaged(query: Query, tables: PostgresTables): Promise<void> {
+  await query("UPDATE vector_sets SET state = 'garbage' WHERE dataset_id = $1 AND state = 'staged'", [tables.datasetId]);
+}
+
+/** Rows searches must not see (sets being written or being deleted; usually none), with how many have a vector. */
+export interface HiddenRange extends RowRange {
+  readonly vectors: number;
+}
+
+export async function hiddenRanges(query: Query, tables: PostgresTables): Promise<HiddenRange[]> {
+  const rows = await query<HiddenRange>(
+    "SELECT first_row AS first, last_row AS last, embedded AS vectors FROM vector_sets WHERE dataset_id = $1 AND state IN ('staged', 'garbage')",
+    [tables.datasetId],
+  );
+  return rows.map(numbers);
+}
+
+/** The file's visible set, if it has one (`lock`: until the transaction ends, for its vectors to be written). */
+export async function visibleSet(query: Query, tables: PostgresTables, fileKey: string, lock = false): Promise<ChunkSet | undefined> {
+  const [set] = await query<ChunkSet>(
+    `SELECT ${SET_COLUMNS} WHERE dataset_id = $1 AND file_key = $2 AND state = 'visible'${lock ? ' FOR UPDATE' : ''}`,
+    [tables.datasetId, fileKey],
+  );
+  return set && numbers(set);
+}
+
+/** Files with visible chunks still waiting for their vectors, in the order their chunks were written. */
+export async function filesWaitingForVectors(query: Query, tables: PostgresTables): Promise<string[]> {
+  const rows = await query<{ file_key: string }>(
+    "SELECT file_key FROM vector_sets WHERE dataset_id = $1 AND state = 'visible' AND embedded < count ORDER BY first_row",
+    [tables.datasetId],
+  );
+  return rows.map((row) => row.file_key);
+}
+
+/** Up to `texts` chunks (and about `characters`) of rows `from`..`to`, in order. */
+export async function readRows(
+  query: Query,
+  tables: PostgresTables,
+  from: number,
+  to: number,
+  { texts, characters }: { texts: number; characters: number },
+): Promise<{ rowid: number; content: string }[]> {
+  const rows = (
+    await query<{ rowid: number; content: string }>(
+      `SELECT row_id AS rowid, content FROM ${tables.chunks} WHERE row_id BETWEEN $1 AND $2 ORDER BY row_id LIMIT $3`,
+      [from, to, texts],
+    )
+  ).map((row) => ({ rowid: Number(row.rowid), content: row.content }));
+  let size = 0;
+  for (const [index, row] of rows.entries()) {
+    size += row.content.length;
+    if (size > characters && index > 0) return rows.slice(0, index);
+  }
+  return rows;
+}
+
+/**
+ * Writes the vectors of the file's visible chunks from row `firstRow` on, which must be the set's first
+ * chunk without one. Undefined when the file has no visible set holding that row any more.
+ */
+export async function addVectors(
+  query: Query,
+  tables: PostgresTables,
+  dimension: number,
+  fileKey: string,
+  firstRow: number,
+  vectors: readonly Float32Array[],
+): Promise<ChunkSet | undefined> {
+  const set = await visibleSet(query, tables, fileKey, true);
+  if (!set || firstRow < set.firstRow || firstRow > set.lastRow + 1) return undefined;
+  if (firstRow !== set.firstRow + set.embedded) throw new Error(`vectors of ${fileKey} must be written in order`);
+  if (firstRow + vectors.length - 1 > set.lastRow) throw new Error(`more vectors than ${fileKey} has chunks`);
+  if (vectors.length === 0) return set;
+  await insertVectors(
+    query,
+    tables,
+    dimension,
+    vectors.map((vector, offset) => ({ rowid: firstRow + offset, vector })),
+  );
+  await query('UPDATE vector_sets SET embedded = embedded + $1 WHERE id = $2', [vectors.length, set.id]);
+  return { ...set, embedded: set.embedded + vectors.length };
+}
+
+async function insertVectors(
+  query: Query,
+  tables: PostgresTables,
+  dimension: number,
+  rows: readonly { rowid: number; vector: Float32Array }[],
+): Promise<void> {
+  for (const { vector } of rows) checkVector(vector, dimension);
+  await query(
+    `INSERT INTO ${tables.embeddings} (row_id, embedding) ` +
+      `SELECT (e->>0)::bigint, (e->>1)::${vectorType(dimension)}(${dimension}) FROM json_array_elements($1::text::json) e`,
+    [jsonRows(rows.map(({ rowid, vector }) => [rowid, vectorLiteral(vector)]))],
+  );
+}
+
+export function checkVector(vector: Float32Array, dimension: number): void {
+  if (!(vector instanceof Float32Array) || vector.length !== dimension) {
+    const got = vector instanceof Float32Array ? `${vector.length} dimensions` : 'no Float32Array';
+    throw new Error(`chunk embedding must have ${dimension} dimensions, got ${got}`);
+  }
+  if (!vector.every(Number.isFinite)) throw new Error('chunk embedding holds a value that is not a finite number');
+}
+
+/** `chunk_count` counts the visible chunks: what searches see. */
+async function adjustCount(query: Query, tables: PostgresTables, delta: number): Promise<void> {
+  if (delta === 0) return;
+  await query('UPDATE vector_indexes SET chunk_count = chunk_count + $1 WHERE dataset_id = $2', [delta, tables.datasetId]);
+}
+
+/**
+ * Numbers as numbers, whatever the driver: BIGINT columns and sums come as strings from a driver that does
+ * not convert them (knode's Bun.SQL dialect and PGlite do).
+ */
+function numbers<T extends object>(row: T): T {
+  const converted = { ...row } as Record<string, unknown>;
+  for (const key of NUMERIC_FIELDS) if (key in converted) converted[key] = Number(converted[key]);
+  return converted as T;
+}
+
+const NUMERIC_FIELDS = [
+  'id',
+  'firstRow',
+  'lastRow',
+  'count',
+  'embedded',
+  'dimension',
+  'chunkCount',
+  'keywordRows',
+  'keywordTokens',
+  'first',
+  'last',
+  'vectors',
+];

@@ -1,0 +1,86 @@
+import { discardStaged, readIndex } from './chunk-sets.ts';
+import { jsonRows, type PostgresConnection, type Query } from './connection.ts';
+import { allTables, createKeywordTablesSql, createVectorTableSql, type PostgresTables, postgresTables } from './dataset-tables.ts';
+import type { GarbageCollector } from './garbage.ts';
+
+/**
+ * A dataset's index in the PostgreSQL store, from its creation to its drop: its row in `vector_indexes`, its
+ * own tables (dataset-tables.ts; the vectors' only where the server has pgvector), and their size on disk.
+ */
+
+/** The SQLite store's bound (sqlite-index.ts); pgvector's columns take up to 16,000. */
+const MAX_DIMENSION = 8192;
+
+/**
+ * Creates the dataset's tables; again with the same dimension does nothing (but creates the vectors' table
+ * when pgvector has come meanwhile), with another it fails. Staged chunks are what a stop or a crash left:
+ * they become garbage. Replicas starting the same dataset take turns (a transaction-scoped advisory lock).
+ */
+export async function createIndex(
+  connection: PostgresConnection,
+  garbage: GarbageCollector,
+  datasetId: string,
+  dimension: number,
+  withVectors: boolean,
+): Promise<void> {
+  const tables = postgresTables(datasetId);
+  if (!Number.isInteger(dimension) || dimension < 1 || dimension > MAX_DIMENSION) {
+    throw new Error(`vector dimension must be an integer from 1 to ${MAX_DIMENSION}, got ${dimension}`);
+  }
+  await connection.write(async (query) => {
+    await lockDataset(query, tables);
+    const existing = await readIndex(query, tables);
+    if (existing && existing.dimension !== dimension) {
+      throw new Error(`dataset ${datasetId} already has a ${existing.dimension}-dimension index, not ${dimension}`);
+    }
+    for (const statement of createKeywordTablesSql(tables)) await query(statement);
+    if (withVectors) for (const statement of createVectorTableSql(tables, dimension)) await query(statement);
+    if (!existing) {
+      await query('INSERT INTO vector_indexes (dataset_id, dimension, created_at) VALUES ($1, $2, $3)', [
+        tables.datasetId,
+        dimension,
+        new Date().toISOString(),
+      ]);
+    }
+    await discardStaged(query, tables);
+  });
+  garbage.inBackground();
+}
+
+/**
+ * Drops the dataset's tables, chunks and calibration; a dataset without an index is left as it is. Dropping
+ * a table takes no longer for a large one, so one transaction does it all.
+ */
+export async function dropIndex(connection: PostgresConnection, datasetId: string): Promise<void> {
+  const tables = postgresTables(datasetId);
+  await connection.write(async (query) => {
+    await lockDataset(query, tables);
+    // The index row first: a garbage collection of this dataset waits for it, never the other way round.
+    await query('SELECT 1 FROM vector_indexes WHERE dataset_id = $1 FOR UPDATE', [tables.datasetId]);
+    for (const table of allTables(tables)) await query(`DROP TABLE IF EXISTS ${table}`);
+    await query('DELETE FROM vector_sets WHERE dataset_id = $1', [tables.datasetId]);
+    await query('DELETE FROM vector_indexes WHERE dataset_id = $1', [tables.datasetId]);
+    await query('DELETE FROM vector_calibrations WHERE dataset_id = $1', [tables.datasetId]);
+  });
+}
+
+/** How many bytes the dataset's tables take, their indexes and TOAST included (pg_total_relation_size). */
+export async function diskUse(connection: PostgresConnection, datasetId: string): Promise<number> {
+  const tables = postgresTables(datasetId);
+  const [row] = await connection.query<{ bytes: number }>(
+    'SELECT coalesce(sum(pg_total_relation_size(to_regclass(name))), 0) AS bytes FROM json_array_elements_text($1::text::json) AS name',
+    [jsonRows(allTables(tables))],
+  );
+  return Number(row?.bytes ?? 0);
+}
+
+/** Whether the dataset's vectors have a table (pgvector was there when the dataset last started). */
+export async function hasVectorTable(query: Query, tables: PostgresTables): Promise<boolean> {
+  const [row] = await query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [tables.embeddings]);
+  return row?.present === true;
+}
+
+/** Creating or dropping a dataset's tables, one replica at a time (until the transaction ends). */
+async function lockDataset(query: Query, tables: PostgresTables): Promise<void> {
+  await query("SELECT pg_advisory_xact_lock(hashtext('knode vector index ' || $1))", [tables.datasetId]);
+}

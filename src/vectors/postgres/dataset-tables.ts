@@ -1,0 +1,86 @@
+import { datasetTables } from '../tables.ts';
+import { hasHnswIndex, vectorType } from './pgvector.ts';
+
+/**
+ * Names and definitions of a dataset's own tables in the PostgreSQL store (the shared ones are in
+ * migrations.ts). The SQLite store's FTS5 table becomes postings in plain tables, so that BM25 is computed
+ * in SQL exactly as FTS5's bm25() computes it (keyword-search.ts):
+ *
+ * - chunks: the SQLite store's `vector_chunks` columns (row id, document id, file, text, metadata as JSON
+ *   text), plus `tokens`, the chunk's length in tokens over its four keyword fields (text, title, file
+ *   name, the document's lead), which FTS5 keeps as the row's size;
+ * - postings: one row per term of a chunk, with the term's count in each field and the chunk's length;
+ * - terms: how many chunks (of every state, as FTS5's own counts) hold each term;
+ * - embeddings: the vectors, in pgvector, with an HNSW index for cosine distance (only where the server
+ *   has pgvector).
+ */
+export interface PostgresTables {
+  /** The dataset id as stored in vector_indexes and vector_sets (lower case). */
+  readonly datasetId: string;
+  readonly chunks: string;
+  readonly postings: string;
+  readonly terms: string;
+  readonly embeddings: string;
+}
+
+/** Table names from a dataset id (a UUID, checked by datasetTables, so a name never carries SQL). */
+export function postgresTables(datasetId: string): PostgresTables {
+  const { datasetId: normalised } = datasetTables(datasetId);
+  const hex = normalised.replaceAll('-', '');
+  return {
+    datasetId: normalised,
+    chunks: `vector_chunks_${hex}`,
+    postings: `vector_postings_${hex}`,
+    terms: `vector_terms_${hex}`,
+    embeddings: `vector_embeddings_${hex}`,
+  };
+}
+
+export function allTables(tables: PostgresTables): string[] {
+  return [tables.embeddings, tables.postings, tables.terms, tables.chunks];
+}
+
+export function createKeywordTablesSql(tables: PostgresTables): string[] {
+  return [
+    `CREATE TABLE IF NOT EXISTS ${tables.chunks} (
+      row_id BIGINT PRIMARY KEY,
+      id TEXT NOT NULL UNIQUE,
+      file_key TEXT NOT NULL,
+      content TEXT NOT NULL,
+      metadata TEXT NOT NULL,
+      tokens INTEGER NOT NULL
+    )`,
+    // Terms compare by their bytes, as FTS5's do.
+    `CREATE TABLE IF NOT EXISTS ${tables.postings} (
+      term TEXT COLLATE "C" NOT NULL,
+      row_id BIGINT NOT NULL,
+      content_count INTEGER NOT NULL,
+      title_count INTEGER NOT NULL,
+      source_count INTEGER NOT NULL,
+      lead_count INTEGER NOT NULL,
+      tokens INTEGER NOT NULL,
+      PRIMARY KEY (term, row_id)
+    )`,
+    // Hidden chunks are deleted by row ranges (garbage.ts).
+    `CREATE INDEX IF NOT EXISTS ${tables.postings}_row ON ${tables.postings} (row_id)`,
+    `CREATE TABLE IF NOT EXISTS ${tables.terms} (
+      term TEXT COLLATE "C" PRIMARY KEY,
+      chunks INTEGER NOT NULL
+    )`,
+  ];
+}
+
+export function createVectorTableSql(tables: PostgresTables, dimension: number): string[] {
+  const type = vectorType(dimension);
+  const statements = [
+    `CREATE TABLE IF NOT EXISTS ${tables.embeddings} (row_id BIGINT PRIMARY KEY, embedding ${type}(${dimension}) NOT NULL)`,
+  ];
+  if (hasHnswIndex(dimension)) {
+    // pgvector's default EXTERNAL storage made exact scans 4x slower (docs/STACK.md); a vector this size fits a page.
+    statements.push(`ALTER TABLE ${tables.embeddings} ALTER COLUMN embedding SET STORAGE PLAIN`);
+    statements.push(
+      `CREATE INDEX IF NOT EXISTS ${tables.embeddings}_hnsw ON ${tables.embeddings} USING hnsw (embedding ${type}_cosine_ops)`,
+    );
+  }
+  return statements;
+}

@@ -1,0 +1,99 @@
+import { lockIndex } from './chunk-sets.ts';
+import { jsonRows, type PostgresConnection, type Query } from './connection.ts';
+import { postgresTables } from './dataset-tables.ts';
+
+/** Chunks deleted per transaction when garbage (a replaced or deleted file's chunks) is collected. */
+const COLLECT_ROWS = 512;
+
+/**
+ * Deletes hidden chunks (garbage sets, chunk-sets.ts) of every dataset in batches of COLLECT_ROWS, one short
+ * transaction each, as the SQLite store's collector does (../sqlite-garbage.ts): one collection at a time,
+ * calls made meanwhile share the next one; stopped, it leaves what is left for the next start. Replicas
+ * collecting at once take turns per dataset (its index row is locked first, as by every keyword write).
+ */
+export class GarbageCollector {
+  private running: Promise<void> | undefined;
+  private queued: Promise<void> | undefined;
+  private closed = false;
+
+  constructor(private readonly connection: PostgresConnection) {}
+
+  /** Collects until no garbage is left (or the store is closed). */
+  collect(): Promise<void> {
+    if (this.queued) return this.queued;
+    const collection: Promise<void> = (this.running ?? Promise.resolve())
+      .catch(() => undefined)
+      .then(async () => {
+        this.queued = undefined;
+        this.running = collection;
+        while (!this.closed && (await this.connection.write((query) => collectBatch(query, COLLECT_ROWS))));
+      })
+      .finally(() => {
+        if (this.running === collection) this.running = undefined;
+      });
+    this.queued = collection;
+    return collection;
+  }
+
+  /** A collection nobody waits for: a failed one leaves the garbage to the next. */
+  inBackground(): void {
+    void this.collect().catch(() => undefined);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.allSettled([this.running, this.queued]);
+  }
+}
+
+/**
+ * Deletes up to `maxRows` chunks of one garbage set, and the set once it is empty; its vectors go first
+ * (the last of them first), since a vector search looks past hidden vectors while keyword searches skip
+ * hidden rows at no cost. A chunk's deletion takes its postings and its share of the terms' and the
+ * index's counts with it. False when there is no garbage left.
+ */
+async function collectBatch(query: Query, maxRows: number): Promise<boolean> {
+  const [candidate] = await query<{ dataset_id: string }>("SELECT dataset_id FROM vector_sets WHERE state = 'garbage' LIMIT 1");
+  if (!candidate) return false;
+  const tables = postgresTables(candidate.dataset_id);
+  await lockIndex(query, tables);
+  const [found] = await query<{ id: number; first_row: number; last_row: number; embedded: number }>(
+    "SELECT id, first_row, last_row, embedded FROM vector_sets WHERE dataset_id = $1 AND state = 'garbage' ORDER BY id LIMIT 1 FOR UPDATE",
+    [tables.datasetId],
+  );
+  if (!found) return true;
+  const set = { id: Number(found.id), first: Number(found.first_row), last: Number(found.last_row), embedded: Number(found.embedded) };
+  if (set.embedded > 0) {
+    const from = set.first + Math.max(0, set.embedded - maxRows);
+    await query(`DELETE FROM ${tables.embeddings} WHERE row_id BETWEEN $1 AND $2`, [from, set.first + set.embedded - 1]);
+    await query('UPDATE vector_sets SET embedded = $1 WHERE id = $2', [from - set.first, set.id]);
+    return true;
+  }
+  const to = Math.min(set.last, set.first + maxRows - 1);
+  const [removed] = await query<{ rows: number; tokens: number }>(
+    `WITH gone AS (DELETE FROM ${tables.chunks} WHERE row_id BETWEEN $1 AND $2 RETURNING tokens) ` +
+      'SELECT count(*) AS rows, coalesce(sum(tokens), 0) AS tokens FROM gone',
+    [set.first, to],
+  );
+  // Each term loses the deleted chunks that held it; a term no chunk holds any more is deleted.
+  const emptied = await query<{ term: string }>(
+    `WITH gone AS (DELETE FROM ${tables.postings} WHERE row_id BETWEEN $1 AND $2 RETURNING term), ` +
+      'counted AS (SELECT term, count(*) AS n FROM gone GROUP BY term), ' +
+      `updated AS (UPDATE ${tables.terms} t SET chunks = t.chunks - counted.n FROM counted WHERE t.term = counted.term RETURNING t.term, t.chunks) ` +
+      'SELECT term FROM updated WHERE chunks <= 0',
+    [set.first, to],
+  );
+  if (emptied.length > 0) {
+    await query(`DELETE FROM ${tables.terms} WHERE term IN (SELECT json_array_elements_text($1::text::json)) AND chunks <= 0`, [
+      jsonRows(emptied.map((row) => row.term)),
+    ]);
+  }
+  await query('UPDATE vector_indexes SET keyword_rows = keyword_rows - $1, keyword_tokens = keyword_tokens - $2 WHERE dataset_id = $3', [
+    Number(removed?.rows ?? 0),
+    Number(removed?.tokens ?? 0),
+    tables.datasetId,
+  ]);
+  if (to >= set.last) await query('DELETE FROM vector_sets WHERE id = $1', [set.id]);
+  else await query('UPDATE vector_sets SET first_row = $1 WHERE id = $2', [to + 1, set.id]);
+  return true;
+}

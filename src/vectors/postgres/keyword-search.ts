@@ -1,0 +1,167 @@
+import { keywordTerms } from '../keyword-query.ts';
+import { affordable, COLUMN_WEIGHTS, type CountedWord, LEAD_WEIGHT, PRUNE_MIN_CHUNKS, type WeightedWord } from '../keyword-search.ts';
+import type { RowRange } from '../tables.ts';
+import type { IndexRow } from './chunk-sets.ts';
+import { jsonRows, type Query } from './connection.ts';
+import type { PostgresTables } from './dataset-tables.ts';
+import type { Fts5Tokenizer } from './fts5-tokens.ts';
+
+/**
+ * Keyword search in the PostgreSQL store: the SQLite store's BM25 (../keyword-search.ts: the same words,
+ * stop words, pruning, word weights and field weights), computed in SQL from the dataset's postings as
+ * FTS5's bm25() computes it (sqlite's ext/fts5/fts5_aux.c), so that scores, and with them the ranking and
+ * its calibration, carry over unchanged. For a row D tokens long (all fields), over an index of N rows
+ * averaging avgdl tokens (hidden rows included, as FTS5 counts them), each query word i adds
+ *
+ *   idf_i * (f_i * (k1 + 1)) / (f_i + k1 * (1 - b + b * D / avgdl)),   k1 = 1.2, b = 0.75,
+ *
+ * where f_i is the word's count in each field times the field's weight, and idf_i =
+ * ln((N - n_i + 0.5) / (n_i + 0.5)) for the n_i rows holding it, at least 1e-6. The words are added in the
+ * query's order (an ordered aggregate), and every operation is a double's, as in C: the scores are the very
+ * numbers FTS5 gives (checked in test/postgres-vector-store-compare.test.ts).
+ *
+ * Not reproduced: a word the tokenizer cuts into several terms (unicode61 splits at marks that are not
+ * diacritics, as in some Indic scripts) is a phrase for FTS5; here each of its terms counts as a word.
+ */
+
+/** FTS5's bm25() constants (fts5_aux.c). */
+const K1 = 1.2;
+const B = 0.75;
+
+/** A query as the postings see it: the SQLite store's weighted words, and the terms BM25 adds, in order. */
+export interface PostingsQuery {
+  readonly words: readonly WeightedWord[];
+  /** Each word's terms (usually one). */
+  readonly wordTerms: readonly (readonly string[])[];
+  /** BM25's phrases, in the query's order, with their IDF. */
+  readonly phrases: readonly { readonly term: string; readonly idf: number }[];
+  readonly averageLength: number;
+}
+
+/**
+ * The keyword side of a query, or undefined when it has no word any chunk holds (as keywordQuery of the
+ * SQLite store: words in at most half of the chunks, rarest first within the budget, in a large dataset).
+ */
+export async function postingsQuery(
+  query: Query,
+  tables: PostgresTables,
+  index: IndexRow,
+  tokenizer: Fts5Tokenizer,
+  text: string,
+): Promise<PostingsQuery | undefined> {
+  const words = keywordTerms(text);
+  if (words.length === 0) return undefined;
+  const terms = tokenizer.words(words);
+  const chunksHolding = await termCounts(query, tables, terms.flat());
+  const counted: (CountedWord & { terms: readonly string[] })[] = words
+    .map((word, position) => {
+      const wordTerms = terms[position] ?? [];
+      return { word, terms: wordTerms, chunks: Math.max(0, ...wordTerms.map((term) => chunksHolding.get(term) ?? 0)) };
+    })
+    .filter((entry) => entry.chunks > 0);
+  const searched = index.chunkCount >= PRUNE_MIN_CHUNKS ? (affordable(counted, index.chunkCount) as typeof counted) : counted;
+  if (searched.length === 0) return undefined;
+  const rows = index.keywordRows;
+  return {
+    words: searched.map((entry) => ({ word: entry.word, weight: Math.log(1 + index.chunkCount / entry.chunks) })),
+    wordTerms: searched.map((entry) => entry.terms),
+    phrases: searched.flatMap((entry) =>
+      entry.terms.map((term) => {
+        const holding = chunksHolding.get(term) ?? 0;
+        const idf = Math.log((rows - holding + 0.5) / (holding + 0.5));
+        return { term, idf: idf <= 0 ? 1e-6 : idf };
+      }),
+    ),
+    averageLength: index.keywordTokens / rows,
+  };
+}
+
+/** How many chunks hold each term (every state, as FTS5's counts). */
+export async function termCounts(query: Query, tables: PostgresTables, terms: readonly string[]): Promise<Map<string, number>> {
+  if (terms.length === 0) return new Map();
+  const rows = await query<{ term: string; chunks: number }>(
+    `SELECT term, chunks FROM ${tables.terms} WHERE term IN (SELECT json_array_elements_text($1::text::json))`,
+    [jsonRows([...new Set(terms)])],
+  );
+  return new Map(rows.map((row) => [row.term, Number(row.chunks)]));
+}
+
+/**
+ * BM25 of the chunks holding any of the query's terms, as `SELECT row_id, score`, with the parameters it
+ * takes from `$1` on; `where` is appended to its WHERE (on postings `p`).
+ */
+function bm25Sql(tables: PostgresTables, keyword: PostingsQuery, where: string): { sql: string; params: unknown[] } {
+  const [contentWeight, titleWeight, sourceWeight] = COLUMN_WEIGHTS;
+  // f: the word's weighted count; each operation as fts5_aux.c's, in its order (doubles throughout).
+  const frequency =
+    `(p.content_count::float8 * ${contentWeight}::float8 + p.title_count::float8 * ${titleWeight}::float8 + ` +
+    `p.source_count::float8 * ${sourceWeight}::float8 + p.lead_count::float8 * ${LEAD_WEIGHT}::float8)`;
+  const term =
+    `q.idf * ((f.value * (${K1}::float8 + 1.0::float8)) / ` +
+    `(f.value + ${K1}::float8 * (1::float8 - ${B}::float8 + ${B}::float8 * p.tokens::float8 / $2::float8)))`;
+  return {
+    sql:
+      'WITH q AS MATERIALIZED (SELECT (e->>0)::int AS position, e->>1 AS term, (e->>2)::float8 AS idf FROM json_array_elements($1::text::json) e) ' +
+      `SELECT p.row_id, sum(${term} ORDER BY q.position) AS score ` +
+      `FROM q JOIN ${tables.postings} p ON p.term = q.term CROSS JOIN LATERAL (SELECT ${frequency} AS value) f ` +
+      `WHERE true${where} GROUP BY p.row_id`,
+    params: [jsonRows(keyword.phrases.map((phrase, position) => [position, phrase.term, phrase.idf])), keyword.averageLength],
+  };
+}
+
+/**
+ * The best `wanted` chunks by BM25, as rowid → score (higher is better); rows in `hidden` are skipped
+ * before the best are chosen. Ties go to the earlier row, as FTS5 lists them.
+ */
+export async function keywordCandidates(
+  query: Query,
+  tables: PostgresTables,
+  keyword: PostingsQuery,
+  wanted: number,
+  hidden: readonly RowRange[],
+): Promise<Map<number, number>> {
+  const outside = hidden.map((_, index) => ` AND p.row_id NOT BETWEEN $${4 + index * 2} AND $${5 + index * 2}`).join('');
+  const { sql, params } = bm25Sql(tables, keyword, outside);
+  const rows = await query<{ row_id: number; score: number }>(`${sql} ORDER BY score DESC, p.row_id LIMIT $3`, [
+    ...params,
+    wanted,
+    ...hidden.flatMap((range) => [range.first, range.last]),
+  ]);
+  return new Map(rows.map((row) => [Number(row.row_id), Number(row.score)]));
+}
+
+/** The BM25 scores of chosen chunks (the vector search's candidates); a chunk holding no query word has none. */
+export async function keywordScoresOf(
+  query: Query,
+  tables: PostgresTables,
+  keyword: PostingsQuery,
+  rowids: readonly number[],
+): Promise<Map<number, number>> {
+  if (rowids.length === 0) return new Map();
+  const { sql, params } = bm25Sql(tables, keyword, ' AND p.row_id IN (SELECT (json_array_elements_text($3::text::json))::bigint)');
+  const rows = await query<{ row_id: number; score: number }>(sql, [...params, jsonRows(rowids)]);
+  return new Map(rows.map((row) => [Number(row.row_id), Number(row.score)]));
+}
+
+/** For each chunk, the summed weight of the query words it holds (in any field), added in the words' order. */
+export async function matchedWeights(
+  query: Query,
+  tables: PostgresTables,
+  keyword: PostingsQuery,
+  rowids: readonly number[],
+): Promise<Map<number, number>> {
+  const matched = new Map<number, number>();
+  if (rowids.length === 0) return matched;
+  const rows = await query<{ term: string; row_id: number }>(
+    `SELECT term, row_id FROM ${tables.postings} WHERE term IN (SELECT json_array_elements_text($1::text::json)) ` +
+      'AND row_id IN (SELECT (json_array_elements_text($2::text::json))::bigint)',
+    [jsonRows([...new Set(keyword.wordTerms.flat())]), jsonRows(rowids)],
+  );
+  const holding = new Map<string, number[]>();
+  for (const row of rows) holding.set(row.term, [...(holding.get(row.term) ?? []), Number(row.row_id)]);
+  for (const [position, { weight }] of keyword.words.entries()) {
+    const rowsWithWord = new Set((keyword.wordTerms[position] ?? []).flatMap((term) => holding.get(term) ?? []));
+    for (const rowid of rowsWithWord) matched.set(rowid, (matched.get(rowid) ?? 0) + weight);
+  }
+  return matched;
+}

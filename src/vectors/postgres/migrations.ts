@@ -1,0 +1,57 @@
+import { type Kysely, type Migration, Migrator, sql } from 'kysely';
+import type { Db } from '../../db/database.ts';
+
+/**
+ * The PostgreSQL store's shared tables, migrated by the store itself (its own migration table), since they
+ * belong to this engine: the control tables (src/db/postgres/migrations) hold vector_calibrations, which
+ * both engines share in meaning, and leave these out.
+ *
+ * - vector_indexes: a dataset's index, with what BM25 needs of its whole keyword index (rows and tokens of
+ *   every state, as FTS5 counts them) and the next row id of its chunks;
+ * - vector_sets: each file's chunks as a set of consecutive row ids, staged, visible or garbage (as in the
+ *   SQLite store, chunk-sets.ts).
+ */
+const storeTables: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await sql`
+      CREATE TABLE vector_indexes (
+        dataset_id TEXT PRIMARY KEY,
+        dimension INTEGER NOT NULL CHECK (dimension > 0),
+        chunk_count BIGINT NOT NULL DEFAULT 0,
+        keyword_rows BIGINT NOT NULL DEFAULT 0,
+        keyword_tokens BIGINT NOT NULL DEFAULT 0,
+        next_row BIGINT NOT NULL DEFAULT 1,
+        created_at TEXT NOT NULL
+      )`.execute(db);
+    await sql`
+      CREATE TABLE vector_sets (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        dataset_id TEXT NOT NULL REFERENCES vector_indexes(dataset_id) ON DELETE CASCADE,
+        file_key TEXT NOT NULL,
+        first_row BIGINT NOT NULL,
+        last_row BIGINT NOT NULL,
+        count INTEGER NOT NULL,
+        embedded INTEGER NOT NULL DEFAULT 0,
+        state TEXT NOT NULL CHECK (state IN ('staged', 'visible', 'garbage'))
+      )`.execute(db);
+    await sql`CREATE INDEX vector_sets_file ON vector_sets (dataset_id, file_key)`.execute(db);
+    await sql`CREATE INDEX vector_sets_hidden ON vector_sets (dataset_id, state) WHERE state <> 'visible'`.execute(db);
+  },
+};
+
+export const vectorStoreMigrations: Record<string, Migration> = {
+  '0001-store-tables': storeTables,
+};
+
+/** Brings the store's tables to the newest migration (replicas starting together: the migrator's lock). */
+export async function migrateVectorStore(db: Db): Promise<void> {
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => vectorStoreMigrations },
+    migrationTableName: 'vector_store_migrations',
+    migrationLockTableName: 'vector_store_migrations_lock',
+  });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((result) => result.status === 'Error');
+  if (error || failed) throw new Error(`the vector store's migration ${failed?.migrationName ?? ''} failed: ${String(error)}`);
+}

@@ -1,0 +1,178 @@
+import type { Db } from '../../db/database.ts';
+import type { SearchMode } from '../ranking.ts';
+import type { FittedCalibration, SampledFile } from '../self-calibration.ts';
+import type {
+  CandidateSet,
+  ChunkSource,
+  EmbeddingProgress,
+  ReadLimits,
+  SearchHit,
+  SearchOptions,
+  StagedFile,
+  UnembeddedChunks,
+  VectorPart,
+  VectorStore,
+} from '../store.ts';
+import { fittedCalibrations, sampleFiles, saveCalibration } from './calibrations.ts';
+import { PostgresConnection } from './connection.ts';
+import { createIndex, diskUse, dropIndex } from './dataset-index.ts';
+import { Fts5Tokenizer } from './fts5-tokens.ts';
+import { GarbageCollector } from './garbage.ts';
+import { migrateVectorStore } from './migrations.ts';
+import { ensurePgvector, type PgvectorSupport } from './pgvector.ts';
+import { candidates, search } from './search.ts';
+import { discard, publish, retireFile, stage } from './staging.ts';
+import { addVectorsOf, filesToEmbed, unembeddedOf } from './vector-progress.ts';
+
+/**
+ * The VectorStore on PostgreSQL (cluster mode, issue 26): chunks of every dataset, searchable by vector
+ * (pgvector, HNSW, cosine) and keyword (BM25 from postings, computed as FTS5 computes it), in per-dataset
+ * tables (dataset-tables.ts); each file's chunks a set of consecutive rows swapped in at once (chunk-sets.ts),
+ * replaced and deleted ones hidden at once and deleted in batches in the background (garbage.ts).
+ *
+ * On a server without pgvector the store indexes and searches keywords; vector and hybrid searches, and
+ * writing vectors, fail with PgvectorMissingError (`vectorsMissing` says why, for the dataset view).
+ *
+ * A facade, like the SQLite store (../sqlite-store.ts): each job is a file of its own, on one connection
+ * (connection.ts), one garbage collector and one tokenizer (fts5-tokens.ts, FTS5's own, so both stores
+ * index the same terms).
+ */
+export class PostgresVectorStore implements VectorStore {
+  private readonly connection: PostgresConnection;
+  private readonly garbage: GarbageCollector;
+  private readonly tokenizer = new Fts5Tokenizer();
+
+  private constructor(
+    db: Db,
+    private readonly pgvector: PgvectorSupport,
+  ) {
+    this.connection = new PostgresConnection(db);
+    this.garbage = new GarbageCollector(this.connection);
+  }
+
+  /**
+   * The store on `db` (whose control tables are migrated: vector_calibrations is one of them): its own tables
+   * migrated, pgvector created in the database when the server has it.
+   */
+  static async open(db: Db): Promise<PostgresVectorStore> {
+    await migrateVectorStore(db);
+    const pgvector = await ensurePgvector(new PostgresConnection(db).query);
+    return new PostgresVectorStore(db, pgvector);
+  }
+
+  /** Why vectors cannot be stored or searched here (the server lacks pgvector), undefined when they can. */
+  get vectorsMissing(): string | undefined {
+    return this.pgvector.version === undefined ? (this.pgvector.missing ?? 'not installed') : undefined;
+  }
+
+  /** pgvector's version in this database, when there is one. */
+  get pgvectorVersion(): string | undefined {
+    return this.pgvector.version;
+  }
+
+  get longestWriteMs(): number {
+    return this.connection.longestWriteMs;
+  }
+
+  async createDatasetIndex(datasetId: string, dimension: number): Promise<void> {
+    await createIndex(this.connection, this.garbage, datasetId, dimension, this.vectorsMissing === undefined);
+  }
+
+  async dropDatasetIndex(datasetId: string): Promise<void> {
+    await dropIndex(this.connection, datasetId);
+  }
+
+  async diskUse(datasetId: string): Promise<number> {
+    return diskUse(this.connection, datasetId);
+  }
+
+  async stage(datasetId: string, fileKey: string, source: ChunkSource, signal?: AbortSignal): Promise<StagedFile> {
+    return stage(this.staging(), datasetId, fileKey, source, signal);
+  }
+
+  async publish(staged: StagedFile): Promise<boolean> {
+    return publish(this.staging(), staged);
+  }
+
+  async discard(staged: StagedFile): Promise<void> {
+    await discard(this.staging(), staged);
+  }
+
+  async retireFile(datasetId: string, fileKey: string): Promise<number> {
+    return retireFile(this.staging(), datasetId, fileKey);
+  }
+
+  /** Deletes every hidden chunk now: what a test waits for before it counts rows. */
+  collectGarbage(): Promise<void> {
+    return this.garbage.collect();
+  }
+
+  async filesToEmbed(datasetId: string): Promise<string[]> {
+    return filesToEmbed(this.connection, datasetId);
+  }
+
+  async unembeddedOf(
+    datasetId: string,
+    files: readonly { fileKey: string; from: number | undefined }[],
+    limits: ReadLimits,
+  ): Promise<(UnembeddedChunks | undefined)[]> {
+    return unembeddedOf(this.connection, datasetId, files, limits);
+  }
+
+  async addVectorsOf(datasetId: string, parts: readonly VectorPart[]): Promise<(EmbeddingProgress | undefined)[]> {
+    return addVectorsOf(this.connection, datasetId, parts, this.vectorsMissing);
+  }
+
+  async search(
+    datasetId: string,
+    queryEmbedding: Float32Array | undefined,
+    queryText: string,
+    options: SearchOptions,
+  ): Promise<SearchHit[]> {
+    return search(this.searching(), datasetId, queryEmbedding, queryText, options);
+  }
+
+  async candidates(
+    datasetId: string,
+    queryEmbedding: Float32Array | undefined,
+    queryText: string,
+    mode: SearchMode,
+    limit: number,
+    leftOut?: string,
+  ): Promise<CandidateSet> {
+    return candidates(this.searching(), datasetId, queryEmbedding, queryText, mode, limit, leftOut);
+  }
+
+  async sampleFiles(datasetId: string, count: number, seed: number): Promise<{ chunkCount: number; files: SampledFile[] }> {
+    return sampleFiles(this.connection, this.tokenizer, datasetId, count, seed);
+  }
+
+  async saveCalibration(datasetId: string, fitted: FittedCalibration): Promise<void> {
+    await saveCalibration(this.connection, datasetId, fitted);
+  }
+
+  async fittedCalibrations(datasetIds: readonly string[]): Promise<Map<string, FittedCalibration>> {
+    return fittedCalibrations(this.connection, datasetIds);
+  }
+
+  /** Stops collecting garbage (what is left is collected at the next start) and waits for the batch under way. */
+  async close(): Promise<void> {
+    await this.garbage.close();
+    this.tokenizer.close();
+  }
+
+  private staging() {
+    const missing = this.vectorsMissing;
+    return {
+      connection: this.connection,
+      garbage: this.garbage,
+      tokenizer: this.tokenizer,
+      ...(missing ? { vectorsMissing: missing } : {}),
+    };
+  }
+
+  private searching() {
+    const missing = this.vectorsMissing;
+    return { connection: this.connection, tokenizer: this.tokenizer, ...(missing ? { vectorsMissing: missing } : {}) };
+  }
+}

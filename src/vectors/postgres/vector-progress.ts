@@ -1,0 +1,103 @@
+import type { EmbeddingProgress, ReadLimits, UnembeddedChunks, VectorPart } from '../store.ts';
+import { addVectors, filesWaitingForVectors, readRows, requireIndex, visibleSet } from './chunk-sets.ts';
+import type { PostgresConnection } from './connection.ts';
+import { postgresTables } from './dataset-tables.ts';
+import { PgvectorMissingError } from './pgvector.ts';
+
+/**
+ * Phase 2 of a file in the PostgreSQL store, as in the SQLite one (../sqlite-vector-progress.ts): which
+ * files' visible chunks still wait for vectors, their next chunks read back a window at a time, and their
+ * vectors written in order, each transaction with their count, so a restart resumes where they stop.
+ */
+
+/**
+ * The most vectors one write transaction takes. PostgreSQL's writes do not hold the thread that answers
+ * requests (the SQLite store's reason for 64); an HNSW insert costs about a millisecond at 512 dimensions.
+ */
+const VECTOR_ROWS = 128;
+
+export async function filesToEmbed(connection: PostgresConnection, datasetId: string): Promise<string[]> {
+  const tables = postgresTables(datasetId);
+  return connection.read((query) => filesWaitingForVectors(query, tables));
+}
+
+export async function unembeddedOf(
+  connection: PostgresConnection,
+  datasetId: string,
+  files: readonly { fileKey: string; from: number | undefined }[],
+  limits: ReadLimits,
+): Promise<(UnembeddedChunks | undefined)[]> {
+  const tables = postgresTables(datasetId);
+  return connection.read(async (query) => {
+    const answers: (UnembeddedChunks | undefined)[] = [];
+    let { texts, characters } = limits;
+    for (const { fileKey, from } of files) {
+      if (texts <= 0 || characters <= 0) break;
+      const set = await visibleSet(query, tables, fileKey);
+      if (!set) {
+        answers.push(undefined);
+        continue;
+      }
+      const start = Math.max(from ?? 0, set.firstRow + set.embedded);
+      const rows = start > set.lastRow ? [] : await readRows(query, tables, start, set.lastRow, { texts, characters });
+      answers.push({ from: start, rows, last: (rows.at(-1)?.rowid ?? start - 1) >= set.lastRow });
+      texts -= rows.length;
+      for (const row of rows) characters -= row.content.length;
+    }
+    return answers;
+  });
+}
+
+export async function addVectorsOf(
+  connection: PostgresConnection,
+  datasetId: string,
+  parts: readonly VectorPart[],
+  vectorsMissing: string | undefined,
+): Promise<(EmbeddingProgress | undefined)[]> {
+  if (vectorsMissing !== undefined) throw new PgvectorMissingError(vectorsMissing);
+  const tables = postgresTables(datasetId);
+  const progress: (EmbeddingProgress | undefined)[] = parts.map(() => undefined);
+  const gone = new Set<number>();
+  for (const slice of vectorSlices(parts, VECTOR_ROWS)) {
+    const written = await connection.write(async (query) => {
+      const index = await requireIndex(query, tables);
+      const answers = new Map<number, EmbeddingProgress | undefined>();
+      for (const { part, fileKey, from, vectors } of slice) {
+        if (gone.has(part) || (answers.has(part) && answers.get(part) === undefined)) continue;
+        const set = await addVectors(query, tables, index.dimension, fileKey, from, vectors);
+        answers.set(part, set && { embedded: set.embedded, count: set.count });
+      }
+      return answers;
+    });
+    for (const [part, answer] of written) {
+      progress[part] = answer;
+      // No longer the file's visible chunks: the rest of its vectors have no place.
+      if (answer === undefined) gone.add(part);
+    }
+  }
+  return progress;
+}
+
+/** The parts' vectors in consecutive slices of at most `rows`, a part split where a slice ends. */
+function vectorSlices(parts: readonly VectorPart[], rows: number): (VectorPart & { part: number })[][] {
+  const slices: (VectorPart & { part: number })[][] = [];
+  let slice: (typeof slices)[number] = [];
+  let room = rows;
+  for (const [part, { fileKey, from, vectors }] of parts.entries()) {
+    // A part with no vectors still gets its place: writing it records that the file has all of them.
+    let offset = 0;
+    do {
+      const taken = vectors.slice(offset, offset + room);
+      slice.push({ part, fileKey, from: from + offset, vectors: taken });
+      offset += taken.length;
+      room -= taken.length;
+      if (room === 0) {
+        slices.push(slice);
+        slice = [];
+        room = rows;
+      }
+    } while (offset < vectors.length);
+  }
+  if (slice.length > 0) slices.push(slice);
+  return slices;
+}
