@@ -3,6 +3,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { analyticsRoutes } from './analytics/routes.ts';
 import { authRoutes } from './auth/routes.ts';
 import { setupRoutes } from './auth/setup-routes.ts';
 import { DEV_FRONTEND_ORIGIN } from './config.ts';
@@ -124,6 +125,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       await api.register(publicUrlRoutes(services.publicUrl));
       await api.register(tunnelRoutes(services.tunnels));
       await api.register(queryRoutes(services.query, services.usage));
+      await api.register(analyticsRoutes(services.analytics));
       await api.register(walletRoutes(services.wallets, services.tenants));
       // What the console needs besides the resources (src/console/, web/).
       await api.register(setupRoutes(config, services.auth));

@@ -1,5 +1,7 @@
 import { join } from 'node:path';
 import type { DestinationStream, Logger } from 'pino';
+import { AnalyticsRepository } from './analytics/repository.ts';
+import { AnalyticsService } from './analytics/service.ts';
 import { FailedAuthLimiter } from './auth/failed-attempts.ts';
 import { CredentialGuard } from './auth/guard.ts';
 import { AuthService } from './auth/service.ts';
@@ -109,6 +111,8 @@ export interface Services {
   readonly tunnels: TunnelManager;
   readonly query: QueryPipeline;
   readonly usage: UsageService;
+  /** Tenant-wide analytics (GET /analytics/...), and the terms of the questions asked for its word cloud. */
+  readonly analytics: AnalyticsService;
   /** The tenant's payment wallet (`/settings/wallet`). */
   readonly wallets: WalletService;
   /** MPP payments of queries: challenges, credentials, their broadcast once the answer is ready. */
@@ -315,6 +319,8 @@ export async function createServices(config: Config, options: ServiceOptions = {
     intervalMs: 60_000,
   });
 
+  const tenants = new TenantService(tenantRepository, userRepository, ingestionRoots);
+  const analytics = new AnalyticsService(new AnalyticsRepository(db), tenants);
   const services: Services = {
     config,
     log,
@@ -333,7 +339,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     limits,
     failedAuth: new FailedAuthLimiter(windows),
     auth: new AuthService(db, userRepository, tenantRepository, tokens),
-    tenants: new TenantService(tenantRepository, userRepository, ingestionRoots),
+    tenants,
     datasets: new DatasetService(
       datasetRepository,
       { defaultEmbedder: config.embedder, quota: config.tenantQuotas.datasets },
@@ -362,9 +368,11 @@ export async function createServices(config: Config, options: ServiceOptions = {
       search: datasetSearch,
       models: modelRunner,
       observer: metrics,
+      questions: analytics,
       log,
     }),
     usage: new UsageService(endpointRepository, usageRepository),
+    analytics,
     wallets: new WalletService(walletRepository, outbound),
     payments,
     settlements,

@@ -68,6 +68,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
     'endpoints',
     'marketplaces',
   ],
+  analytics: [...FOUNDATION, 'db', 'http', 'vectors', 'tenants', 'query'],
   health: [...FOUNDATION, 'http', 'version.ts'],
   console: [...FOUNDATION, 'runtime', 'http', 'ingestion'],
 };

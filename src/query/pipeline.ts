@@ -8,7 +8,7 @@ import type { ChatMessage } from '../llm/provider.ts';
 import type { PolicyHooks } from '../policies/hook-set.ts';
 import type { PolicyRepository } from '../policies/repository.ts';
 import { type Generation, generationFor } from './generation.ts';
-import { PROMPT_TOKEN_MARGIN, toMessages } from './messages.ts';
+import { PROMPT_TOKEN_MARGIN, searchText, toMessages } from './messages.ts';
 import { QueryRecord, type QueryRecordDeps } from './query-record.ts';
 import { type QueryContext, RunningQuery, type RunningQueryDeps } from './running-query.ts';
 import type { QueryRequest } from './schemas.ts';
@@ -83,6 +83,7 @@ export class QueryPipeline {
       senderEmail: caller.senderEmail,
       origin: caller.origin,
       arrived,
+      question: searchText(messages),
     });
     const query = new RunningQuery(this.deps, context, messages, hooks, record, caller.kind === 'satellite');
     await query.runPreHooks();

@@ -15,9 +15,15 @@ export interface QueryObserver {
   tokensGenerated(tokens: number, seconds: number): void;
 }
 
+/** Where a recorded query's question goes (analytics/service.ts keeps its terms for the word cloud, never the text). */
+export interface QuestionObserver {
+  questionAsked(asked: { tenantId: string; endpointId: string; origin: 'api' | 'playground'; question: string; at: Date }): Promise<void>;
+}
+
 export interface QueryRecordDeps {
   usage: Pick<UsageRepository, 'record' | 'recordOnce'>;
   observer?: QueryObserver;
+  questions?: QuestionObserver;
   log: FastifyBaseLogger;
 }
 
@@ -30,6 +36,8 @@ export interface RecordedQuery {
   readonly origin: 'api' | 'playground';
   /** When the query arrived (`performance.now()`), for its latency. */
   readonly arrived: number;
+  /** What was asked (the last user message), for the question observer only: the usage row keeps no text. */
+  readonly question: string;
 }
 
 /** How a query ended, as its record needs it. */
@@ -70,13 +78,28 @@ export class QueryRecord {
       payment_amount: end.payment?.amount ?? null,
       payment_transaction: end.payment?.transaction?.id ?? null,
     };
+    let recorded = true;
     try {
       // A paid answer's row is written once: here, or by the reconciler if this process stops first.
-      if (end.settlementId) await this.deps.usage.recordOnce(row, end.settlementId);
+      if (end.settlementId) recorded = await this.deps.usage.recordOnce(row, end.settlementId);
       else await this.deps.usage.record(row);
     } catch (error) {
       if (!end.paid) throw error;
+      recorded = false;
       this.deps.log.error({ err: error, endpoint: this.query.endpoint.slug }, 'the usage of a paid query could not be recorded');
+    }
+    if (recorded) await this.askedQuestion();
+  }
+
+  /** The question goes to its observer once its query is recorded; the answer never fails by it. */
+  private async askedQuestion(): Promise<void> {
+    const { questions, log } = this.deps;
+    if (!questions) return;
+    const { tenant, endpoint, origin, question } = this.query;
+    try {
+      await questions.questionAsked({ tenantId: tenant.id, endpointId: endpoint.id, origin, question, at: new Date() });
+    } catch (error) {
+      log.warn({ err: error, endpoint: endpoint.slug }, 'the terms of a question could not be kept for the analytics');
     }
   }
 

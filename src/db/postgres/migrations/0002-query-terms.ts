@@ -12,7 +12,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       tenant_id TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,
       endpoint_id TEXT NOT NULL REFERENCES endpoints(id) ON DELETE CASCADE,
       term TEXT COLLATE "C" NOT NULL,
-      asked_hour TEXT COLLATE "C" NOT NULL
+      asked_hour TEXT COLLATE "C" NOT NULL,
+      origin TEXT NOT NULL DEFAULT 'api' CHECK (origin IN ('api', 'playground'))
     )`.execute(db);
   await sql`CREATE INDEX query_terms_tenant_time ON query_terms(tenant_id, asked_hour)`.execute(db);
   await sql`CREATE INDEX query_terms_endpoint_time ON query_terms(endpoint_id, asked_hour)`.execute(db);
