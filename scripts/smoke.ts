@@ -4,7 +4,7 @@
  * Builds dist/knode and dist/vendor/, copies them to an empty temporary folder and starts the copy
  * with its data, HOME and documents in temporary folders, on a free port, with the project checkout
  * hidden from it when the machine allows (scripts/binary/launch.ts). Then: the console's page and
- * files at / (embedded); through the HTTP API: register and log in; ingest a PDF, a DOCX, an HTML, a Markdown and a text file (pdf.js, mammoth,
+ * files at / (embedded); through the HTTP API: register and log in; ingest a PDF, a DOCX, an HTML, a Markdown, a text, an XLSX, a CSV and a JSON file (pdf.js, mammoth, read-excel-file, csv-parse,
  * USE-lite embeddings on ONNX Runtime, its model converted on first use, and sqlite-vec, all from
  * inside the binary); search each through a raw endpoint;
  * ingest and search with a (tiny, generated) ONNX sentence model through transformers.js; load the
@@ -21,6 +21,7 @@ import { join, resolve } from 'node:path';
 import { spawnSync } from 'bun';
 import pkg from '../package.json' with { type: 'json' };
 import { buildDocx, buildPdf } from '../test/fixtures/make-documents.ts';
+import { buildXlsx } from '../test/fixtures/make-spreadsheets.ts';
 import { launchKnode, type RunningKnode } from './binary/launch.ts';
 import { stageBinary } from './binary/stage.ts';
 import { makeOnnxEmbedder } from './fixtures/make-onnx-embedder.ts';
@@ -36,6 +37,9 @@ const DOCUMENTS = {
   'garden.html': 'Tomatoes ripen slowly beside the greenhouse wall.',
   'notes.md': 'Glaciers carve deep valleys over thousands of winters.',
   'recipe.txt': 'Knead the sourdough gently before the oven is hot.',
+  'ledger.xlsx': 'Copper kettles were sold at the autumn market.',
+  'tides.csv': 'Spring tides flood the salt marsh twice a month.',
+  'birds.json': 'Puffins nest in burrows on the northern cliffs.',
 } as const;
 
 let current = 'setting up';
@@ -86,6 +90,9 @@ async function writeDocuments(folder: string): Promise<void> {
   );
   writeFileSync(join(folder, 'notes.md'), `# Notes\n\n${DOCUMENTS['notes.md']}\n`);
   writeFileSync(join(folder, 'recipe.txt'), `${DOCUMENTS['recipe.txt']}\n`);
+  writeFileSync(join(folder, 'ledger.xlsx'), await buildXlsx([{ name: 'Ledger', rows: [['Note'], [DOCUMENTS['ledger.xlsx']]] }]));
+  writeFileSync(join(folder, 'tides.csv'), `Note\n"${DOCUMENTS['tides.csv']}"\n`);
+  writeFileSync(join(folder, 'birds.json'), JSON.stringify([{ note: DOCUMENTS['birds.json'] }]));
 }
 
 interface Dataset {
@@ -143,14 +150,11 @@ async function exercise(knode: RunningKnode, scratch: string): Promise<void> {
     api.login(access_token);
   });
 
-  const dataset = await step('ingest a PDF, a DOCX, an HTML, a Markdown and a text file', async () => {
+  const dataset = await step('ingest a PDF, a DOCX, an HTML, a Markdown, a text, an XLSX, a CSV and a JSON file', async () => {
     await writeDocuments(documents);
-    const created = await api.call<Dataset>(
-      'POST',
-      '/datasets/',
-      { name: 'smoke', dtype: 'local_file', configuration: { ingestionPath: documents } },
-      201,
-    );
+    // Spreadsheets and data files are indexed only when the dataset names them.
+    const configuration = { ingestionPath: documents, fileTypes: 'pdf,docx,html,md,txt,xlsx,csv,json' };
+    const created = await api.call<Dataset>('POST', '/datasets/', { name: 'smoke', dtype: 'local_file', configuration }, 201);
     await waitForIndexing(api, created.id, Object.keys(DOCUMENTS).length);
     // USE-lite ran on ONNX Runtime (its model converted into the cache), not on the tfjs fallback.
     check(!/falls back to tfjs/.test(knode.log()), `USE-lite fell back to tfjs in the binary:\n${knode.log()}`);

@@ -1,6 +1,6 @@
 /**
  * Entry point of a parse thread (see parser-pool.ts): parses one file per request and answers with
- * the document or a plain error. pdf.js, mammoth and html-to-text are synchronous for long stretches;
+ * the document or a plain error. pdf.js, mammoth, html-to-text, read-excel-file and csv-parse are synchronous for long stretches;
  * here they block this thread only, never the one answering HTTP requests.
  *
  * In the compiled binary this file must be an extra entry point of the build
@@ -69,6 +69,7 @@ async function prepareFile(path: string, options: PrepareOptions & Partial<Parse
   const bytes = await readFileLimited(path, options, { folder: options.folder, roots: options.roots });
   const hash = new Bun.CryptoHasher('sha256').update(bytes).digest('hex');
   if (hash === options.knownHash) return { hash, unchanged: true, chunks: [] };
+  // `options` carries the chunk size too: XLSX, CSV and JSON lay their rows out in chunk-sized groups by it.
   const doc = await parseBytes(path, bytes, options);
   // DOCX and HTML are parsed in one go: their memory is looked at once they are done, and once chunked.
   checkMemory(options);
