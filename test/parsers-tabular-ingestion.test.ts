@@ -77,7 +77,7 @@ describe('spreadsheets and data files through the API', () => {
 
     const station = (await dataset.search('dunkerque', KEYWORD)).find((hit) => hit.metadata.source === 'stations.json');
     expect(station?.content).toBe('id: brest | lat: 48.38\nid: dunkerque | lat: 51.05');
-    expect(station?.metadata).toEqual({ source: 'stations.json', file_type: 'json', chunk_index: 1, path: 'stations', rows: '1-2' });
+    expect(station?.metadata).toEqual({ source: 'stations.json', file_type: 'json', chunk_index: 1, json_path: 'stations', rows: '1-2' });
   });
 
   test('a file type the parsers do not know is refused, naming the ones they do', async () => {

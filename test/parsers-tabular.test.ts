@@ -226,7 +226,7 @@ describe('JSON', () => {
     const doc = await parseFile(await file('config.json', JSON.stringify(config, null, 2)));
     expect(doc.sections).toEqual([
       { text: 'service.name: knode\nservice.port: 8080\nservice.hosts: a.example, b.example\nmatrix[0]: 1, 2\nmatrix[1]: 3, 4' },
-      { text: 'id: d1 | files: 3\nid: d2', location: { path: 'datasets.items', rows: '1-2' } },
+      { text: 'id: d1 | files: 3\nid: d2', location: { json_path: 'datasets.items', rows: '1-2' } },
     ]);
   });
 

@@ -39,7 +39,7 @@ export function parseJson(bytes: Uint8Array, options: TableOptions): ParsedDocum
     '',
     (path, item) => {
       if (isTable(item)) {
-        const rows = new TableSections(tables, budget, options, path === '' ? {} : { path });
+        const rows = new TableSections(tables, budget, options, path === '' ? {} : { json_path: path });
         item.forEach((row, index) => {
           rows.add(index + 1, rowLine(flatten(row)));
         });

@@ -14,13 +14,14 @@ export interface ParsedSection {
 
 /**
  * A group of rows of a table: `rows` is "first-last", numbered as a spreadsheet program shows them (the
- * header is row 1 of a CSV; an XLSX keeps its own row numbers; a JSON array's items count from 1).
+ * header is row 1 of a CSV; an XLSX keeps its own row numbers; a JSON array's items count from 1). Its
+ * keys are those of the search hit's metadata, as they go on the wire (keyword-phase.ts spreads them in).
  */
 export interface TableLocation {
   /** The XLSX sheet's name. */
   sheet?: string;
   /** The JSON path of the array whose items are the rows ("people", "data.items"); absent for a top-level array. */
-  path?: string;
+  json_path?: string;
   rows: string;
 }
 
