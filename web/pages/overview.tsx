@@ -33,7 +33,7 @@ function Steps(props: { datasets: Dataset[]; models: Model[]; endpoints: Endpoin
       text:
         datasets.length > 0
           ? `${plural(datasets.length, 'dataset')}, ${count(indexed)} files indexed.`
-          : 'Pick a folder of PDF, Word, HTML, Markdown or text files: knode indexes it and keeps it up to date.',
+          : 'Pick a folder of PDF, Word, HTML, Markdown or text files (spreadsheets, CSV and JSON too, when the dataset names them): knode indexes it and keeps it up to date.',
       href: datasets.length > 0 ? '/datasets' : '/datasets/new',
       action: datasets.length > 0 ? 'See datasets' : 'Add a folder',
     },
