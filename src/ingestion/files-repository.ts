@@ -1,6 +1,6 @@
 import { type SqlBool, sql } from 'kysely';
 import type { Db, DbOrTransaction } from '../db/database.ts';
-import { now } from '../db/database.ts';
+import { isPostgres, now } from '../db/database.ts';
 import type { DatasetFileTable } from '../db/schema.ts';
 import type { FileFacts } from './folder.ts';
 
@@ -90,10 +90,17 @@ export class FileRepository {
   /**
    * Takes up to `limit` queued files of one dataset among `datasetIds` (the oldest queued first) and
    * marks them indexing. One dataset per batch: its files share one embedder.
+   *
+   * On PostgreSQL, replicas claim from one queue at once: the rows read are locked until the transaction
+   * marks them (FOR UPDATE), and rows another claim holds are passed over (SKIP LOCKED), so no file is
+   * taken twice and a second claim takes the next files instead of waiting. Read-then-update was safe on
+   * SQLite only because its one connection runs one claim at a time (measured on PostgreSQL without the
+   * locks: 20 claims of 3 files took the same files up to 60 times).
    */
   async claim(datasetIds: readonly string[], limit: number): Promise<ClaimedFile[]> {
     if (datasetIds.length === 0) return [];
     return this.db.transaction().execute(async (trx) => {
+      const shared = isPostgres(trx);
       const first = await trx
         .selectFrom('dataset_files')
         .select('dataset_id')
@@ -101,6 +108,7 @@ export class FileRepository {
         .where('status', '=', 'queued')
         .orderBy('updated_at')
         .limit(1)
+        .$if(shared, (query) => query.forUpdate().skipLocked())
         .executeTakeFirst();
       if (!first) return [];
       const rows = await trx
@@ -111,7 +119,9 @@ export class FileRepository {
         .orderBy('updated_at')
         .orderBy('path')
         .limit(limit)
+        .$if(shared, (query) => query.forUpdate().skipLocked())
         .execute();
+      if (rows.length === 0) return [];
       await trx
         .updateTable('dataset_files')
         .set({ status: 'indexing', updated_at: now() })
