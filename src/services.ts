@@ -13,7 +13,7 @@ import { DatasetSearchService } from './datasets/search.ts';
 import { DatasetService } from './datasets/service.ts';
 import { StorageService } from './datasets/storage-service.ts';
 import { type OpenedDatabase, openDatabase } from './db/database.ts';
-import { FixedWindows } from './db/fixed-windows.ts';
+import { SqliteFixedWindows } from './db/fixed-windows.ts';
 import { DEFAULT_TENANT } from './domain/principal.ts';
 import { closeEmbedders, datasetEmbedder } from './embeddings/embedder.ts';
 import { setUseLiteWarningListener } from './embeddings/use-lite.ts';
@@ -163,7 +163,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const policyRepository = new PolicyRepository(db);
   const marketplaceRepository = new MarketplaceRepository(db);
   const usageRepository = new UsageRepository(db);
-  const windows = new FixedWindows(database, clock);
+  const windows = new SqliteFixedWindows(database, clock);
   const limits = new GeneralLimits(config, windows);
   await tenantRepository.ensure(DEFAULT_TENANT);
 

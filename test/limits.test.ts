@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { openDatabase } from '../src/db/database.ts';
-import { FixedWindows } from '../src/db/fixed-windows.ts';
+import { SqliteFixedWindows } from '../src/db/fixed-windows.ts';
 import { ManualClock } from './fakes/clock.ts';
 import { createTestApp, tempDir } from './helpers/app.ts';
 
@@ -95,7 +95,7 @@ describe('fixed windows', () => {
   test('concurrent hits never exceed the quota', async () => {
     const database = await openDatabase(tempDir());
     try {
-      const windows = new FixedWindows(database, new ManualClock()); // no minute can turn over mid-burst
+      const windows = new SqliteFixedWindows(database, new ManualClock()); // no minute can turn over mid-burst
       const quota = { key: 'k', limit: 10, periodSeconds: 60 };
       const verdicts = await Promise.all(Array.from({ length: 50 }, () => windows.consume([quota])));
       expect(verdicts.filter((v) => v.allowed)).toHaveLength(10);
@@ -108,7 +108,7 @@ describe('fixed windows', () => {
     const database = await openDatabase(tempDir());
     try {
       const clock = new ManualClock(Date.UTC(2026, 0, 1, 10, 0, 30)); // 30 s into a minute
-      const windows = new FixedWindows(database, clock);
+      const windows = new SqliteFixedWindows(database, clock);
       const perMinute = { key: 'm', limit: 1, periodSeconds: 60 };
       const perHour = { key: 'h', limit: 2, periodSeconds: 3600 };
       expect((await windows.consume([perHour, perMinute])).allowed).toBe(true);
@@ -129,7 +129,7 @@ describe('fixed windows', () => {
   test('counting while a Kysely transaction is open waits for it instead of joining it', async () => {
     const database = await openDatabase(tempDir());
     try {
-      const windows = new FixedWindows(database);
+      const windows = new SqliteFixedWindows(database);
       let counted = false;
       const transaction = database.db.transaction().execute(async (trx) => {
         await trx.insertInto('tenants').values({ id: 'x', name: 'in-flight', created_at: 'now' }).execute();

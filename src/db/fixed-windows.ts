@@ -11,14 +11,29 @@ export interface WindowQuota {
 
 export type WindowVerdict = { allowed: true } | { allowed: false; quota: WindowQuota; retryAfterSeconds: number };
 
+/**
+ * Fixed-window counters (rate_windows), as the rate limits, the general limits and the failed-attempt
+ * limits count them. All quotas of one request move together: a request refused by one counts against
+ * none, and concurrent requests never overshoot a quota. A refusal names the used-up quota whose window
+ * ends last. Two implementations with the same verdicts: SqliteFixedWindows below (knode's one SQLite
+ * connection), and db/postgres/fixed-windows.ts for a database several replicas share.
+ */
+export interface FixedWindows {
+  /** Counts one hit against every quota, unless one of them is already used up. */
+  consume(quotas: readonly WindowQuota[]): Promise<WindowVerdict>;
+  /** Whether a hit would be allowed now, without counting one. */
+  peek(quotas: readonly WindowQuota[]): Promise<WindowVerdict>;
+}
+
 const KEEP_SECONDS = 2 * 86_400; // longer than the longest period (a day)
 
 /**
  * Counters in SQLite, so a restart does not reset a window. All quotas of one request are checked and
  * counted in one synchronous transaction: either every counter moves or none does, and since bun:sqlite
- * runs it without yielding, concurrent requests can never overshoot a quota.
+ * runs it without yielding, concurrent requests can never overshoot a quota. (PostgresFixedWindows' upsert
+ * form runs on SQLite too, but took 3 times as long per request here: 115-170 µs against 37-45 µs.)
  */
-export class FixedWindows {
+export class SqliteFixedWindows implements FixedWindows {
   private lastPrune = 0;
 
   constructor(

@@ -1,8 +1,8 @@
 import { type Clock, systemClock } from '../../util/clock.ts';
 import type { Db } from '../database.ts';
-import type { WindowQuota, WindowVerdict } from '../fixed-windows.ts';
+import type { FixedWindows, WindowQuota, WindowVerdict } from '../fixed-windows.ts';
 
-const KEEP_SECONDS = 2 * 86_400; // longer than the longest period (a day), as db/fixed-windows.ts keeps them
+const KEEP_SECONDS = 2 * 86_400; // longer than the longest period (a day), as SqliteFixedWindows keeps them
 
 /** Thrown inside the counting transaction to roll every counter of the request back. */
 class UsedUp extends Error {
@@ -12,7 +12,7 @@ class UsedUp extends Error {
 }
 
 /**
- * The fixed windows of db/fixed-windows.ts (same quotas, same verdicts) for a database shared by several
+ * The fixed windows of db/fixed-windows.ts (same interface, same verdicts) for a database shared by several
  * processes, where no connection lock makes a read-then-write safe: each counter moves by one upsert that
  * counts only under its limit (`INSERT … ON CONFLICT … DO UPDATE SET count = count + 1 WHERE count < limit
  * RETURNING count`). PostgreSQL re-checks that WHERE on the newest row once it holds the row's lock, so
@@ -22,7 +22,7 @@ class UsedUp extends Error {
  *
  * Plain Kysely: it runs on SQLite too, where the connection lock serialises the transaction.
  */
-export class PostgresFixedWindows {
+export class PostgresFixedWindows implements FixedWindows {
   private lastPrune = 0;
 
   constructor(
@@ -57,7 +57,7 @@ export class PostgresFixedWindows {
       });
     } catch (error) {
       if (!(error instanceof UsedUp)) throw error;
-      // Which quota to name: the one whose window ends last, as db/fixed-windows.ts answers.
+      // Which quota to name: the one whose window ends last, as SqliteFixedWindows answers.
       const verdict = await this.peekAt(quotas, nowMs);
       return verdict.allowed ? refusal(error.quota, nowMs) : verdict;
     } finally {
