@@ -1,7 +1,8 @@
 import { NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { Principal, Tenant } from '../domain/principal.ts';
 import { hourOf, questionTerms } from './question-terms.ts';
-import type { AnalyticsRepository, Coverage, Scope } from './repository.ts';
+import type { AnalyticsRepository, CallerPart, Scope } from './repository.ts';
+import { type Reading, readSliced } from './sliced-reading.ts';
 
 /** What a route asks for (its query string, validated by its schema). */
 export interface AnalyticsRequest {
@@ -23,13 +24,14 @@ export const MAX_SPAN_DAYS = 366;
 /** By hour, a month at most (744 buckets: what a chart can still show). */
 export const MAX_HOURLY_SPAN_DAYS = 31;
 /**
- * The most usage rows one answer reads, newest first. Counting them takes tens of milliseconds on SQLite
- * (measured: test/analytics-scale.test.ts), during which the event loop waits; more would be the range's
- * older rows, and the answer says from when it counted.
+ * The most usage rows one answer reads, newest first (the answer says from when it counted when the range
+ * holds more), and how many one statement reads: a slice of 2,500 holds the event loop for a few
+ * milliseconds on SQLite (test/analytics-scale.test.ts measures the whole and the longest pause).
  */
 export const MAX_USAGE_ROWS = 100_000;
 /** The most term rows the word cloud reads (about 10,000 questions of a few words each). */
 export const MAX_TERM_ROWS = 50_000;
+export const SLICE_ROWS = 2_500;
 export const DEFAULT_TOP_USERS = 10;
 export const DEFAULT_TERMS = 60;
 
@@ -70,55 +72,85 @@ export class AnalyticsService {
 
   async summary(tenant: Tenant, request: AnalyticsRequest) {
     const { scope, answer } = await this.range(tenant, request);
-    const row = await this.repository.summary(scope, MAX_USAGE_ROWS);
+    const callers = await this.byCaller(scope);
+    const totals = { queries: 0, revenue: 0, errors: 0, refused: 0, latencySum: 0, latencyCount: 0 };
+    for (const caller of callers.parts.values()) {
+      totals.queries += caller.queries;
+      totals.revenue += caller.revenue;
+      totals.errors += caller.errors;
+      totals.refused += caller.refused;
+      totals.latencySum += caller.latencySum;
+      totals.latencyCount += caller.latencyCount;
+    }
     return {
       ...answer,
-      coverage: coverage(row, MAX_USAGE_ROWS, scope.from),
-      queries: row.rows,
-      users: row.users,
-      revenue_usd: money(row.revenue),
-      errors: row.errors,
-      refused: row.refused,
-      average_latency_ms: row.averageLatencyMs,
+      coverage: coverage(callers.reading, MAX_USAGE_ROWS, scope.from),
+      queries: totals.queries,
+      users: [...callers.parts.keys()].filter(isUser).length,
+      revenue_usd: money(totals.revenue),
+      errors: totals.errors,
+      refused: totals.refused,
+      average_latency_ms: totals.latencyCount > 0 ? Math.round(totals.latencySum / totals.latencyCount) : null,
     };
   }
 
   async series(tenant: Tenant, request: AnalyticsRequest & { bucket?: Bucket }) {
     const bucket = request.bucket ?? 'day';
     const { scope, answer } = await this.range(tenant, request, bucket === 'hour' ? MAX_HOURLY_SPAN_DAYS : MAX_SPAN_DAYS);
-    const rows = await this.repository.series(scope, bucket, MAX_USAGE_ROWS);
-    const byStart = new Map(rows.map((row) => [startOf(row.bucket, bucket), row]));
+    const byStart = new Map<string, { queries: number; revenue: number; users: Set<string> }>();
+    const reading = await readSliced(
+      {
+        boundary: (upper, rows) => this.repository.usageBoundary(scope, upper, rows),
+        read: async (window) => {
+          let read = 0;
+          for (const part of await this.repository.usageByBucket(scope, window, bucket)) {
+            const start = startOf(part.bucket, bucket);
+            const figures = byStart.get(start) ?? { queries: 0, revenue: 0, users: new Set<string>() };
+            figures.queries += part.queries;
+            figures.revenue += part.revenue;
+            if (isUser(part.senderEmail)) figures.users.add(part.senderEmail);
+            byStart.set(start, figures);
+            read += part.queries;
+          }
+          return read;
+        },
+      },
+      SLICE_ROWS,
+      MAX_USAGE_ROWS,
+    );
     const size = BUCKET_MS[bucket];
-    const first = Math.floor(Date.parse(scope.from) / size) * size;
     const buckets = [];
-    for (let start = first; start < Date.parse(scope.to); start += size) {
-      const iso = new Date(start).toISOString();
-      const row = byStart.get(iso);
-      buckets.push({ start: iso, queries: row?.queries ?? 0, users: row?.users ?? 0, revenue_usd: money(row?.revenue ?? 0) });
+    for (let start = Math.floor(Date.parse(scope.from) / size) * size; start < Date.parse(scope.to); start += size) {
+      const figures = byStart.get(new Date(start).toISOString());
+      buckets.push({
+        start: new Date(start).toISOString(),
+        queries: figures?.queries ?? 0,
+        users: figures?.users.size ?? 0,
+        revenue_usd: money(figures?.revenue ?? 0),
+      });
     }
-    const read = rows.reduce((sum, row) => sum + row.queries, 0);
-    // The buckets come oldest first: the first holds the oldest row read.
-    const oldest = rows[0]?.oldest ?? null;
-    return { ...answer, coverage: coverage({ rows: read, oldest }, MAX_USAGE_ROWS, scope.from), bucket, buckets };
+    return { ...answer, coverage: coverage(reading, MAX_USAGE_ROWS, scope.from), bucket, buckets };
   }
 
   async topUsers(tenant: Tenant, request: AnalyticsRequest & { skip?: number; limit?: number }) {
     const { scope, answer } = await this.range(tenant, request);
     const skip = request.skip ?? 0;
     const limit = request.limit ?? DEFAULT_TOP_USERS;
-    const rows = await this.repository.topUsers(scope, MAX_USAGE_ROWS, skip, limit);
-    const read = await this.repository.userCount(scope, MAX_USAGE_ROWS);
+    const callers = await this.byCaller(scope);
+    const users = [...callers.parts.values()]
+      .filter((caller) => isUser(caller.senderEmail))
+      .sort((a, b) => b.queries - a.queries || b.revenue - a.revenue || compare(a.senderEmail, b.senderEmail));
     return {
       ...answer,
-      coverage: coverage(read, MAX_USAGE_ROWS, scope.from),
-      items: rows.map((row) => ({
-        sender_email: row.senderEmail,
-        queries: row.queries,
-        errors: row.errors,
-        revenue_usd: money(row.revenue),
-        last_query_at: row.lastQueryAt,
+      coverage: coverage(callers.reading, MAX_USAGE_ROWS, scope.from),
+      items: users.slice(skip, skip + limit).map((caller) => ({
+        sender_email: caller.senderEmail,
+        queries: caller.queries,
+        errors: caller.errors,
+        revenue_usd: money(caller.revenue),
+        last_query_at: caller.lastQueryAt,
       })),
-      total: read.users,
+      total: users.length,
       skip,
       limit,
     };
@@ -134,8 +166,64 @@ export class AnalyticsService {
     const { scope, answer } = await this.range(principal.tenant, request);
     const hourly = { ...scope, from: hourOf(new Date(scope.from)) };
     const limit = request.limit ?? DEFAULT_TERMS;
-    const found = await this.repository.terms(hourly, MAX_TERM_ROWS, limit);
-    return { ...answer, coverage: coverage(found.coverage, MAX_TERM_ROWS, hourly.from), terms: found.terms, limit };
+    const counts = new Map<string, number>();
+    const reading = await readSliced(
+      {
+        boundary: (upper, rows) => this.repository.termsBoundary(hourly, upper, rows),
+        read: async (window) => {
+          let read = 0;
+          for (const part of await this.repository.termCounts(hourly, window)) {
+            counts.set(part.term, (counts.get(part.term) ?? 0) + part.count);
+            read += part.count;
+          }
+          return read;
+        },
+      },
+      SLICE_ROWS,
+      MAX_TERM_ROWS,
+    );
+    const terms = [...counts.entries()]
+      .sort(([a, countA], [b, countB]) => countB - countA || compare(a, b))
+      .slice(0, limit)
+      .map(([term, count]) => ({ term, count }));
+    return { ...answer, coverage: coverage(reading, MAX_TERM_ROWS, hourly.from), terms, limit };
+  }
+
+  /** The range's usage rows added up per caller (the summary's and the top users' figures). */
+  private async byCaller(scope: Scope): Promise<{ parts: Map<string, CallerPart>; reading: Reading }> {
+    const parts = new Map<string, CallerPart>();
+    const reading = await readSliced(
+      {
+        boundary: (upper, rows) => this.repository.usageBoundary(scope, upper, rows),
+        read: async (window) => {
+          let read = 0;
+          for (const part of await this.repository.usageByCaller(scope, window)) {
+            const known = parts.get(part.senderEmail);
+            parts.set(
+              part.senderEmail,
+              known
+                ? {
+                    senderEmail: part.senderEmail,
+                    queries: known.queries + part.queries,
+                    errors: known.errors + part.errors,
+                    refused: known.refused + part.refused,
+                    revenue: known.revenue + part.revenue,
+                    latencySum: known.latencySum + part.latencySum,
+                    latencyCount: known.latencyCount + part.latencyCount,
+                    // Slices come newest first: the caller's first one holds its last query.
+                    lastQueryAt: known.lastQueryAt,
+                  }
+                : part,
+            );
+            read += part.queries;
+          }
+          return read;
+        },
+      },
+      SLICE_ROWS,
+      MAX_USAGE_ROWS,
+    );
+    return { parts, reading };
   }
 
   /** The range and filters asked for, checked: 422 for a reversed or too long range or both filters, 404 for another tenant's resource. */
@@ -179,9 +267,18 @@ function issue(field: string, msg: string): ValidationError {
   return new ValidationError([{ loc: ['query', field], msg, type: 'value_error' }]);
 }
 
-function coverage(read: Coverage, rowLimit: number, from: string) {
-  const capped = read.rows >= rowLimit;
-  return { rows: read.rows, row_limit: rowLimit, capped, counted_from: capped && read.oldest ? read.oldest : from };
+function coverage(reading: Reading, rowLimit: number, from: string) {
+  return { rows: reading.rows, row_limit: rowLimit, capped: reading.capped, counted_from: reading.oldest ?? from };
+}
+
+/** The admin key and every user have an e-mail; an empty one is nobody's. */
+function isUser(senderEmail: string): boolean {
+  return senderEmail !== '';
+}
+
+/** By code unit, as both databases order the e-mails and terms (C collation). */
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** A bucket's key (`2026-11-26T11` or `2026-11-26`) as the ISO time it starts at. */
