@@ -1,13 +1,14 @@
+import { ServiceUnavailableError } from '../../domain/errors.ts';
 import type { Query } from './connection.ts';
 
 /**
  * pgvector in the database: whether the server has it (Debian 12's packaged PostgreSQL does not, and npm
  * ships none; every managed PostgreSQL does), and how a vector is written for it. A store on a server
  * without it still indexes and searches keywords; what needs vectors fails with PgvectorMissingError, whose
- * message a caller can show as it is.
+ * message a caller can show as it is (a domain error of kind `unavailable`: a route answers 503 with it).
  */
 
-export class PgvectorMissingError extends Error {
+export class PgvectorMissingError extends ServiceUnavailableError {
   override readonly name = 'PgvectorMissingError';
   constructor(detail?: string) {
     super(`this PostgreSQL server lacks the pgvector extension${detail ? ` (${detail})` : ''}: vector and hybrid search need it`);
