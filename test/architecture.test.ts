@@ -21,6 +21,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   security: [...FOUNDATION],
   outbound: [...FOUNDATION, 'config.ts', 'security'],
   db: [...FOUNDATION],
+  coordination: [...FOUNDATION, 'db'],
   http: [...FOUNDATION, 'config.ts', 'security', 'db'],
   embeddings: [...FOUNDATION, 'runtime', 'security', 'outbound'],
   vectors: [...FOUNDATION, 'runtime', 'db', 'embeddings'],

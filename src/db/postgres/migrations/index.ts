@@ -1,6 +1,7 @@
 import type { Migration } from 'kysely';
 import * as controlTables from './0001-control-tables.ts';
 import * as queryTerms from './0002-query-terms.ts';
+import * as coordination from './0003-coordination.ts';
 
 /**
  * PostgreSQL's migrations, in order (cluster mode). They are not SQLite's translated one by one: a new
@@ -11,4 +12,5 @@ import * as queryTerms from './0002-query-terms.ts';
 export const postgresMigrations: Record<string, Migration> = {
   '0001-control-tables': controlTables,
   '0002-query-terms': queryTerms,
+  '0003-coordination': coordination,
 };
