@@ -35,6 +35,12 @@ export const SLICE_ROWS = 2_500;
 export const DEFAULT_TOP_USERS = 10;
 export const DEFAULT_TERMS = 60;
 
+export interface ReadLimits {
+  sliceRows: number;
+  maxUsageRows: number;
+  maxTermRows: number;
+}
+
 /** Where the query pipeline's recorded questions go (query/query-record.ts `QuestionObserver`). */
 export interface AskedQuestion {
   tenantId: string;
@@ -60,6 +66,8 @@ export class AnalyticsService {
     private readonly repository: AnalyticsRepository,
     private readonly owners: Owners,
     private readonly clock: () => Date = () => new Date(),
+    /** The caps and the slice size (tests make them small to read a few rows in several slices). */
+    private readonly reads: ReadLimits = { sliceRows: SLICE_ROWS, maxUsageRows: MAX_USAGE_ROWS, maxTermRows: MAX_TERM_ROWS },
   ) {}
 
   /** A recorded question's terms are kept (never the question); the query does not wait on, or fail by, this. */
@@ -84,7 +92,7 @@ export class AnalyticsService {
     }
     return {
       ...answer,
-      coverage: coverage(callers.reading, MAX_USAGE_ROWS, scope.from),
+      coverage: coverage(callers.reading, this.reads.maxUsageRows, scope.from),
       queries: totals.queries,
       users: [...callers.parts.keys()].filter(isUser).length,
       revenue_usd: money(totals.revenue),
@@ -115,8 +123,8 @@ export class AnalyticsService {
           return read;
         },
       },
-      SLICE_ROWS,
-      MAX_USAGE_ROWS,
+      this.reads.sliceRows,
+      this.reads.maxUsageRows,
     );
     const size = BUCKET_MS[bucket];
     const buckets = [];
@@ -129,7 +137,7 @@ export class AnalyticsService {
         revenue_usd: money(figures?.revenue ?? 0),
       });
     }
-    return { ...answer, coverage: coverage(reading, MAX_USAGE_ROWS, scope.from), bucket, buckets };
+    return { ...answer, coverage: coverage(reading, this.reads.maxUsageRows, scope.from), bucket, buckets };
   }
 
   async topUsers(tenant: Tenant, request: AnalyticsRequest & { skip?: number; limit?: number }) {
@@ -142,7 +150,7 @@ export class AnalyticsService {
       .sort((a, b) => b.queries - a.queries || b.revenue - a.revenue || compare(a.senderEmail, b.senderEmail));
     return {
       ...answer,
-      coverage: coverage(callers.reading, MAX_USAGE_ROWS, scope.from),
+      coverage: coverage(callers.reading, this.reads.maxUsageRows, scope.from),
       items: users.slice(skip, skip + limit).map((caller) => ({
         sender_email: caller.senderEmail,
         queries: caller.queries,
@@ -179,14 +187,14 @@ export class AnalyticsService {
           return read;
         },
       },
-      SLICE_ROWS,
-      MAX_TERM_ROWS,
+      this.reads.sliceRows,
+      this.reads.maxTermRows,
     );
     const terms = [...counts.entries()]
       .sort(([a, countA], [b, countB]) => countB - countA || compare(a, b))
       .slice(0, limit)
       .map(([term, count]) => ({ term, count }));
-    return { ...answer, coverage: coverage(reading, MAX_TERM_ROWS, hourly.from), terms, limit };
+    return { ...answer, coverage: coverage(reading, this.reads.maxTermRows, hourly.from), terms, limit };
   }
 
   /** The range's usage rows added up per caller (the summary's and the top users' figures). */
@@ -220,8 +228,8 @@ export class AnalyticsService {
           return read;
         },
       },
-      SLICE_ROWS,
-      MAX_USAGE_ROWS,
+      this.reads.sliceRows,
+      this.reads.maxUsageRows,
     );
     return { parts, reading };
   }
