@@ -139,7 +139,7 @@ export interface PolicyTable {
   tenant_id: string;
   endpoint_id: string;
   name: string;
-  policy_type: 'access' | 'rate_limit' | 'accounting' | 'mpp';
+  policy_type: 'access' | 'rate_limit' | 'accounting' | 'mpp' | 'pii_filter';
   configuration: string;
   created_at: string;
   updated_at: string;

@@ -30,12 +30,18 @@ export type MppConfiguration = {
   readonly currency: 'USD';
 };
 
+export type PiiFilterConfiguration = {
+  /** Added to the filter's own instructions ('' when none). */
+  readonly instructions: string;
+};
+
 /** A policy's type with the configuration of that type. */
 export type PolicySettings =
   | { readonly policy_type: 'access'; readonly configuration: AccessConfiguration }
   | { readonly policy_type: 'rate_limit'; readonly configuration: RateLimitConfiguration }
   | { readonly policy_type: 'accounting'; readonly configuration: AccountingConfiguration }
-  | { readonly policy_type: 'mpp'; readonly configuration: MppConfiguration };
+  | { readonly policy_type: 'mpp'; readonly configuration: MppConfiguration }
+  | { readonly policy_type: 'pii_filter'; readonly configuration: PiiFilterConfiguration };
 
 export type PolicyConfiguration = PolicySettings['configuration'];
 

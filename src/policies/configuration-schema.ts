@@ -1,13 +1,13 @@
 import { Type } from 'typebox';
 
 /**
- * What a policy's configuration may hold, per type (API-CONTRACT 4 and 10.3), with its defaults, served as
+ * What a policy's configuration may hold, per type (API-CONTRACT 4, 10.3 and 10.4), with its defaults, served as
  * they are to clients that build forms. A key given as null counts as not given; keys the type does not know
  * are dropped. What no schema can say is checked in code (configuration.ts): every access pattern that is not a plain
  * e-mail, and every `applied_to` entry written as a regular expression, compiles, and a price has at most 6 decimals.
  */
 
-export const POLICY_TYPES = ['access', 'rate_limit', 'accounting', 'mpp'] as const;
+export const POLICY_TYPES = ['access', 'rate_limit', 'accounting', 'mpp', 'pii_filter'] as const;
 export type PolicyType = (typeof POLICY_TYPES)[number];
 
 /** `<count>/<period>`: at most 999,999,999 queries per second, minute, hour or day. */
@@ -86,10 +86,40 @@ export const MppConfigurationSchema = Type.Object(
   { description: "A price paid per query with MPP (Tempo stablecoins) to the tenant's payment wallet" },
 );
 
+/**
+ * The longest `instructions` of a PII filter: they go into the prompt of every filtered answer, so a
+ * paragraph or two (what else counts as personal data here) and not a document.
+ */
+export const PII_INSTRUCTIONS_MAX = 2000;
+
+/** What the PII filter replaces whatever an owner adds (pii-filter-hook.ts words it for the model). */
+export const PII_KINDS =
+  'names of private persons, e-mail addresses, phone numbers, postal addresses, dates of birth, ' +
+  'ID, passport, social security and tax numbers, and bank account and card numbers';
+
+export const PiiFilterConfigurationSchema = Type.Object(
+  {
+    instructions: Type.Optional(
+      Type.String({
+        maxLength: PII_INSTRUCTIONS_MAX,
+        default: '',
+        description: `Added to the filter's own instructions, which already replace ${PII_KINDS}`,
+        examples: ['Also replace the names of our customers and their order numbers.'],
+      }),
+    ),
+  },
+  {
+    description:
+      "The endpoint's own model replaces personal data in each answer with [REDACTED] before it is sent " +
+      '(for endpoints that answer with a model; passages returned as references are sent as they are)',
+  },
+);
+
 /** The configuration schema of each policy type. */
 export const POLICY_CONFIGURATION_SCHEMAS = {
   access: AccessConfigurationSchema,
   rate_limit: RateLimitConfigurationSchema,
   accounting: AccountingConfigurationSchema,
   mpp: MppConfigurationSchema,
+  pii_filter: PiiFilterConfigurationSchema,
 } as const satisfies Record<PolicyType, unknown>;

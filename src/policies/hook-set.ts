@@ -8,8 +8,18 @@ import { AccessHook } from './access.ts';
 import { AccountingHook } from './accounting-hook.ts';
 import type { PolicyOfType, PolicyRecord } from './codec.ts';
 import type { GeneralLimits } from './general-limits.ts';
-import { type AnsweredQuery, inPolicyOrder, type PolicyContext, type PolicyHook, type QueryOutcome } from './hooks.ts';
+import {
+  type AnsweredQuery,
+  type AnswerModel,
+  type GeneratedText,
+  inPolicyOrder,
+  type ModelCallBound,
+  type PolicyContext,
+  type PolicyHook,
+  type QueryOutcome,
+} from './hooks.ts';
 import { MppHook } from './mpp-hook.ts';
+import { PiiFilterHook } from './pii-filter-hook.ts';
 import { RateLimitHook } from './rate-limit.ts';
 
 export interface PolicyHooksDeps {
@@ -34,6 +44,7 @@ export class PolicyHooks {
     const policies = inPolicyOrder(records);
     const rateLimits = policies.filter((policy): policy is PolicyOfType<'rate_limit'> => policy.policy_type === 'rate_limit');
     const prices = policies.filter((policy): policy is PolicyOfType<'mpp'> => policy.policy_type === 'mpp');
+    const filters = policies.filter((policy): policy is PolicyOfType<'pii_filter'> => policy.policy_type === 'pii_filter');
     if (rateLimits.length === 0) await this.deps.limits.checkQuery(endpointId, caller);
 
     const hooks: PolicyHook[] = [];
@@ -46,6 +57,9 @@ export class PolicyHooks {
       } else if (policy.policy_type === 'mpp') {
         // All prices are one hook too: the caller's tier is the first that applies to it.
         if (policy === prices[0]) hooks.push(new MppHook(prices, this.deps.payments));
+      } else if (policy.policy_type === 'pii_filter') {
+        // One filter however many policies: one call of the model, with every policy's instructions.
+        if (policy === filters[0]) hooks.push(new PiiFilterHook(filters));
       } else {
         hooks.push(new AccountingHook(policy.configuration, await this.deps.accounting.accountingFor(tenant)));
       }
@@ -75,6 +89,29 @@ export class HookSet {
       }
       this.passed.push(hook);
     }
+  }
+
+  /**
+   * The generated answer rewritten by the hooks that rewrite it (a PII filter), in order, each given the
+   * text the one before made: after generation, before `settle`, before anything of it leaves. A failure
+   * fails the query as a failed generation does.
+   */
+  async transformAnswer(context: PolicyContext, answer: GeneratedText, model: AnswerModel, signal?: AbortSignal): Promise<string> {
+    let content = answer.content;
+    await this.step(async (hook) => {
+      if (hook.transformAnswer) content = await hook.transformAnswer(context, { ...answer, content }, model, signal);
+    });
+    return content;
+  }
+
+  /** Whether a hook rewrites the answer: it is then generated whole, streamed or not, and rewritten before it leaves. */
+  get transformsAnswer(): boolean {
+    return this.passed.some((hook) => hook.transformAnswer !== undefined);
+  }
+
+  /** The model calls the hooks may make for an answer of `answerTokens` (asked before the pre-hooks: every hook's). */
+  modelCalls(answerTokens: number): ModelCallBound[] {
+    return this.hooks.flatMap((hook) => hook.modelCalls?.(answerTokens) ?? []);
   }
 
   /**

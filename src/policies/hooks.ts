@@ -36,6 +36,50 @@ export interface AnsweredQuery {
   readonly usage: Record<string, unknown>;
 }
 
+/** The generated answer as a policy that rewrites it sees it (`transformAnswer`). */
+export interface GeneratedText {
+  readonly content: string;
+  /** Its completion tokens, as the model counted them. */
+  readonly tokens: number;
+}
+
+/** One call of the endpoint's model on behalf of a policy: its instructions, the text, and how long its answer may be. */
+export interface ModelCall {
+  /** What the call is for, as the owner reads it before a failure of the call ("The PII filter"). */
+  readonly purpose: string;
+  readonly system: string;
+  readonly user: string;
+  readonly maxTokens: number;
+}
+
+export interface ModelCallResult {
+  readonly text: string;
+  /** `length` when the answer was cut at `maxTokens`. */
+  readonly finishReason: string;
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+  /** USD, at the model's prices. */
+  readonly cost: number;
+}
+
+/**
+ * The endpoint's model, lent by the running query to a policy that rewrites the answer (policies/ may not
+ * import the model runner). The query counts every call's tokens and cost as the query's own; a failure
+ * is the model's (a 502 the consumer reads in plain words).
+ */
+export interface AnswerModel {
+  call(call: ModelCall, signal?: AbortSignal): Promise<ModelCallResult>;
+}
+
+/** The largest call a policy may make for an answer of `answerTokens`, for the query's cost ceiling. */
+export interface ModelCallBound {
+  /** Characters of the prompt besides the answer (instructions). */
+  readonly instructionCharacters: number;
+  /** The answer's tokens, which the prompt carries too. */
+  readonly answerTokens: number;
+  readonly maxTokens: number;
+}
+
 /**
  * One policy at run time. `pre` runs before the search and may refuse the query by throwing a
  * PolicyError; whatever it reserved is settled by `post`, which always runs once `pre` succeeded.
@@ -45,9 +89,14 @@ export interface AnsweredQuery {
  * delivered that was not paid). While `holdsAnswer` is true, no part of the answer may leave before `settle`.
  * `settlementId` names the payment settled (the settlement journal's row), so that the usage row of its
  * answer is written once, by this query or by the reconciler after a crash.
+ * A policy that rewrites the generated answer (`pii_filter`) has `transformAnswer`: it runs once the answer is
+ * generated whole, before `settle` and before any of it leaves, and its failure fails the query; `modelCalls`
+ * says the most it will ask of the model, for the query's cost ceiling.
  */
 export interface PolicyHook {
   pre(context: PolicyContext): Promise<void>;
+  transformAnswer?(context: PolicyContext, answer: GeneratedText, model: AnswerModel, signal?: AbortSignal): Promise<string>;
+  modelCalls?(answerTokens: number): ModelCallBound[];
   settle?(context: PolicyContext, answered: AnsweredQuery): Promise<void>;
   settlementId?(): string | undefined;
   holdsAnswer?(): boolean;
@@ -57,9 +106,10 @@ export interface PolicyHook {
 
 /**
  * The specification's execution order, whatever order the policies were created in; payment (`mpp`) comes
- * last, so that no challenge is issued, and no credential taken, for a query another policy refuses.
+ * after the policies that may refuse, so that no challenge is issued, and no credential taken, for a query
+ * another policy refuses. `pii_filter` refuses nothing and works on the answer: its entry comes last.
  */
-export const POLICY_ORDER: readonly PolicyType[] = ['access', 'rate_limit', 'accounting', 'mpp'];
+export const POLICY_ORDER: readonly PolicyType[] = ['access', 'rate_limit', 'accounting', 'mpp', 'pii_filter'];
 
 export function inPolicyOrder<P extends Pick<PolicyRecord, 'policy_type'>>(policies: readonly P[]): P[] {
   return [...policies].sort((a, b) => POLICY_ORDER.indexOf(a.policy_type) - POLICY_ORDER.indexOf(b.policy_type));

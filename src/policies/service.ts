@@ -1,7 +1,7 @@
 import type { Static } from 'typebox';
 import { now } from '../db/database.ts';
 import type { Window } from '../db/windows.ts';
-import { type EndpointShape, searches } from '../domain/endpoint-shape.ts';
+import { type EndpointShape, generates, searches } from '../domain/endpoint-shape.ts';
 import { NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
 import type { Publications } from '../domain/publications.ts';
@@ -92,12 +92,22 @@ export class PolicyService {
 /**
  * A price per document needs documents: on an endpoint that never searches (no dataset, or a summary-only
  * answer) it would never charge anything, so it is refused rather than left to make the endpoint free.
+ * A PII filter needs a generated answer: on an endpoint that only searches it would filter nothing while its
+ * owner believed answers were filtered (the passages themselves are never filtered: API-CONTRACT 10.4).
  */
 function checkFitsEndpoint(settings: PolicySettings, endpoint: EndpointShape): void {
   if (settings.policy_type === 'mpp' && settings.configuration.unit_type === 'document' && !searches(endpoint)) {
     throw ValidationError.body(
       ['configuration', 'unit_type'],
       "A price per document needs an endpoint that searches a dataset (response type 'raw' or 'both'): use 'request'",
+      'value_error',
+    );
+  }
+  if (settings.policy_type === 'pii_filter' && !generates(endpoint)) {
+    throw ValidationError.body(
+      ['policy_type'],
+      "A PII filter needs an endpoint that answers with a model (response type 'summary' or 'both'): " +
+        'the passages of a search are sent as they are',
       'value_error',
     );
   }

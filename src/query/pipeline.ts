@@ -5,7 +5,7 @@ import type { EndpointRecord } from '../endpoints/codec.ts';
 import type { EndpointRepository } from '../endpoints/repository.ts';
 import { estimateTokens } from '../llm/costs.ts';
 import type { ChatMessage } from '../llm/provider.ts';
-import type { PolicyHooks } from '../policies/hook-set.ts';
+import type { HookSet, PolicyHooks } from '../policies/hook-set.ts';
 import type { PolicyRepository } from '../policies/repository.ts';
 import { type Generation, generationFor } from './generation.ts';
 import { PROMPT_TOKEN_MARGIN, searchText, toMessages } from './messages.ts';
@@ -73,7 +73,7 @@ export class QueryPipeline {
       transactionToken: body.transaction_token,
       body,
       generation,
-      maxCost: await this.maxCost(caller.tenant, endpoint, messages, body.limit, generation),
+      maxCost: await this.maxCost(caller.tenant, endpoint, messages, body.limit, generation, hooks),
       paymentCredential: payment,
       documentsAsked: body.limit,
     };
@@ -97,6 +97,7 @@ export class QueryPipeline {
     messages: ChatMessage[],
     limit: number,
     generation: Generation,
+    hooks: HookSet,
   ): Promise<number> {
     let cost = 0;
     let referenceCharacters = 0;
@@ -109,6 +110,11 @@ export class QueryPipeline {
       const promptCharacters = messages.reduce((sum, message) => sum + message.content.length, 0) + (generation.system_prompt?.length ?? 0);
       const promptTokens = estimateTokens(promptCharacters + referenceCharacters) + PROMPT_TOKEN_MARGIN;
       cost += await this.deps.models.maxCost(tenant, endpoint.model_id, promptTokens, generation.max_tokens);
+      // A policy that rewrites the answer (a PII filter) asks the model again, with the answer in its prompt.
+      for (const call of hooks.modelCalls(generation.max_tokens)) {
+        const callPrompt = estimateTokens(call.instructionCharacters) + call.answerTokens + PROMPT_TOKEN_MARGIN;
+        cost += await this.deps.models.maxCost(tenant, endpoint.model_id, callPrompt, call.maxTokens);
+      }
     }
     return cost;
   }

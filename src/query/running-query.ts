@@ -2,9 +2,9 @@ import type { FastifyBaseLogger } from 'fastify';
 import { generates, searches } from '../domain/endpoint-shape.ts';
 import type { PolicyMetadata } from '../domain/policy-metadata.ts';
 import type { EndpointRecord } from '../endpoints/codec.ts';
-import type { ChatMessage } from '../llm/provider.ts';
+import { type ChatMessage, ModelError, ModelTimeoutError, sumUsage } from '../llm/provider.ts';
 import type { HookSet } from '../policies/hook-set.ts';
-import type { PolicyContext, QueryOutcome } from '../policies/hooks.ts';
+import type { AnswerModel, ModelCall, ModelCallResult, PolicyContext, QueryOutcome } from '../policies/hooks.ts';
 import { forConsumer } from './consumer-errors.ts';
 import { chatOptions, type Generation, withSystemPrompt } from './generation.ts';
 import { searchText, withReferences } from './messages.ts';
@@ -129,7 +129,13 @@ export class RunningQuery {
       if (references) yield { type: 'references', references: this.forResponse(references) };
       if (generates(this.endpoint) && this.endpoint.model_id) {
         const started = performance.now();
-        summary = yield* this.generate(form, this.endpoint.model_id, this.promptWith(references), signal);
+        // An answer a policy rewrites (a PII filter) is generated whole and rewritten before any of it is handed over.
+        const rewritten = this.hooks.transformsAnswer;
+        summary = yield* this.generate(rewritten ? 'whole' : form, this.endpoint.model_id, this.promptWith(references), signal);
+        if (rewritten) {
+          summary = await this.transformAnswer(this.endpoint.model_id, summary, signal);
+          if (form === 'streamed') yield* wholeAnswer(summary);
+        }
         this.generationSeconds = (performance.now() - started) / 1000;
       }
       await this.settle(references, summary);
@@ -178,6 +184,52 @@ export class RunningQuery {
       }
     }
     throw new Error('the model stream ended without its closing event');
+  }
+
+  /**
+   * The answer as the policies that rewrite it leave it (hook-set.ts `transformAnswer`), their calls of the
+   * endpoint's model counted as the query's own: in the summary's usage and cost, hence in the usage row and
+   * in what an accounting policy confirms.
+   */
+  private async transformAnswer(modelId: string, summary: Summary, signal?: AbortSignal): Promise<Summary> {
+    const calls: Summary[] = [];
+    const model: AnswerModel = { call: (call, callSignal) => this.callModel(modelId, call, calls, callSignal) };
+    const answer = { content: summary.message.content, tokens: summary.usage.completion_tokens };
+    const content = await this.hooks.transformAnswer(this.context, answer, model, signal);
+    const prompt = calls.reduce((sum, call) => sum + call.usage.prompt_tokens, summary.usage.prompt_tokens);
+    const completion = calls.reduce((sum, call) => sum + call.usage.completion_tokens, summary.usage.completion_tokens);
+    return {
+      ...summary,
+      message: { ...summary.message, content, tokens: completion },
+      usage: sumUsage(prompt, completion),
+      cost: calls.reduce((sum, call) => sum + call.cost, summary.cost),
+    };
+  }
+
+  /** One call of the endpoint's model for a policy; its failure names what the call was for, and stays the model's. */
+  private async callModel(modelId: string, call: ModelCall, calls: Summary[], signal?: AbortSignal): Promise<ModelCallResult> {
+    const messages: ChatMessage[] = [
+      { role: 'system', content: call.system },
+      { role: 'user', content: call.user },
+    ];
+    const options = { max_tokens: call.maxTokens, temperature: 0, stop_sequences: [], presence_penalty: 0, frequency_penalty: 0 };
+    let result: Summary;
+    try {
+      result = await this.deps.models.chat(this.context.tenant, modelId, messages, options, signal);
+    } catch (error) {
+      // Still a ModelError: a consumer reads the plain sentence (consumer-errors.ts), the owner which call failed.
+      if (error instanceof ModelTimeoutError) throw new ModelTimeoutError(`${call.purpose}: ${error.message}`, { cause: error });
+      if (error instanceof ModelError) throw new ModelError(`${call.purpose}: ${error.message}`, { cause: error });
+      throw error;
+    }
+    calls.push(result);
+    return {
+      text: result.message.content,
+      finishReason: result.finish_reason,
+      promptTokens: result.usage.prompt_tokens,
+      completionTokens: result.usage.completion_tokens,
+      cost: result.cost,
+    };
   }
 
   /** (c): the dataset searched with the last user message. */
@@ -250,6 +302,12 @@ export class RunningQuery {
   private told(error: unknown): unknown {
     return this.consumer ? forConsumer(error) : error;
   }
+}
+
+/** A whole answer as the events of a stream: who answered, then its text at once. */
+function* wholeAnswer(summary: Summary): Generator<AnswerEvent> {
+  yield { type: 'start', id: summary.id, model: summary.model };
+  yield { type: 'delta', text: summary.message.content };
 }
 
 function succeededOutcome(references: References | undefined, summary: Summary | null): QueryOutcome {

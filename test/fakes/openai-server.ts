@@ -40,6 +40,10 @@ export interface FakeBehaviour {
   omitUsage?: boolean;
   /** Refuse `max_tokens` as OpenAI's reasoning models do (they want `max_completion_tokens`). */
   requireMaxCompletionTokens?: boolean;
+  /** The answer to one chat, from its messages (undefined: the server's answer): a model that reads what it is asked. */
+  reply?: (messages: { role: string; content: string }[]) => string | undefined;
+  /** Every chat whose messages `failWhen` accepts answers `failure` instead (one call of several fails). */
+  failWhen?: { test: (messages: { role: string; content: string }[]) => boolean; failure: FakeFailure };
 }
 
 export interface RecordedRequest {
@@ -201,10 +205,15 @@ export function startFakeOpenAI(options: FakeOpenAIOptions = {}): FakeOpenAIServ
         message: "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
       });
     }
+    const messages = (request.messages ?? []).map((message) => ({
+      role: String(message.role ?? ''),
+      content: typeof message.content === 'string' ? message.content : '',
+    }));
+    if (behaviour.failWhen?.test(messages)) return openAIError(behaviour.failWhen.failure);
     const id = `chatcmpl-fake-${++sequence}`;
     const model = request.model ?? 'fake-model';
     const created = 1700000000;
-    const { tokens, finishReason } = answerFor(request, answer);
+    const { tokens, finishReason } = answerFor(request, behaviour.reply?.(messages) ?? answer);
     const usage = {
       prompt_tokens: promptTokens(request),
       completion_tokens: tokens.length,

@@ -2,6 +2,7 @@ import type { Migration } from 'kysely';
 import * as controlTables from './0001-control-tables.ts';
 import * as queryTerms from './0002-query-terms.ts';
 import * as coordination from './0003-coordination.ts';
+import * as piiFilterPolicy from './0004-pii-filter-policy.ts';
 
 /**
  * PostgreSQL's migrations, in order (cluster mode). They are not SQLite's translated one by one: a new
@@ -13,4 +14,5 @@ export const postgresMigrations: Record<string, Migration> = {
   '0001-control-tables': controlTables,
   '0002-query-terms': queryTerms,
   '0003-coordination': coordination,
+  '0004-pii-filter-policy': piiFilterPolicy,
 };
