@@ -288,10 +288,10 @@ export async function createServices(config: Config, options: ServiceOptions = {
     outbound,
   );
   const walletRepository = new WalletRepository(db, box);
-  const journal = new SettlementJournal(database);
+  const journal = new SettlementJournal(database.db);
   const payments = new MppGateway({
     wallets: walletRepository,
-    consumed: new ConsumedStore(database),
+    consumed: new ConsumedStore(database.db),
     journal,
     outbound: tenantFetch,
     ...(options.paymentReceiptTimeoutMs !== undefined ? { receiptTimeoutMs: options.paymentReceiptTimeoutMs } : {}),

@@ -27,7 +27,7 @@ describe('consumed payments', () => {
   beforeAll(async () => {
     dataDir = tempDir();
     database = await openDatabase(dataDir, [vectorExtensionPath()]);
-    store = new ConsumedStore(database);
+    store = new ConsumedStore(database.db);
   });
   afterAll(async () => {
     await database.close();
@@ -84,8 +84,8 @@ describe('the settlement journal', () => {
   beforeAll(async () => {
     dataDir = tempDir();
     database = await openDatabase(dataDir, [vectorExtensionPath()]);
-    journal = new SettlementJournal(database);
-    store = new ConsumedStore(database);
+    journal = new SettlementJournal(database.db);
+    store = new ConsumedStore(database.db);
   });
   afterAll(async () => {
     await database.close();
@@ -143,7 +143,7 @@ describe('a broadcast whose receipt does not come in time', () => {
       created_at: '',
       updated_at: '',
     };
-    journal = new SettlementJournal(database);
+    journal = new SettlementJournal(database.db);
   });
   afterEach(async () => {
     await hub.close();
@@ -155,7 +155,7 @@ describe('a broadcast whose receipt does not come in time', () => {
   // The fake RPC listens on loopback: the calls go through the outbound module as the first owner's would.
   const outbound = async () => outboundFetch(new Reach(true, { loopback: false, private: false, hosts: [], cidrs: [] }));
   const gatewayOf = (options: { receiptTimeoutMs?: number } = {}) =>
-    new MppGateway({ wallets: { get: async () => wallet }, consumed: new ConsumedStore(database), journal, outbound, ...options });
+    new MppGateway({ wallets: { get: async () => wallet }, consumed: new ConsumedStore(database.db), journal, outbound, ...options });
 
   test('is `pending`, not an error; an undelivered answer may be asked again on the same payment; the reconciler confirms it', async () => {
     const gateway = gatewayOf({ receiptTimeoutMs: 300 });

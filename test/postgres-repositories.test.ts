@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { afterAll, afterEach, beforeAll, describe, expect, setSystemTime, test } from 'bun:test';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,13 +6,14 @@ import { sql } from 'kysely';
 import type { DatasetRecord } from '../src/datasets/codec.ts';
 import { DatasetRepository } from '../src/datasets/repository.ts';
 import { openDatabase } from '../src/db/database.ts';
-import { PostgresConsumedStore } from '../src/db/postgres/consumed-store.ts';
 import { type OpenedPostgres, openPostgresDatabase } from '../src/db/postgres/database.ts';
 import { PostgresFixedWindows } from '../src/db/postgres/fixed-windows.ts';
 import { QuotaExceededError } from '../src/domain/quotas.ts';
 import type { EndpointRecord } from '../src/endpoints/codec.ts';
 import { EndpointRepository } from '../src/endpoints/repository.ts';
 import { FileRepository } from '../src/ingestion/files-repository.ts';
+import { ConsumedStore } from '../src/payments/consumed-store.ts';
+import { type NewSettlement, SettlementJournal } from '../src/payments/settlement-journal.ts';
 import type { PolicyRecord } from '../src/policies/codec.ts';
 import { PolicyRepository } from '../src/policies/repository.ts';
 import { UsageRepository } from '../src/query/usage-repository.ts';
@@ -366,30 +367,90 @@ describe('fixed windows on PostgreSQL', () => {
   });
 });
 
-describe('payment consumed marks on PostgreSQL', () => {
+describe('payment consumed marks and the settlement journal on PostgreSQL', () => {
+  afterEach(() => setSystemTime());
+
   test('20 claims of one credential at once, from two replicas: exactly one wins', async () => {
-    const stores = [new PostgresConsumedStore(replicaA.db), new PostgresConsumedStore(replicaB.db)];
+    const stores = [new ConsumedStore(replicaA.db), new ConsumedStore(replicaB.db)];
     const expiresAt = Date.now() + 60_000;
     const claims = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => (stores[i % 2] as PostgresConsumedStore).claim(['challenge:c1', 'tx:0x01'], expiresAt)),
+      Array.from({ length: 20 }, (_, i) => (stores[i % 2] as ConsumedStore).claim(['challenge:c1', 'tx:0x01'], expiresAt)),
     );
     expect(claims.filter(Boolean)).toHaveLength(1);
     expect(await stores[1]?.anyConsumed(['tx:0x01'])).toBe(true);
   });
 
   test('a claim sharing one key with a live one writes nothing; released and expired keys are free again', async () => {
-    let now = Date.now();
-    const store = new PostgresConsumedStore(replicaA.db, () => now);
+    const now = Date.now();
+    const store = new ConsumedStore(replicaA.db);
     expect(await store.claim(['challenge:c2', 'tx:0x02'], now + 1_000)).toBe(true);
     expect(await store.claim(['challenge:c3', 'tx:0x02'], now + 1_000)).toBe(false);
     expect(await store.anyConsumed(['challenge:c3'])).toBe(false);
     await store.release(['challenge:c2', 'tx:0x02']);
     expect(await store.claim(['challenge:c3', 'tx:0x02'], now + 1_000)).toBe(true);
-    now += 1_000; // expired
+    setSystemTime(new Date(now + 1_000)); // expired
     expect(await store.anyConsumed(['challenge:c3', 'tx:0x02'])).toBe(false);
-    expect(await store.claim(['tx:0x02'], now + 1_000)).toBe(true);
+    expect(await store.claim(['tx:0x02'], Date.now() + 1_000)).toBe(true);
+  });
+
+  test('20 reservations of one credential at once, from two replicas: one row and its keys, once', async () => {
+    const { tenantId } = await newTenant();
+    const journals = [new SettlementJournal(replicaA.db), new SettlementJournal(replicaB.db)];
+    const reserved = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => (journals[i % 2] as SettlementJournal).reserve(settlement(tenantId, 'race'))),
+    );
+    expect(reserved.filter(Boolean)).toHaveLength(1);
+    expect(await journals[1]?.get('race')).toMatchObject({ state: 'reserved', amount: 10_000n, testnet: true, usage_written: false });
+    expect(await new ConsumedStore(replicaB.db).anyConsumed(['knode:challenge:race'])).toBe(true);
+  });
+
+  test('a reservation whose transaction is already used writes no row and claims none of its keys', async () => {
+    const { tenantId } = await newTenant();
+    const journal = new SettlementJournal(replicaA.db);
+    const store = new ConsumedStore(replicaB.db);
+    expect(await store.claim(['knode:transaction:late'], Date.now() + 60_000)).toBe(true);
+    expect(await journal.reserve(settlement(tenantId, 'late'))).toBe(false);
+    expect(await journal.get('late')).toBeUndefined();
+    // The challenge's key sorts before the used one: it was claimed, then rolled back with the rest.
+    expect(await store.anyConsumed(['knode:challenge:late'])).toBe(false);
+  });
+
+  test('a released reservation frees its keys on every replica, and the credential can be reserved again there', async () => {
+    const { tenantId } = await newTenant();
+    const [onA, onB] = [new SettlementJournal(replicaA.db), new SettlementJournal(replicaB.db)];
+    expect(await onA.reserve(settlement(tenantId, 'again'))).toBe(true);
+    await onA.release('again');
+    expect(await new ConsumedStore(replicaB.db).anyConsumed(['knode:challenge:again', 'knode:transaction:again'])).toBe(false);
+    expect(await onB.reserve(settlement(tenantId, 'again'))).toBe(true);
+    await onB.sending('again', { tokens: 3 });
+    await onB.sent('again');
+    expect(await onA.get('again')).toMatchObject({ state: 'sent', usage: { tokens: 3 } });
+    expect((await onA.unsettled()).map((entry) => entry.challenge_id)).toContain('again');
+    expect(await onA.transactionUsed(`0x${'ab'.repeat(32)}`)).toBe(true);
+    await onA.failed('again', 'reverted');
+    expect(await onB.get('again')).toMatchObject({ state: 'failed', failure: 'reverted', usage: { tokens: 3 } });
   });
 });
+
+/** A credential's settlement as payments/mpp.ts reserves it. */
+function settlement(tenantId: string, challengeId: string): NewSettlement {
+  return {
+    challenge_id: challengeId,
+    tenant_id: tenantId,
+    endpoint_id: 'endpoint',
+    sender_email: 'carol@example.com',
+    transaction_hash: `0x${'AB'.repeat(32)}`,
+    raw_transaction: '0x76',
+    payer: '0x0000000000000000000000000000000000000001',
+    amount: 10_000n,
+    currency: '0x20c0000000000000000000000000000000000000',
+    recipient: '0x742d35Cc6634c0532925a3b844bC9e7595F8fE00',
+    testnet: true,
+    rpc_url: 'http://127.0.0.1:1',
+    consumed_keys: [`knode:challenge:${challengeId}`, `knode:transaction:${challengeId}`],
+    expires_at: Date.now() + 60_000,
+  };
+}
 
 describe('the shared-database counters on SQLite too', () => {
   test('the same fixed windows and consumed marks give the same answers on the embedded database', async () => {
@@ -400,7 +461,7 @@ describe('the shared-database counters on SQLite too', () => {
       const quota = { key: 'endpoint:bot:reader', limit: 30, periodSeconds: 60 };
       const verdicts = await Promise.all(Array.from({ length: 50 }, () => windows.consume([quota])));
       expect(verdicts.filter((verdict) => verdict.allowed)).toHaveLength(30);
-      const store = new PostgresConsumedStore(database.db);
+      const store = new ConsumedStore(database.db);
       const claims = await Promise.all(Array.from({ length: 20 }, () => store.claim(['challenge:c1', 'tx:0x01'], Date.now() + 60_000)));
       expect(claims.filter(Boolean)).toHaveLength(1);
     } finally {

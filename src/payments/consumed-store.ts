@@ -1,21 +1,36 @@
-import type { Database } from 'bun:sqlite';
-import type { OpenedDatabase } from '../db/database.ts';
+import { type Db, type DbOrTransaction, inTransaction } from '../db/database.ts';
+
+/** Thrown inside the claiming transaction to roll back the keys it had claimed already. */
+class AlreadyConsumed extends Error {}
 
 /**
- * What has been paid with, in SQLite so that a restart forgets nothing (API-CONTRACT 10.3): challenge ids
- * and transaction hashes, each kept until its challenge expires (a credential is worthless after that).
- * Every operation is one synchronous bun:sqlite transaction on the one connection, so two requests can
- * never both claim a key; the settlement journal claims its keys in the same transaction as it writes its
- * row (`claimKeys`, `removeKeys`).
+ * What has been paid with, in the database so that a restart forgets nothing (API-CONTRACT 10.3): challenge
+ * ids and transaction hashes, each kept until its challenge expires (a credential is worthless after that).
+ *
+ * A key is claimed by one upsert that writes only where no live mark is (`ON CONFLICT (key) DO UPDATE …
+ * WHERE expires_at <= now RETURNING key`): on SQLite the one connection runs one claim at a time, and on
+ * PostgreSQL, where several replicas claim at once, the second of two claims of one key waits for the
+ * first one's row lock and then finds the key live, so exactly one wins either way. The keys of one claim
+ * move together, in one transaction, in one order (two claims sharing keys never hold each other's
+ * first). The settlement journal claims its keys in the same transaction as it writes its row
+ * (`claimKeysIn`, `removeKeys`).
  */
 export class ConsumedStore {
   private lastPrune = 0;
 
-  constructor(private readonly database: OpenedDatabase) {}
+  constructor(private readonly db: Db) {}
 
   /** Whether any of the keys is consumed now. */
   async anyConsumed(keys: readonly string[]): Promise<boolean> {
-    return this.database.exclusive((sqlite) => keys.some((key) => live(sqlite, key)));
+    if (keys.length === 0) return false;
+    const nowMs = Date.now();
+    const live = await this.db
+      .selectFrom('payment_consumed')
+      .select('key')
+      .where('key', 'in', [...keys])
+      .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', nowMs)]))
+      .executeTakeFirst();
+    return live !== undefined;
   }
 
   /**
@@ -23,47 +38,61 @@ export class ConsumedStore {
    * nothing is written and the answer is false.
    */
   async claim(keys: readonly string[], expiresAt: number): Promise<boolean> {
-    return this.database.exclusive((sqlite) => {
-      this.prune(sqlite);
-      return sqlite.transaction(() => claimKeys(sqlite, keys, expiresAt)).immediate();
-    });
+    const nowMs = Date.now();
+    await this.prune(nowMs);
+    try {
+      await inTransaction(this.db, async (trx) => {
+        if (!(await claimKeysIn(trx, keys, expiresAt, nowMs))) throw new AlreadyConsumed();
+      });
+      return true;
+    } catch (error) {
+      if (error instanceof AlreadyConsumed) return false;
+      throw error;
+    }
   }
 
   /** Forgets keys: what was claimed for a query that ended before anything was broadcast. */
   async release(keys: readonly string[]): Promise<void> {
-    await this.database.exclusive((sqlite) => removeKeys(sqlite, keys));
+    await removeKeys(this.db, keys);
   }
 
-  /** Expired keys go, at most once a minute. */
-  private prune(sqlite: Database): void {
-    const now = Date.now();
-    if (now - this.lastPrune < 60_000) return;
-    this.lastPrune = now;
-    sqlite.query('DELETE FROM payment_consumed WHERE expires_at IS NOT NULL AND expires_at <= ?').run(now);
+  /** Expired keys go, at most once a minute per process. */
+  private async prune(nowMs: number): Promise<void> {
+    if (nowMs - this.lastPrune < 60_000) return;
+    this.lastPrune = nowMs;
+    await this.db.deleteFrom('payment_consumed').where('expires_at', 'is not', null).where('expires_at', '<=', nowMs).execute();
   }
 }
 
-/** Inside a transaction: marks every key consumed until `expiresAt`, unless one already is (false). */
-export function claimKeys(sqlite: Database, keys: readonly string[], expiresAt: number): boolean {
-  if (keys.some((key) => live(sqlite, key))) return false;
-  for (const key of keys) write(sqlite, key, expiresAt);
+/**
+ * Inside the caller's transaction: claims every key until `expiresAt`, or answers false at the first one
+ * that is live at `nowMs`. On false the caller must roll its transaction back, or the keys claimed before
+ * that one stay claimed.
+ */
+export async function claimKeysIn(trx: DbOrTransaction, keys: readonly string[], expiresAt: number, nowMs: number): Promise<boolean> {
+  for (const key of [...new Set(keys)].sort()) {
+    const claimed = await trx
+      .insertInto('payment_consumed')
+      .values({ key, value: '{"claimed":true}', expires_at: expiresAt })
+      .onConflict((conflict) =>
+        conflict
+          .column('key')
+          .doUpdateSet((eb) => ({ value: eb.ref('excluded.value'), expires_at: eb.ref('excluded.expires_at') }))
+          .where('payment_consumed.expires_at', 'is not', null)
+          .where('payment_consumed.expires_at', '<=', nowMs),
+      )
+      .returning('key')
+      .executeTakeFirst();
+    if (!claimed) return false;
+  }
   return true;
 }
 
-export function removeKeys(sqlite: Database, keys: readonly string[]): void {
-  const statement = sqlite.query('DELETE FROM payment_consumed WHERE key = ?');
-  for (const key of keys) statement.run(key);
-}
-
-function live(sqlite: Database, key: string): boolean {
-  const row = sqlite.query<{ expires_at: number | null }, [string]>('SELECT expires_at FROM payment_consumed WHERE key = ?').get(key);
-  return row !== null && (row.expires_at === null || row.expires_at > Date.now());
-}
-
-function write(sqlite: Database, key: string, expiresAt: number): void {
-  sqlite
-    .query(
-      'INSERT INTO payment_consumed (key, value, expires_at) VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at',
-    )
-    .run(key, '{"claimed":true}', expiresAt);
+/** Frees keys (in the caller's transaction, when given one). */
+export async function removeKeys(db: DbOrTransaction, keys: readonly string[]): Promise<void> {
+  if (keys.length === 0) return;
+  await db
+    .deleteFrom('payment_consumed')
+    .where('key', 'in', [...keys])
+    .execute();
 }

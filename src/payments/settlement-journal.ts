@@ -1,7 +1,7 @@
-import type { Database } from 'bun:sqlite';
+import type { Generated, Selectable } from 'kysely';
 import type { Hex } from 'viem';
-import type { OpenedDatabase } from '../db/database.ts';
-import { claimKeys, removeKeys } from './consumed-store.ts';
+import { type Db, type DbOrTransaction, inTransaction } from '../db/database.ts';
+import { claimKeysIn, removeKeys } from './consumed-store.ts';
 
 /**
  * The settlement journal (migration 0012): where each accepted MPP credential is on its way to being paid,
@@ -11,9 +11,9 @@ import { claimKeys, removeKeys } from './consumed-store.ts';
  *   reserved ──(answer ready)──▶ sending ──(node took it)──▶ sent ──(receipt)──▶ confirmed | failed
  *      └──(query failed, or a crash before sending)──▶ released (the credential's keys are freed)
  *
- * A row is written in the same SQLite transaction as its single-use keys are claimed, and released in the
- * same one as they are freed: the keys and the journal never disagree. Every call is one synchronous
- * bun:sqlite transaction on the one connection.
+ * A row is written in the same transaction as its single-use keys are claimed (consumed-store.ts: one
+ * claim of a key wins, on SQLite and across PostgreSQL replicas alike), and released in the same one as
+ * they are freed: the keys and the journal never disagree.
  */
 
 export type SettlementState = 'reserved' | 'sending' | 'sent' | 'confirmed' | 'failed' | 'released';
@@ -51,7 +51,8 @@ export type NewSettlement = Omit<
   'state' | 'usage' | 'usage_written' | 'delivered_at' | 'failure' | 'created_at' | 'updated_at'
 >;
 
-interface SettlementRow {
+/** The journal's table (migration 0012), known to this module only: its rows are read and written here. */
+interface SettlementTable {
   challenge_id: string;
   tenant_id: string;
   endpoint_id: string;
@@ -67,7 +68,7 @@ interface SettlementRow {
   rpc_url: string;
   consumed_keys: string;
   usage: string | null;
-  usage_written: number;
+  usage_written: Generated<number>;
   delivered_at: string | null;
   failure: string | null;
   expires_at: number;
@@ -75,53 +76,73 @@ interface SettlementRow {
   updated_at: string;
 }
 
+type SettlementRow = Selectable<SettlementTable>;
+
+/** The database with the journal's table, which db/schema.ts leaves to this module. */
+type JournalDb = ReturnType<typeof withJournal>;
+
+function withJournal(db: DbOrTransaction) {
+  return db.withTables<{ payment_settlements: SettlementTable }>();
+}
+
+/** Thrown inside the reserving transaction to roll back the keys it had claimed already. */
+class KeyInUse extends Error {}
+
 export class SettlementJournal {
-  constructor(private readonly database: OpenedDatabase) {}
+  private readonly db: JournalDb;
+
+  constructor(private readonly database: Db) {
+    this.db = withJournal(database);
+  }
 
   /**
    * Claims the credential's single-use keys and writes its `reserved` row, at once; false (nothing written)
    * when a key is already used. A `released` row of the same challenge (a query that failed, a crash before
    * sending) is replaced: its credential is good again.
    */
-  reserve(entry: NewSettlement): Promise<boolean> {
-    return this.database.exclusive((sqlite) =>
-      sqlite
-        .transaction(() => {
-          if (!claimKeys(sqlite, entry.consumed_keys, entry.expires_at)) return false;
-          const time = new Date().toISOString();
-          sqlite.query('DELETE FROM payment_settlements WHERE challenge_id = ? AND state = ?').run(entry.challenge_id, 'released');
-          sqlite
-            .query(
-              `INSERT INTO payment_settlements (challenge_id, tenant_id, endpoint_id, sender_email, state, transaction_hash,
-                 raw_transaction, payer, amount, currency, recipient, testnet, rpc_url, consumed_keys, expires_at, created_at, updated_at)
-               VALUES (?, ?, ?, ?, 'reserved', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-            )
-            .run(
-              entry.challenge_id,
-              entry.tenant_id,
-              entry.endpoint_id,
-              entry.sender_email,
-              entry.transaction_hash.toLowerCase(),
-              entry.raw_transaction,
-              entry.payer,
-              entry.amount.toString(),
-              entry.currency,
-              entry.recipient,
-              entry.testnet ? 1 : 0,
-              entry.rpc_url,
-              JSON.stringify(entry.consumed_keys),
-              entry.expires_at,
-              time,
-              time,
-            );
-          return true;
-        })
-        .immediate(),
-    );
+  async reserve(entry: NewSettlement): Promise<boolean> {
+    try {
+      await inTransaction(this.database, async (transaction) => {
+        if (!(await claimKeysIn(transaction, entry.consumed_keys, entry.expires_at, Date.now()))) throw new KeyInUse();
+        const trx = withJournal(transaction);
+        const time = new Date().toISOString();
+        await trx
+          .deleteFrom('payment_settlements')
+          .where('challenge_id', '=', entry.challenge_id)
+          .where('state', '=', 'released')
+          .execute();
+        await trx
+          .insertInto('payment_settlements')
+          .values({
+            challenge_id: entry.challenge_id,
+            tenant_id: entry.tenant_id,
+            endpoint_id: entry.endpoint_id,
+            sender_email: entry.sender_email,
+            state: 'reserved',
+            transaction_hash: entry.transaction_hash.toLowerCase(),
+            raw_transaction: entry.raw_transaction,
+            payer: entry.payer,
+            amount: entry.amount.toString(),
+            currency: entry.currency,
+            recipient: entry.recipient,
+            testnet: entry.testnet ? 1 : 0,
+            rpc_url: entry.rpc_url,
+            consumed_keys: JSON.stringify(entry.consumed_keys),
+            expires_at: entry.expires_at,
+            created_at: time,
+            updated_at: time,
+          })
+          .execute();
+      });
+      return true;
+    } catch (error) {
+      if (error instanceof KeyInUse) return false;
+      throw error;
+    }
   }
 
   get(challengeId: string): Promise<SettlementEntry | undefined> {
-    return this.database.exclusive((sqlite) => read(sqlite, challengeId));
+    return read(this.db, challengeId);
   }
 
   /**
@@ -129,39 +150,39 @@ export class SettlementJournal {
    * single-use keys, because a pympp memo does not name its challenge, so a transaction seen on chain could
    * otherwise be attached to a fresh challenge of the same price once the first one expired.
    */
-  transactionUsed(hash: Hex): Promise<boolean> {
-    return this.database.exclusive(
-      (sqlite) =>
-        sqlite
-          .query<{ found: number }, [string]>(
-            "SELECT 1 AS found FROM payment_settlements WHERE transaction_hash = ? AND state != 'released' LIMIT 1",
-          )
-          .get(hash.toLowerCase()) !== null,
-    );
+  async transactionUsed(hash: Hex): Promise<boolean> {
+    const found = await this.db
+      .selectFrom('payment_settlements')
+      .select('challenge_id')
+      .where('transaction_hash', '=', hash.toLowerCase())
+      .where('state', '!=', 'released')
+      .limit(1)
+      .executeTakeFirst();
+    return found !== undefined;
   }
 
   /** The rows a restart or the reconciler must finish: not yet confirmed, failed or released. */
-  unsettled(): Promise<SettlementEntry[]> {
-    return this.database.exclusive((sqlite) =>
-      sqlite
-        .query<SettlementRow, []>(
-          "SELECT * FROM payment_settlements WHERE state IN ('reserved', 'sending', 'sent') ORDER BY created_at, challenge_id",
-        )
-        .all()
-        .map(toEntry),
-    );
+  async unsettled(): Promise<SettlementEntry[]> {
+    const rows = await this.db
+      .selectFrom('payment_settlements')
+      .selectAll()
+      .where('state', 'in', ['reserved', 'sending', 'sent'])
+      .orderBy('created_at')
+      .orderBy('challenge_id')
+      .execute();
+    return rows.map(toEntry);
   }
 
   /** The rows whose answer was paid (sent or confirmed) but whose usage row was never written. */
-  withoutUsage(): Promise<SettlementEntry[]> {
-    return this.database.exclusive((sqlite) =>
-      sqlite
-        .query<SettlementRow, []>(
-          "SELECT * FROM payment_settlements WHERE state IN ('sent', 'confirmed') AND usage_written = 0 AND usage IS NOT NULL",
-        )
-        .all()
-        .map(toEntry),
-    );
+  async withoutUsage(): Promise<SettlementEntry[]> {
+    const rows = await this.db
+      .selectFrom('payment_settlements')
+      .selectAll()
+      .where('state', 'in', ['sent', 'confirmed'])
+      .where('usage_written', '=', 0)
+      .where('usage', 'is not', null)
+      .execute();
+    return rows.map(toEntry);
   }
 
   /** The answer is ready and the transaction goes out now; `usage` is the row the answer will write. */
@@ -183,42 +204,46 @@ export class SettlementJournal {
   }
 
   /** Nothing was broadcast: the row is `released` and the credential's keys freed, at once. */
-  release(challengeId: string): Promise<void> {
-    return this.database.exclusive((sqlite) =>
-      sqlite
-        .transaction(() => {
-          const entry = read(sqlite, challengeId);
-          if (!entry) return;
-          removeKeys(sqlite, entry.consumed_keys);
-          sqlite
-            .query('UPDATE payment_settlements SET state = ?, updated_at = ? WHERE challenge_id = ?')
-            .run('released', new Date().toISOString(), challengeId);
-        })
-        .immediate(),
-    );
+  async release(challengeId: string): Promise<void> {
+    await inTransaction(this.database, async (transaction) => {
+      const trx = withJournal(transaction);
+      const entry = await read(trx, challengeId);
+      if (!entry) return;
+      await removeKeys(transaction, entry.consumed_keys);
+      await trx
+        .updateTable('payment_settlements')
+        .set({ state: 'released', updated_at: new Date().toISOString() })
+        .where('challenge_id', '=', challengeId)
+        .execute();
+    });
   }
 
   /** The answer was handed out: a later use of the same credential is a replay, not a retry. */
-  delivered(challengeId: string): Promise<void> {
-    return this.database.exclusive((sqlite) => {
-      const time = new Date().toISOString();
-      sqlite.query('UPDATE payment_settlements SET delivered_at = ?, updated_at = ? WHERE challenge_id = ?').run(time, time, challengeId);
-    });
+  async delivered(challengeId: string): Promise<void> {
+    const time = new Date().toISOString();
+    await this.db
+      .updateTable('payment_settlements')
+      .set({ delivered_at: time, updated_at: time })
+      .where('challenge_id', '=', challengeId)
+      .execute();
   }
 
-  private update(challengeId: string, state: SettlementState, extra: { usage?: string; failure?: string } = {}): Promise<void> {
-    return this.database.exclusive((sqlite) => {
-      sqlite
-        .query(
-          'UPDATE payment_settlements SET state = ?, usage = coalesce(?, usage), failure = coalesce(?, failure), updated_at = ? WHERE challenge_id = ?',
-        )
-        .run(state, extra.usage ?? null, extra.failure ?? null, new Date().toISOString(), challengeId);
-    });
+  private async update(challengeId: string, state: SettlementState, extra: { usage?: string; failure?: string } = {}): Promise<void> {
+    await this.db
+      .updateTable('payment_settlements')
+      .set((eb) => ({
+        state,
+        usage: eb.fn.coalesce(eb.val(extra.usage ?? null), eb.ref('usage')),
+        failure: eb.fn.coalesce(eb.val(extra.failure ?? null), eb.ref('failure')),
+        updated_at: new Date().toISOString(),
+      }))
+      .where('challenge_id', '=', challengeId)
+      .execute();
   }
 }
 
-function read(sqlite: Database, challengeId: string): SettlementEntry | undefined {
-  const row = sqlite.query<SettlementRow, [string]>('SELECT * FROM payment_settlements WHERE challenge_id = ?').get(challengeId);
+async function read(db: JournalDb, challengeId: string): Promise<SettlementEntry | undefined> {
+  const row = await db.selectFrom('payment_settlements').selectAll().where('challenge_id', '=', challengeId).executeTakeFirst();
   return row ? toEntry(row) : undefined;
 }
 
