@@ -139,7 +139,7 @@ describe('the change log on PostgreSQL', () => {
       );
       const total = 2 * perWriter * 2;
       for (const reader of readers) {
-        await waitFor('every change', async () => reader.heard.length >= total);
+        await waitFor('every change', async () => reader.heard.length >= total, 10_000);
         expect(reader.heard).toHaveLength(total);
         const seqs = reader.heard.map((entry) => entry.seq);
         expect(seqs).toEqual([...seqs].sort((x, y) => x - y));

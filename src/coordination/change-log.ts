@@ -46,7 +46,10 @@ export interface ChangeLog {
   announce(change: Change): Promise<void>;
   /** Calls `subscriber` with every change committed from now on; the answer unsubscribes. */
   subscribe(subscriber: ChangeSubscriber): () => void;
-  /** Delivers every change committed so far (a caller that must see its own change acted on waits for this). */
+  /**
+   * Delivers every change committed so far (a caller that must see its own change acted on waits for this;
+   * never a subscriber, which would wait for its own delivery).
+   */
   catchUp(): Promise<void>;
   start(): Promise<void>;
   stop(): Promise<void>;

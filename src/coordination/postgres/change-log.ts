@@ -47,7 +47,8 @@ interface EntryRow {
  * when woken (a notification, its listening connection back after a cut, its own commit, or every
  * `pollEveryMs` in any case), reads what is newer: a notification lost, a connection cut or a pooler that
  * does not pass LISTEN through delays a change by one poll period at most, and loses nothing. Reading in
- * seq order loses nothing either, because writers serialise on the table's lock: seq order is commit order.
+ * seq order loses nothing either, because writers take their seqs one transaction at a time: seq order is
+ * commit order.
  *
  * A replica starts reading after the newest entry at its start: what came before is already in the state
  * it reads at its start.
@@ -84,7 +85,7 @@ export class PostgresChangeLog implements ChangeLog {
     const result = await inTransaction(this.db, async (trx) => {
       const announced: Change[] = [];
       const answer = await work(trx, (change) => announced.push(change));
-      // Last in the transaction: the table lock is held from here to the commit only.
+      // Last in the transaction: the writers' lock is held from here to the commit only.
       if (announced.length > 0) await appendChanges(trx, announced);
       return answer;
     });
@@ -143,6 +144,7 @@ export class PostgresChangeLog implements ChangeLog {
     this.lastPrune = this.clock.now();
     this.started = true;
     await this.listen();
+    await this.reading; // the catch-up of onlisten, which Bun calls before listen() resolves
     this.schedulePoll();
   }
 
@@ -202,13 +204,17 @@ export class PostgresChangeLog implements ChangeLog {
 }
 
 /**
- * Writes `changes` in `trx` and asks the server to wake every listener once it commits. The EXCLUSIVE lock
- * (which plain reads do not wait for) makes concurrent writers take their seqs one transaction after the
- * other: without it, a transaction given seq 11 could commit after one given 12, and a reader that had
- * already moved past 12 would never read 11.
+ * The writers' lock (an arbitrary constant of knode's): held from a writer's first insert to its commit, so
+ * concurrent writers take their seqs one transaction after the other. Without it, a transaction given seq
+ * 11 could commit after one given 12, and a reader that had already moved past 12 would never read 11.
+ * A transaction-level advisory lock: it works behind a transaction pooler, and neither plain reads, the
+ * pruning DELETE nor autovacuum wait for it (a table lock in EXCLUSIVE mode would queue behind a vacuum).
  */
+const WRITERS_LOCK = 7_206_394_521_663_017;
+
+/** Writes `changes` in `trx` and asks the server to wake every listener once it commits. */
 async function appendChanges(trx: Transaction<Database>, changes: readonly Change[]): Promise<void> {
-  await sql`LOCK TABLE change_log IN EXCLUSIVE MODE`.execute(trx);
+  await sql`SELECT pg_advisory_xact_lock(${sql.lit(WRITERS_LOCK)})`.execute(trx);
   let newest = 0;
   for (const change of changes) {
     const { rows } = await sql<{ seq: number }>`

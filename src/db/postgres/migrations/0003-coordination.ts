@@ -10,8 +10,8 @@ import { type Kysely, sql } from 'kysely';
  *   differ. `token` is the fencing token: one more at every acquisition, so a write checked against it is
  *   refused once another replica took over. Rows are never deleted (a deleted row would start again at 1).
  * - `change_log`: changes one replica announces to the others (a dataset stopped, a marketplace changed),
- *   written in the transaction of the change. Readers follow `seq`; writers take the table's EXCLUSIVE lock
- *   before inserting so that seq order is commit order (a reader that saw seq 12 can never see 11 later).
+ *   written in the transaction of the change. Readers follow `seq`; writers take an advisory lock before
+ *   inserting so that seq order is commit order (a reader that saw seq 12 can never see 11 later).
  *   `payload` is JSON text, as in the control tables.
  *
  * Frozen once released: add a new file rather than editing this one.
