@@ -32,7 +32,7 @@ export class PostgresLeases implements Leases {
   private readonly renewEveryMs: number;
   private readonly reportError: (error: unknown) => void;
   private readonly held = new Map<string, PostgresLease>();
-  /** Names being acquired by this replica right now: a second acquisition waits for none, it is refused. */
+  /** Names this replica is acquiring right now: asked again meanwhile, they are refused as held names are. */
   private readonly acquiring = new Set<string>();
   private cancelRenewal: (() => void) | undefined;
   private renewing: Promise<void> | undefined;
