@@ -4,6 +4,7 @@ import { LocationProvider, Route, Router, useLocation } from 'preact-iso';
 import { get } from './api.ts';
 import { NotFound } from './components/not-found.tsx';
 import { Loading } from './components/ui.tsx';
+import { AnalyticsPage } from './pages/analytics/index.tsx';
 import { DatasetPage } from './pages/dataset.tsx';
 import { DatasetList } from './pages/dataset-list.tsx';
 import { DatasetNew } from './pages/dataset-new.tsx';
@@ -118,6 +119,7 @@ function Gate() {
         <Route path="/endpoints" component={EndpointList} />
         <Route path="/endpoints/new" component={EndpointNew} />
         <Route path="/endpoints/:slug/:tab?" component={EndpointPage} />
+        <Route path="/analytics" component={AnalyticsPage} />
         <Route path="/settings" component={SettingsPage} />
         <Route default component={NotFound} />
       </Router>
@@ -130,6 +132,7 @@ const NAV = [
   { href: '/datasets', label: 'Datasets' },
   { href: '/models', label: 'Models' },
   { href: '/endpoints', label: 'Endpoints' },
+  { href: '/analytics', label: 'Analytics' },
   { href: '/settings', label: 'Settings' },
 ];
 

@@ -6,6 +6,7 @@
  * web/tsconfig.json type-checks the schema files they name.
  */
 import type { Static } from 'typebox';
+import type { AnalyticsSeriesView, AnalyticsSummaryView, TermsView, TopUsersView } from '../src/analytics/schemas.ts';
 import type { AccessToken as AccessTokenView, Me as MeView, SetupView } from '../src/auth/schemas.ts';
 import type { FolderListingView } from '../src/console/schemas.ts';
 import type { DatasetFileView, DatasetView, IngestionCounters, ReferencesView, StorageView } from '../src/datasets/schemas.ts';
@@ -80,6 +81,14 @@ export type PolicyEntry = Static<typeof PolicyEntryView>;
 export type Usage = Static<typeof UsageRecordView>;
 export type UsageSummary = Static<typeof UsageSummaryView>;
 export type UsageFigures = UsageSummary['totals'];
+
+/** The tenant's analytics (`GET /analytics/...`): every endpoint's queries, or one endpoint's or one dataset's. */
+export type AnalyticsSummary = Static<typeof AnalyticsSummaryView>;
+export type AnalyticsSeries = Static<typeof AnalyticsSeriesView>;
+export type TopUsers = Static<typeof TopUsersView>;
+/** The word cloud's terms (the owner's only). */
+export type QueryTerms = Static<typeof TermsView>;
+export type AnalyticsCoverage = AnalyticsSummary['coverage'];
 
 export type Marketplace = Static<typeof MarketplaceView>;
 export type MarketplaceStatus = Static<typeof MarketplaceStatusView>;

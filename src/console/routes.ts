@@ -20,6 +20,7 @@ export const CONSOLE_PAGES = [
   '/models/*',
   '/endpoints',
   '/endpoints/*',
+  '/analytics',
   '/settings',
 ];
 
