@@ -111,7 +111,7 @@ export const PiiFilterConfigurationSchema = Type.Object(
   {
     description:
       "The endpoint's own model replaces personal data in each answer with [REDACTED] before it is sent " +
-      '(for endpoints that answer with a model; passages returned as references are sent as they are)',
+      '(the answer only: passages are sent as they are)',
   },
 );
 

@@ -238,7 +238,8 @@ function Control(props: {
             />
           );
         }
-        const long = kind === 'lines' || kind === 'json' || /prompt|description|readme/i.test(name) || (property.maxLength ?? 0) > 5000;
+        const long =
+          kind === 'lines' || kind === 'json' || /prompt|description|readme|instructions/i.test(name) || (property.maxLength ?? 0) > 5000;
         if (long) {
           return (
             <textarea

@@ -20,6 +20,7 @@ export function typeLabel(type: string): string {
     rate_limit: 'Rate limit',
     accounting: 'Accounting',
     mpp: 'Price per query (MPP)',
+    pii_filter: 'PII filter (personal data redacted)',
   };
   return known[type] ?? type.replace(/_/g, ' ');
 }

@@ -26,8 +26,8 @@ export function Policies(props: { endpoint: Endpoint; reload: () => Promise<void
       <section class="card" aria-labelledby="policies-title">
         <h2 id="policies-title">Policies</h2>
         <p class="hint">
-          Every query passes them in the order access, rate limits, then payment, whatever order they were added in. Your own queries from
-          the playground pass them too.
+          Every query passes them in the order access, rate limits, then payment, whatever order they were added in; a PII filter then
+          rewrites the answer before it is sent. Your own queries from the playground pass them too.
         </p>
         {policies.length === 0 ? (
           <Empty>No policy: anyone with a valid token may query, as often as the general limits allow.</Empty>
@@ -44,9 +44,10 @@ export function Policies(props: { endpoint: Endpoint; reload: () => Promise<void
   );
 }
 
-/** `mode: allow` with its patterns, `rate: 10/m`...: a configuration in one line. */
+/** `mode: allow` with its patterns, `rate: 10/m`...: a configuration in one line (empty text left out). */
 function describe(configuration: Record<string, unknown>): string {
   return Object.entries(configuration)
+    .filter(([, value]) => value !== '')
     .map(([key, value]) => `${labelOf(key)}: ${Array.isArray(value) ? value.join(', ') : String(value)}`)
     .join(' · ');
 }
@@ -202,6 +203,8 @@ function PolicyForm(props: {
       )}
       {checksEmails && <AccessCheck configuration={configuration} />}
       {configurationErrors._ && <Notice kind="error">{configurationErrors._}</Notice>}
+      {/* The type itself can be refused (a PII filter on an endpoint that does not answer with a model). */}
+      {errors.policy_type && <Notice kind="error">{errors.policy_type}</Notice>}
       <ErrorNotice error={failure} />
       <div class="form-actions">
         <SubmitButton busy={busy} busyLabel="Saving…">
