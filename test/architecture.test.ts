@@ -69,7 +69,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
     'endpoints',
     'marketplaces',
   ],
-  analytics: [...FOUNDATION, 'db', 'http', 'vectors', 'tenants', 'query'],
+  analytics: [...FOUNDATION, 'db', 'http', 'vectors'],
   health: [...FOUNDATION, 'http', 'version.ts'],
   console: [...FOUNDATION, 'runtime', 'http', 'ingestion'],
 };

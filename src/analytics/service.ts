@@ -70,7 +70,7 @@ export class AnalyticsService {
     private readonly reads: ReadLimits = { sliceRows: SLICE_ROWS, maxUsageRows: MAX_USAGE_ROWS, maxTermRows: MAX_TERM_ROWS },
   ) {}
 
-  /** A recorded question's terms are kept (never the question); the query does not wait on, or fail by, this. */
+  /** A recorded question's terms are kept (never the question): one short insert; a failure is logged by the query, never its answer's. */
   async questionAsked(asked: AskedQuestion): Promise<void> {
     await this.repository.recordTerms(
       { tenantId: asked.tenantId, endpointId: asked.endpointId, origin: asked.origin, askedHour: hourOf(asked.at) },
