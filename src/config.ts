@@ -17,6 +17,16 @@ export interface Config {
    */
   readonly developmentMode: boolean;
   readonly jwtSecret: string | undefined;
+  /**
+   * SVC_DATABASE_URL: PostgreSQL for the shared state of several replicas (cluster mode); undefined: the
+   * embedded SQLite database in the data folder.
+   */
+  readonly databaseUrl: string | undefined;
+  /**
+   * SVC_SECRET_KEY: the 32-byte key that seals stored secrets, in cluster mode (every replica opens what
+   * another sealed); undefined with SQLite, which keeps its key in the data folder (secret.key).
+   */
+  readonly secretKey: Buffer | undefined;
   /** undefined: keep the stored URL; '': detect the public IP; otherwise the URL itself. */
   readonly publicUrl: string | undefined;
   readonly publicIpUrl: string;
@@ -74,6 +84,7 @@ export function loadConfig(env: Env = process.env): Config {
     adminApiKey,
     developmentMode,
     jwtSecret: optionalSecret(env, 'SVC_JWT_SECRET'),
+    ...clusterMode(env),
     publicUrl: publicUrl(env),
     publicIpUrl: httpUrl(env, 'SVC_PUBLIC_IP_URL', 'https://api.ipify.org'),
     multiTenancy: boolean(env, 'SVC_MULTI_TENANCY', false),
@@ -202,6 +213,58 @@ function outboundAllow(env: Env, name: string): OutboundAllowList {
     fail(name, `${item} is none of loopback, private, a host name or an address range (CIDR)`, env[name] ?? '');
   }
   return result;
+}
+
+/**
+ * Cluster mode (SVC_DATABASE_URL): every replica reads what another wrote, so the keys a single process
+ * makes once and keeps in its data folder (jwt.key, secret.key) must be the same everywhere, from the
+ * environment. Without the URL nothing changes; SVC_SECRET_KEY is then refused rather than ignored, since
+ * the embedded database's secrets stay sealed with its own key file.
+ */
+function clusterMode(env: Env): Pick<Config, 'databaseUrl' | 'secretKey'> {
+  const databaseUrl = postgresUrl(env, 'SVC_DATABASE_URL');
+  const secretKeyText = env.SVC_SECRET_KEY ?? '';
+  if (databaseUrl === undefined) {
+    if (secretKeyText !== '') {
+      throw new ConfigError('SVC_SECRET_KEY: only read in cluster mode (with SVC_DATABASE_URL); SQLite keeps its key in the data folder');
+    }
+    return { databaseUrl, secretKey: undefined };
+  }
+  if (optionalSecret(env, 'SVC_JWT_SECRET') === undefined) {
+    throw new ConfigError('SVC_JWT_SECRET: must be set in cluster mode (SVC_DATABASE_URL), the same on every replica, 32+ characters');
+  }
+  if (secretKeyText === '') {
+    throw new ConfigError(
+      'SVC_SECRET_KEY: must be set in cluster mode (SVC_DATABASE_URL), the same on every replica: 32 random bytes in base64 (openssl rand -base64 32)',
+    );
+  }
+  return { databaseUrl, secretKey: base64Key('SVC_SECRET_KEY', secretKeyText, 32) };
+}
+
+/** postgres:// or postgresql:// only. A wrong value is named by its scheme: the URL may hold a password. */
+function postgresUrl(env: Env, name: string): string | undefined {
+  const value = env[name]?.trim() ?? '';
+  if (value === '') return undefined;
+  let protocol: string;
+  try {
+    protocol = new URL(value).protocol;
+  } catch {
+    throw new ConfigError(`${name}: must be a postgres:// or postgresql:// URL (got a value that is not a URL)`);
+  }
+  if (protocol !== 'postgres:' && protocol !== 'postgresql:') {
+    throw new ConfigError(`${name}: must be a postgres:// or postgresql:// URL (got a ${protocol}// URL)`);
+  }
+  return value;
+}
+
+/** Exactly `bytes` bytes, base64-encoded (as the key files hold them). The value itself is never echoed. */
+function base64Key(name: string, value: string, bytes: number): Buffer {
+  const text = value.trim();
+  const key = Buffer.from(text, 'base64');
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(text) || key.length !== bytes) {
+    throw new ConfigError(`${name}: must be ${bytes} bytes in base64 (openssl rand -base64 ${bytes}); got ${key.length} bytes`);
+  }
+  return key;
 }
 
 function optionalSecret(env: Env, name: string): string | undefined {

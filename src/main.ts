@@ -18,6 +18,8 @@ Configuration (environment variables):
   SVC_DATA_DIR              database, keys and model cache (default ./data)
   SVC_ADMIN_API_KEY         admin bearer key; empty = development mode (default empty)
   SVC_JWT_SECRET            HS256 key of local JWTs, 32+ characters (default: generated in the data dir)
+  SVC_DATABASE_URL          postgres://… : cluster mode, state shared by replicas (default: SQLite in the data dir)
+  SVC_SECRET_KEY            cluster mode: key sealing stored secrets, 32 bytes base64 (SQLite: in the data dir)
   SVC_PUBLIC_URL            public URL of the default tenant; empty = detect the public IP
   SVC_PUBLIC_IP_URL         where the public IP is detected (default https://api.ipify.org)
   SVC_MULTI_TENANCY         admin-key requests must name a tenant with X-Tenant-Name (default false)

@@ -1,3 +1,4 @@
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DestinationStream, Logger } from 'pino';
 import { AnalyticsRepository } from './analytics/repository.ts';
@@ -13,7 +14,9 @@ import { DatasetSearchService } from './datasets/search.ts';
 import { DatasetService } from './datasets/service.ts';
 import { StorageService } from './datasets/storage-service.ts';
 import { type OpenedDatabase, openDatabase } from './db/database.ts';
-import { SqliteFixedWindows } from './db/fixed-windows.ts';
+import { type FixedWindows, SqliteFixedWindows } from './db/fixed-windows.ts';
+import { openPostgresDatabase } from './db/postgres/database.ts';
+import { PostgresFixedWindows } from './db/postgres/fixed-windows.ts';
 import { DEFAULT_TENANT } from './domain/principal.ts';
 import { closeEmbedders, datasetEmbedder } from './embeddings/embedder.ts';
 import { setUseLiteWarningListener } from './embeddings/use-lite.ts';
@@ -70,6 +73,7 @@ import { NgrokTunnelProvider } from './tunnel/ngrok.ts';
 import type { TunnelProvider } from './tunnel/provider.ts';
 import { type Clock, systemClock } from './util/clock.ts';
 import { vectorExtensionPath, vectorExtensionVersion } from './vectors/extension.ts';
+import { PostgresVectorStore } from './vectors/postgres/store.ts';
 import { SqliteVectorStore } from './vectors/sqlite-store.ts';
 import type { VectorStore } from './vectors/store.ts';
 
@@ -77,6 +81,11 @@ import type { VectorStore } from './vectors/store.ts';
 export interface Services {
   readonly config: Config;
   readonly log: Logger;
+  /**
+   * The control database. With SQLite, the embedded database (its `exclusive` runs work on the one
+   * connection); in cluster mode (SVC_DATABASE_URL), PostgreSQL's `db`, and `exclusive` refuses: there is
+   * no SQLite connection, and only the SQLite counters and store ask for one.
+   */
   readonly database: OpenedDatabase;
   readonly vectorStoreVersion: string;
   /** The per-dataset vector store (tests read what it holds). */
@@ -149,11 +158,9 @@ export async function createServices(config: Config, options: ServiceOptions = {
   // The embedder is shared by the process: its one warning (USE-lite fell back to tfjs) goes to the last log.
   setUseLiteWarningListener((message) => log.warn(message));
   const clock = options.clock ?? systemClock;
-  const database = await openDatabase(config.dataDir, [vectorExtensionPath()]);
+  const state = await openState(config, clock);
+  const { database, windows, store, vectorStoreVersion, box, tokens } = state;
   const { db } = database;
-  const vectorStoreVersion = await database.exclusive(vectorExtensionVersion);
-  const box = new SecretBox(loadOrCreateKey(join(config.dataDir, 'secret.key'), 32));
-  const tokens = new TokenIssuer(config.jwtSecret ?? loadOrCreateKey(join(config.dataDir, 'jwt.key'), 32));
 
   const userRepository = new UserRepository(db);
   const tenantRepository = new TenantRepository(db);
@@ -163,7 +170,6 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const policyRepository = new PolicyRepository(db);
   const marketplaceRepository = new MarketplaceRepository(db);
   const usageRepository = new UsageRepository(db);
-  const windows = new SqliteFixedWindows(database, clock);
   const limits = new GeneralLimits(config, windows);
   await tenantRepository.ensure(DEFAULT_TENANT);
 
@@ -180,7 +186,6 @@ export async function createServices(config: Config, options: ServiceOptions = {
     const reach = await outbound.forTenant(tenantId);
     return { fetch: outboundFetch(reach, { maxBytes: 32 * ONE_MEGABYTE, timeoutMs: 60_000 }), scope: reach.scope };
   };
-  const store: VectorStore = new SqliteVectorStore(database);
   const files = new FileRepository(db);
   // Read at scrape time: `tunnels` is made below, and a scrape comes only once the server listens.
   const metrics = new Metrics({ filesByStatus: () => files.countByStatus(), tunnelStates: () => tunnels.states() });
@@ -392,7 +397,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
       await pool.close();
       await closeEmbedders();
       await localModels.dispose();
-      await database.close();
+      await state.close();
     },
   };
   // Datasets that were ingesting when knode stopped resume in the background: start-up does not wait.
@@ -403,4 +408,58 @@ export async function createServices(config: Config, options: ServiceOptions = {
   // Payments a stopped process left in the journal are finished (or released) from the chain, in the background.
   settlements.start();
   return services;
+}
+
+/** Where the state lives, and what depends on the engine: the counters, the vector store, the two keys. */
+interface State {
+  readonly database: OpenedDatabase;
+  readonly windows: FixedWindows;
+  readonly store: VectorStore;
+  readonly vectorStoreVersion: string;
+  readonly box: SecretBox;
+  readonly tokens: TokenIssuer;
+  close(): Promise<void>;
+}
+
+/**
+ * The embedded SQLite database in the data folder, with the keys kept beside it; or, in cluster mode,
+ * PostgreSQL shared by every replica, with the keys from the environment (config.ts requires both there).
+ */
+async function openState(config: Config, clock: Clock): Promise<State> {
+  if (config.databaseUrl === undefined) {
+    const database = await openDatabase(config.dataDir, [vectorExtensionPath()]);
+    return {
+      database,
+      windows: new SqliteFixedWindows(database, clock),
+      store: new SqliteVectorStore(database),
+      vectorStoreVersion: await database.exclusive(vectorExtensionVersion),
+      box: new SecretBox(loadOrCreateKey(join(config.dataDir, 'secret.key'), 32)),
+      tokens: new TokenIssuer(config.jwtSecret ?? loadOrCreateKey(join(config.dataDir, 'jwt.key'), 32)),
+      close: () => database.close(),
+    };
+  }
+  if (config.jwtSecret === undefined || config.secretKey === undefined) throw new Error('cluster mode needs both keys (config.ts)');
+  // The data folder still holds what each machine keeps for itself: model files and the embedders' cache.
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const postgres = await openPostgresDatabase(config.databaseUrl);
+  try {
+    const store = await PostgresVectorStore.open(postgres.db);
+    const database: OpenedDatabase = {
+      db: postgres.db,
+      exclusive: () => Promise.reject(new Error('cluster mode has no SQLite connection')),
+      close: postgres.close,
+    };
+    return {
+      database,
+      windows: new PostgresFixedWindows(postgres.db, clock),
+      store,
+      vectorStoreVersion: store.pgvectorVersion === undefined ? 'none (the server lacks pgvector)' : `pgvector ${store.pgvectorVersion}`,
+      box: new SecretBox(config.secretKey),
+      tokens: new TokenIssuer(config.jwtSecret),
+      close: postgres.close,
+    };
+  } catch (error) {
+    await postgres.close();
+    throw error;
+  }
 }

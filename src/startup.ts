@@ -49,6 +49,8 @@ export function startupFailure(error: unknown, config: Config): string | undefin
     return `port ${config.port} on ${config.host} is already in use (another knode, or another program): stop it, or choose another port with SVC_PORT`;
   }
   if (code === 'EADDRNOTAVAIL') return `${config.host} is not an address of this machine: set SVC_HOST to one that is`;
+  // Cluster mode's database (db/postgres/database.ts, PostgresStartError): its message is the line, password left out.
+  if (code === 'KNODE_POSTGRES_START') return (error as Error).message;
   if (['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'SQLITE_CANTOPEN', 'SQLITE_READONLY'].includes(code)) {
     return `cannot write the data folder ${config.dataDir} (${code}): choose one you can write with SVC_DATA_DIR`;
   }

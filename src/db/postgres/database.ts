@@ -9,6 +9,14 @@ import { postgresMigrations } from './migrations/index.ts';
 /** The oldest server cluster mode is written for (generated columns, `GENERATED … AS IDENTITY`, pgvector 0.8). */
 const MINIMUM_SERVER_VERSION = 150_000;
 
+/**
+ * PostgreSQL could not be used at start-up (unreachable, too old, a migration failed): its message is one
+ * line naming the server without its password, which start-up prints as it is (startup.ts, by `code`).
+ */
+export class PostgresStartError extends Error {
+  readonly code = 'KNODE_POSTGRES_START';
+}
+
 export interface OpenedPostgres {
   readonly db: Db;
   close(): Promise<void>;
@@ -42,10 +50,10 @@ export async function openPostgresDatabase(url: string, options: PostgresOptions
       const [row] = await client.unsafe(`SELECT current_setting('server_version_num')::int AS version`);
       version = Number(row?.version);
     } catch (error) {
-      throw new Error(`PostgreSQL at ${where} cannot be reached: ${connectionFailure(error)}`);
+      throw new PostgresStartError(`PostgreSQL at ${where} cannot be reached: ${connectionFailure(error)}`);
     }
     if (version < MINIMUM_SERVER_VERSION) {
-      throw new Error(`PostgreSQL at ${where} is version ${Math.floor(version / 10_000)}: cluster mode needs 15 or newer`);
+      throw new PostgresStartError(`PostgreSQL at ${where} is version ${Math.floor(version / 10_000)}: cluster mode needs 15 or newer`);
     }
     await migrate(db, where);
   } catch (error) {
@@ -60,7 +68,7 @@ async function migrate(db: Db, where: string): Promise<void> {
   const { error, results } = await migrator.migrateToLatest();
   const failed = results?.find((result) => result.status === 'Error');
   if (error || failed) {
-    throw new Error(`PostgreSQL at ${where}: migration ${failed?.migrationName ?? ''} failed: ${errorMessage(error)}`);
+    throw new PostgresStartError(`PostgreSQL at ${where}: migration ${failed?.migrationName ?? ''} failed: ${errorMessage(error)}`);
   }
 }
 
