@@ -7,8 +7,10 @@ import { PII_INSTRUCTIONS_MAX } from '../src/policies/configuration-schema.ts';
 import { filterTokenBudget, PII_SYSTEM_PROMPT } from '../src/policies/pii-filter-hook.ts';
 import { MODEL_FAILED_FOR_CONSUMERS } from '../src/query/consumer-errors.ts';
 import { type FakeAccounting, startFakeAccounting } from './fakes/accounting-server.ts';
+import { type FakeHubWallet, startFakeHubWallet } from './fakes/hub-wallet.ts';
 import { type FakeOpenAIServer, fakeTokens, type RecordedRequest, startFakeOpenAI } from './fakes/openai-server.ts';
 import { type FakeSyftHub, startFakeSyftHub } from './fakes/syfthub.ts';
+import { type FakeTempoRpc, startFakeTempoRpc } from './fakes/tempo-rpc.ts';
 import { createTestApp, issueLocs, type TestApp, type TestUser, validationIssues } from './helpers/app.ts';
 import { Dataset } from './helpers/datasets.ts';
 import { createEndpoint, createModel, createPolicy } from './helpers/fixtures.ts';
@@ -20,7 +22,8 @@ import { sseEvents } from './helpers/streams.ts';
  * The `pii_filter` policy (issue 27, item 4; API-CONTRACT 10.4): the endpoint's own model is asked to replace
  * personal data in the generated answer with [REDACTED] before anything of it leaves. The model double answers
  * the query with an answer full of personal data, and the filter's call (recognised by its instructions) as a
- * model that follows them would.
+ * model that follows them would. One job, over 400 lines: every rule of API-CONTRACT 10.4 through the API, with the
+ * accounting, MPP and marketplace doubles a rule needs, and the type's row on PostgreSQL.
  */
 
 const PERSONAL = 'Ada Lovelace wrote to ada@example.org and answered on +44 20 7946 0958.';
@@ -327,6 +330,73 @@ describe('the pii_filter policy', () => {
         reply: followsInstructions,
         failWhen: { test: isFilterCall, failure: { status: 500, message: 'filter model at 10.0.0.5 is out of memory' } },
       });
+    });
+  });
+
+  describe('a paid query (MPP): the filter runs before the payment is collected', () => {
+    let rpc: FakeTempoRpc;
+    let wallet: FakeHubWallet;
+    let consumer: { token: string; address: `0x${string}` };
+
+    const paidQuery = (payment?: string) =>
+      t.request({
+        method: 'POST',
+        url: '/api/v1/endpoints/paid-filtered/query',
+        token: owner.token,
+        headers: payment ? { 'x-payment': payment } : {},
+        payload: { messages: 'Who wrote?', stop_sequences: [] },
+      });
+
+    beforeAll(async () => {
+      rpc = startFakeTempoRpc();
+      wallet = startFakeHubWallet(rpc.url);
+      consumer = wallet.addConsumer('carol');
+      const set = await t.request({
+        method: 'POST',
+        url: '/api/v1/settings/wallet',
+        token: owner.token,
+        payload: { wallet_address: '0x742d35Cc6634c0532925a3b844bC9e7595F8fE00', testnet: true, rpc_url: rpc.url },
+      });
+      expect(set.statusCode).toBe(200);
+      const endpoint = await filtered('paid-filtered');
+      await createPolicy(t, owner, { endpoint_id: endpoint.id, policy_type: 'mpp', configuration: { price: 0.01 } });
+    });
+    afterAll(async () => {
+      fake.behave({ reply: followsInstructions });
+      await wallet.close();
+      await rpc.close();
+    });
+
+    test('a failed filter broadcasts nothing, and the same credential then pays for the filtered answer', async () => {
+      const challenged = await paidQuery();
+      expect(challenged.statusCode).toBe(402);
+      const signed = await fetch(`${wallet.url}/api/v1/wallet/pay`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${consumer.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ www_authenticate: challenged.headers['www-authenticate'], endpoint_slug: 'paid-filtered' }),
+      });
+      const payment = ((await signed.json()) as { x_payment: string }).x_payment;
+      const broadcasts = rpc.broadcasts.length;
+
+      fake.behave({ reply: followsInstructions, failWhen: { test: isFilterCall, failure: { status: 500, message: 'filter down' } } });
+      const failed = await paidQuery(payment);
+      expect(failed.statusCode).toBe(502);
+      expect(failed.body).not.toContain('ada@example.org');
+      expect(rpc.broadcasts).toHaveLength(broadcasts);
+
+      fake.behave({ reply: followsInstructions });
+      const answered = await paidQuery(payment);
+      expect(answered.statusCode).toBe(200);
+      expect(rpc.broadcasts).toHaveLength(broadcasts + 1);
+      const body = answered.json();
+      expect(body.summary.message.content).toBe(FILTERED);
+      expect(
+        body.policy_metadata.entries.map((entry: { policy_type: string; status: string }) => [entry.policy_type, entry.status]),
+      ).toEqual([
+        ['mpp', 'charged'],
+        ['pii_filter', 'applied'],
+      ]);
+      expect(body.cost).toBeCloseTo(0.01 + body.summary.cost, 10);
     });
   });
 
