@@ -1,7 +1,11 @@
+import { Database as SqliteDatabase } from 'bun:sqlite';
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sql } from 'kysely';
+import { Kysely, Migrator, SqliteDialect, sql } from 'kysely';
+import { kyselyAdapter, openDatabase } from '../src/db/database.ts';
+import { migrations } from '../src/db/migrations/index.ts';
 import { openPostgresDatabase } from '../src/db/postgres/database.ts';
 import { PII_INSTRUCTIONS_MAX } from '../src/policies/configuration-schema.ts';
 import { filterTokenBudget, PII_SYSTEM_PROMPT } from '../src/policies/pii-filter-hook.ts';
@@ -489,6 +493,78 @@ describe('the pii_filter policy', () => {
 });
 
 describe('the pii_filter policy type in the database', () => {
+  test("SQLite's rebuild (0017) keeps every policy, its order and its references, and takes the new type", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'knode-pii-upgrade-'));
+    try {
+      const sqlite = new SqliteDatabase(join(dataDir, 'knode.db'), { create: true });
+      const legacy = new Kysely<unknown>({ dialect: new SqliteDialect({ database: kyselyAdapter(sqlite) }) });
+      const before = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < '0017'));
+      expect((await new Migrator({ db: legacy, provider: { getMigrations: async () => before } }).migrateToLatest()).error).toBeUndefined();
+      const at = '2026-01-01T00:00:00.000Z';
+      sqlite.run(`INSERT INTO tenants (id, name, created_at) VALUES ('t', 'acme', '${at}')`);
+      sqlite.run(
+        `INSERT INTO models (id, tenant_id, name, dtype, configuration, created_at, updated_at) VALUES ('m', 't', 'm', 'openai', '{}', '${at}', '${at}')`,
+      );
+      sqlite.run(`INSERT INTO endpoints (id, tenant_id, name, slug, model_id, response_type, created_at, updated_at)
+                  VALUES ('e', 't', 'e', 'e', 'm', 'summary', '${at}', '${at}')`);
+      // Inserted in this order in one millisecond, with ids that sort the other way round.
+      for (const id of ['p-z', 'p-a']) {
+        sqlite.run(`INSERT INTO policies (id, tenant_id, endpoint_id, name, policy_type, configuration, created_at, updated_at)
+                    VALUES ('${id}', 't', 'e', '${id}', 'rate_limit', '{"rate":"1/s"}', '${at}', '${at}')`);
+      }
+      expect(() =>
+        sqlite.run(`INSERT INTO policies (id, tenant_id, endpoint_id, name, policy_type, configuration, created_at, updated_at)
+                    VALUES ('p-x', 't', 'e', 'x', 'pii_filter', '{}', '${at}', '${at}')`),
+      ).toThrow('CHECK constraint failed');
+      await legacy.destroy();
+
+      const database = await openDatabase(dataDir);
+      try {
+        const { db } = database;
+        await db
+          .insertInto('policies')
+          .values({
+            id: 'p-m',
+            tenant_id: 't',
+            endpoint_id: 'e',
+            name: 'p-m',
+            policy_type: 'pii_filter',
+            configuration: '{}',
+            created_at: at,
+            updated_at: at,
+          })
+          .execute();
+        const rows = await db.selectFrom('policies').select(['id', 'seq', 'policy_type']).orderBy('created_at').orderBy('seq').execute();
+        expect(rows).toEqual([
+          { id: 'p-z', seq: 1, policy_type: 'rate_limit' },
+          { id: 'p-a', seq: 2, policy_type: 'rate_limit' },
+          { id: 'p-m', seq: 3, policy_type: 'pii_filter' },
+        ]);
+        const unknown = db
+          .insertInto('policies')
+          .values({
+            id: 'p-y',
+            tenant_id: 't',
+            endpoint_id: 'e',
+            name: 'y',
+            policy_type: 'telepathy' as 'mpp',
+            configuration: '{}',
+            created_at: at,
+            updated_at: at,
+          })
+          .execute();
+        await expect(unknown).rejects.toThrow('CHECK constraint failed');
+        // The rebuilt table still belongs to its endpoint: deleting the endpoint deletes its policies.
+        await db.deleteFrom('endpoints').where('id', '=', 'e').execute();
+        expect(await db.selectFrom('policies').select('id').execute()).toEqual([]);
+      } finally {
+        await database.close();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
   test("PostgreSQL's policies table takes it (migration 0004), as SQLite's does (0017), and still refuses an unknown type", async () => {
     const postgres = await startPostgres();
     const opened = await openPostgresDatabase(postgres.url);
