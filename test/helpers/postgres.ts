@@ -120,10 +120,16 @@ function templateData(bin: string): Promise<string> {
 /**
  * Runs `cleanup` (as the clusters' owner) once this process closes the returned pipe, or dies: bun test
  * runs no exit handler, and a test file that crashed or timed out must not leave a server or its folder behind.
+ *
+ * bun test sends SIGTERM to the processes a file spawned when one of its hooks times out: a shell that
+ * took it died before its cleanup (a timed-out file left its cluster running), and runuser, were it the
+ * waiting process, would pass the signal on and kill its shell 2 s later. So the waiting shell is this
+ * process's own child and ignores those signals (as its `cat` does, inheriting that), and only the
+ * cleanup runs as the clusters' owner.
  */
 function watchdog(cleanup: string[]): { end(): Promise<void> } {
-  const quoted = cleanup.map((word) => `'${word.replaceAll("'", `'\\''`)}'`).join(' ');
-  const child = Bun.spawn([...runAsPrefix(), 'sh', '-c', `cat >/dev/null; ${quoted} >/dev/null 2>&1`], {
+  const quoted = [...runAsPrefix(), ...cleanup].map((word) => `'${word.replaceAll("'", `'\\''`)}'`).join(' ');
+  const child = Bun.spawn(['sh', '-c', `trap '' TERM INT HUP; cat >/dev/null; ${quoted} >/dev/null 2>&1`], {
     stdin: 'pipe',
     stdout: 'ignore',
     stderr: 'ignore',
