@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { createTestApp, type TestApp, tempDir } from './helpers/app.ts';
-import { createModel } from './helpers/fixtures.ts';
+import { createDataset, createModel } from './helpers/fixtures.ts';
 import { type PrivatePostgres, startPostgres } from './helpers/postgres.ts';
+import { waitFor } from './helpers/wait.ts';
 
 /**
  * Cluster mode (issue 26, item 1): with SVC_DATABASE_URL every replica keeps its state in one PostgreSQL,
@@ -166,5 +167,30 @@ describe('two replicas on one PostgreSQL', () => {
     const statuses = answers.map((answer) => answer.statusCode);
     expect(statuses.filter((status) => status === 200)).toHaveLength(30);
     expect(statuses.filter((status) => status === 429)).toHaveLength(20);
+  });
+
+  test('a folder indexed by one replica is searched by keyword through the other; vectors need pgvector, and say so', async () => {
+    const user = await replicaA.user('reader');
+    const dataset = await createDataset(replicaA, user, 'handbook');
+    const folder = dataset.configuration.ingestionPath as string;
+    writeFileSync(join(folder, 'tides.md'), '# Tides\n\nThe moon pulls the oceans: spring tides come twice a month.\n');
+    writeFileSync(join(folder, 'bread.md'), '# Bread\n\nSourdough rises slowly with wild yeast and flour.\n');
+    const search = (replica: TestApp, mode: string) =>
+      replica.request({
+        method: 'POST',
+        url: `/api/v1/datasets/${dataset.id}/search`,
+        token: user.token,
+        payload: { query: 'sourdough yeast', mode },
+      });
+    const found = await waitFor('the files searchable by keyword', async () => {
+      const answer = await search(replicaB, 'keyword');
+      const documents = answer.statusCode === 200 ? (answer.json().documents as { content: string }[]) : [];
+      return documents.length > 0 && documents;
+    });
+    expect(found[0]?.content).toContain('Sourdough');
+    if (replicaA.services.vectorStoreVersion.startsWith('pgvector')) return; // a server with pgvector: vectors are searched too
+    const vector = await search(replicaB, 'vector');
+    expect(vector.statusCode).toBe(503);
+    expect(vector.json().detail).toContain('pgvector');
   });
 });
