@@ -138,7 +138,7 @@ export class HookSet {
     return failures;
   }
 
-  /** Whether the answer must be held until the payment is collected (a paid query: see `settle`). */
+  /** Whether the answer must be held until it is rewritten and paid for (a filtered or paid query: see `settle`). */
   get holdsAnswer(): boolean {
     return this.passed.some((hook) => hook.holdsAnswer?.() ?? false);
   }

@@ -76,7 +76,7 @@ export class RunningQuery {
     }
   }
 
-  /** Whether the answer must be held until the payment is collected (a paid query: see `settle`). */
+  /** Whether the answer must be held until it is rewritten and paid for (a filtered or paid query: see `settle`). */
   get holdsAnswer(): boolean {
     return this.hooks.holdsAnswer;
   }
@@ -101,9 +101,9 @@ export class RunningQuery {
 
   /**
    * (c) to (f) as events, handed over once they may start leaving: references once, then the generation
-   * as it happens, then the totals. A paid query (`holdsAnswer`) is made whole, and its payment collected,
-   * first: until then it can still end as a plain 402 or 502, and the caller is never charged for an answer
-   * it did not get. Any other is handed over from its first event. A failure before the events are handed
+   * as it happens, then the totals. A paid or filtered query (`holdsAnswer`) is made whole, filtered and its
+   * payment collected, first: until then it can still end as a plain 402 or 502, the caller is never charged
+   * for an answer it did not get, and nothing unfiltered leaves. Any other is handed over from its first event. A failure before the events are handed
    * over is thrown here (an ordinary HTTP error); one after it ends the iteration.
    */
   async stream(signal?: AbortSignal): Promise<Iterable<AnswerEvent> | AsyncIterable<AnswerEvent>> {
