@@ -1,5 +1,5 @@
 import { type Clock, systemClock } from '../../util/clock.ts';
-import type { Db } from '../database.ts';
+import { type Db, inTransaction } from '../database.ts';
 import type { FixedWindows, WindowQuota, WindowVerdict } from '../fixed-windows.ts';
 
 const KEEP_SECONDS = 2 * 86_400; // longer than the longest period (a day), as SqliteFixedWindows keeps them
@@ -38,7 +38,8 @@ export class PostgresFixedWindows implements FixedWindows {
       .map((quota) => ({ quota, start: windowStart(quota, nowMs) }))
       .sort((a, b) => (a.quota.key === b.quota.key ? a.start - b.start : a.quota.key < b.quota.key ? -1 : 1));
     try {
-      await this.db.transaction().execute(async (trx) => {
+      // inTransaction: should the server still pick this one as a deadlock's victim, it wrote nothing and runs again.
+      await inTransaction(this.db, async (trx) => {
         for (const { quota, start } of windows) {
           if (quota.limit <= 0) throw new UsedUp(quota);
           const counted = await trx
