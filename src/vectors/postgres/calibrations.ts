@@ -1,7 +1,7 @@
 import type { Calibration } from '../calibration.ts';
 import type { FittedCalibration, SampledFile } from '../self-calibration.ts';
 import { requireIndex } from './chunk-sets.ts';
-import { jsonRows, type PostgresConnection } from './connection.ts';
+import { anyRow, anyText, jsonRows, type PostgresConnection } from './connection.ts';
 import { postgresTables } from './dataset-tables.ts';
 import type { Fts5Tokenizer } from './fts5-tokens.ts';
 import { termCounts } from './keyword-search.ts';
@@ -38,10 +38,9 @@ export async function sampleFiles(
     }
     const contents = new Map(
       (
-        await query<{ row_id: number; content: string }>(
-          `SELECT row_id, content FROM ${tables.chunks} WHERE row_id IN (SELECT (json_array_elements_text($1::text::json))::bigint)`,
-          [jsonRows(picked.map((entry) => entry.rowid))],
-        )
+        await query<{ row_id: number; content: string }>(`SELECT row_id, content FROM ${tables.chunks} WHERE row_id ${anyRow(1)}`, [
+          jsonRows(picked.map((entry) => entry.rowid)),
+        ])
       ).map((row) => [Number(row.row_id), row.content]),
     );
     const files: SampledFile[] = [];
@@ -100,7 +99,7 @@ export async function fittedCalibrations(
     calibration: string;
   }>(
     'SELECT dataset_id, embedder, fitted_at, questions, unanswerable, chunk_count, calibration FROM vector_calibrations ' +
-      'WHERE dataset_id IN (SELECT json_array_elements_text($1::text::json))',
+      `WHERE dataset_id ${anyText(1)}`,
     [jsonRows(ids)],
   );
   return new Map(

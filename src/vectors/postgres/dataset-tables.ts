@@ -50,7 +50,9 @@ export function createKeywordTablesSql(tables: PostgresTables): string[] {
       metadata TEXT NOT NULL,
       tokens INTEGER NOT NULL
     )`,
-    // Terms compare by their bytes, as FTS5's do.
+    // Terms compare by their bytes, as FTS5's do. The key holds every column BM25 reads, so that a term's
+    // postings are read from the index alone once the table is vacuumed (they lie on as many heap pages as
+    // there are postings: 5,600 page reads for three words at 6,000 chunks, measured).
     `CREATE TABLE IF NOT EXISTS ${tables.postings} (
       term TEXT COLLATE "C" NOT NULL,
       row_id BIGINT NOT NULL,
@@ -59,7 +61,7 @@ export function createKeywordTablesSql(tables: PostgresTables): string[] {
       source_count INTEGER NOT NULL,
       lead_count INTEGER NOT NULL,
       tokens INTEGER NOT NULL,
-      PRIMARY KEY (term, row_id)
+      PRIMARY KEY (term, row_id) INCLUDE (content_count, title_count, source_count, lead_count, tokens)
     )`,
     // Hidden chunks are deleted by row ranges (garbage.ts).
     `CREATE INDEX IF NOT EXISTS ${tables.postings}_row ON ${tables.postings} (row_id)`,

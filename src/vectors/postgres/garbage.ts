@@ -1,5 +1,5 @@
 import { lockIndex } from './chunk-sets.ts';
-import { jsonRows, type PostgresConnection, type Query } from './connection.ts';
+import { anyText, jsonRows, type PostgresConnection, type Query } from './connection.ts';
 import { postgresTables } from './dataset-tables.ts';
 
 /** Chunks deleted per transaction when garbage (a replaced or deleted file's chunks) is collected. */
@@ -84,9 +84,7 @@ async function collectBatch(query: Query, maxRows: number): Promise<boolean> {
     [set.first, to],
   );
   if (emptied.length > 0) {
-    await query(`DELETE FROM ${tables.terms} WHERE term IN (SELECT json_array_elements_text($1::text::json)) AND chunks <= 0`, [
-      jsonRows(emptied.map((row) => row.term)),
-    ]);
+    await query(`DELETE FROM ${tables.terms} WHERE term ${anyText(1)} AND chunks <= 0`, [jsonRows(emptied.map((row) => row.term))]);
   }
   await query('UPDATE vector_indexes SET keyword_rows = keyword_rows - $1, keyword_tokens = keyword_tokens - $2 WHERE dataset_id = $3', [
     Number(removed?.rows ?? 0),

@@ -2,7 +2,7 @@ import { keywordTerms } from '../keyword-query.ts';
 import { affordable, COLUMN_WEIGHTS, type CountedWord, LEAD_WEIGHT, PRUNE_MIN_CHUNKS, type WeightedWord } from '../keyword-search.ts';
 import type { RowRange } from '../tables.ts';
 import type { IndexRow } from './chunk-sets.ts';
-import { jsonRows, type Query } from './connection.ts';
+import { anyRow, anyText, jsonRows, type Query } from './connection.ts';
 import type { PostgresTables } from './dataset-tables.ts';
 import type { Fts5Tokenizer } from './fts5-tokens.ts';
 
@@ -79,10 +79,9 @@ export async function postingsQuery(
 /** How many chunks hold each term (every state, as FTS5's counts). */
 export async function termCounts(query: Query, tables: PostgresTables, terms: readonly string[]): Promise<Map<string, number>> {
   if (terms.length === 0) return new Map();
-  const rows = await query<{ term: string; chunks: number }>(
-    `SELECT term, chunks FROM ${tables.terms} WHERE term IN (SELECT json_array_elements_text($1::text::json))`,
-    [jsonRows([...new Set(terms)])],
-  );
+  const rows = await query<{ term: string; chunks: number }>(`SELECT term, chunks FROM ${tables.terms} WHERE term ${anyText(1)}`, [
+    jsonRows([...new Set(terms)]),
+  ]);
   return new Map(rows.map((row) => [row.term, Number(row.chunks)]));
 }
 
@@ -103,8 +102,11 @@ function bm25Sql(tables: PostgresTables, keyword: PostingsQuery, where: string):
     sql:
       'WITH q AS MATERIALIZED (SELECT (e->>0)::int AS position, e->>1 AS term, (e->>2)::float8 AS idf FROM json_array_elements($1::text::json) e) ' +
       `SELECT p.row_id, sum(${term} ORDER BY q.position) AS score ` +
-      `FROM q JOIN ${tables.postings} p ON p.term = q.term CROSS JOIN LATERAL (SELECT ${frequency} AS value) f ` +
-      `WHERE true${where} GROUP BY p.row_id`,
+      // Each term's postings looked up through the index, one term at a time: OFFSET 0 keeps the planner
+      // from making it a join, which it planned as a scan of every posting when its statistics lagged
+      // behind a bulk load (measured: 12,000 chunks, 1.7M postings, 660 ms instead of a few).
+      `FROM q CROSS JOIN LATERAL (SELECT * FROM ${tables.postings} p WHERE p.term = q.term${where} OFFSET 0) p ` +
+      `CROSS JOIN LATERAL (SELECT ${frequency} AS value) f GROUP BY p.row_id`,
     params: [jsonRows(keyword.phrases.map((phrase, position) => [position, phrase.term, phrase.idf])), keyword.averageLength],
   };
 }
@@ -138,7 +140,7 @@ export async function keywordScoresOf(
   rowids: readonly number[],
 ): Promise<Map<number, number>> {
   if (rowids.length === 0) return new Map();
-  const { sql, params } = bm25Sql(tables, keyword, ' AND p.row_id IN (SELECT (json_array_elements_text($3::text::json))::bigint)');
+  const { sql, params } = bm25Sql(tables, keyword, ` AND p.row_id ${anyRow(3)}`);
   const rows = await query<{ row_id: number; score: number }>(sql, [...params, jsonRows(rowids)]);
   return new Map(rows.map((row) => [Number(row.row_id), Number(row.score)]));
 }
@@ -153,8 +155,7 @@ export async function matchedWeights(
   const matched = new Map<number, number>();
   if (rowids.length === 0) return matched;
   const rows = await query<{ term: string; row_id: number }>(
-    `SELECT term, row_id FROM ${tables.postings} WHERE term IN (SELECT json_array_elements_text($1::text::json)) ` +
-      'AND row_id IN (SELECT (json_array_elements_text($2::text::json))::bigint)',
+    `SELECT term, row_id FROM ${tables.postings} WHERE term ${anyText(1)} ` + `AND row_id ${anyRow(2)}`,
     [jsonRows([...new Set(keyword.wordTerms.flat())]), jsonRows(rowids)],
   );
   const holding = new Map<string, number[]>();

@@ -2,7 +2,7 @@ import { type Ranked, rank, type SearchMode } from '../ranking.ts';
 import type { CandidateSet, SearchHit, SearchOptions } from '../store.ts';
 import { MAX_KNN, type VectorScan } from '../vector-search.ts';
 import { hiddenRanges, requireIndex } from './chunk-sets.ts';
-import { jsonRows, type PostgresConnection, type Query } from './connection.ts';
+import { anyRow, jsonRows, type PostgresConnection, type Query } from './connection.ts';
 import { type PostgresTables, postgresTables } from './dataset-tables.ts';
 import type { Fts5Tokenizer } from './fts5-tokens.ts';
 import { keywordCandidates, keywordScoresOf, matchedWeights, type PostingsQuery, postingsQuery } from './keyword-search.ts';
@@ -121,7 +121,7 @@ async function candidatesNow(
 async function fileKeysOf(query: Query, tables: PostgresTables, rowids: readonly number[]): Promise<Map<number, string>> {
   if (rowids.length === 0) return new Map();
   const rows = await query<{ row_id: number; file_key: string }>(
-    `SELECT row_id, file_key FROM ${tables.chunks} WHERE row_id IN (SELECT (json_array_elements_text($1::text::json))::bigint)`,
+    `SELECT row_id, file_key FROM ${tables.chunks} WHERE row_id ${anyRow(1)}`,
     [jsonRows(rowids)],
   );
   return new Map(rows.map((row) => [Number(row.row_id), row.file_key]));
@@ -130,7 +130,7 @@ async function fileKeysOf(query: Query, tables: PostgresTables, rowids: readonly
 async function loadHits(query: Query, tables: PostgresTables, ranked: readonly Ranked[], includeMetadata: boolean): Promise<SearchHit[]> {
   if (ranked.length === 0) return [];
   const rows = await query<{ row_id: number; id: string; content: string; metadata: string }>(
-    `SELECT row_id, id, content, metadata FROM ${tables.chunks} WHERE row_id IN (SELECT (json_array_elements_text($1::text::json))::bigint)`,
+    `SELECT row_id, id, content, metadata FROM ${tables.chunks} WHERE row_id ${anyRow(1)}`,
     [jsonRows(ranked.map((entry) => entry.rowid))],
   );
   const byRowid = new Map(rows.map((row) => [Number(row.row_id), row]));

@@ -1,6 +1,6 @@
 import type { VectorScan } from '../vector-search.ts';
 import type { HiddenRange } from './chunk-sets.ts';
-import { jsonRows, type Query } from './connection.ts';
+import { anyRow, jsonRows, type Query } from './connection.ts';
 import type { PostgresTables } from './dataset-tables.ts';
 import { hasHnswIndex, vectorLiteral, vectorType } from './pgvector.ts';
 
@@ -80,8 +80,7 @@ export async function distancesTo(
   if (rowids.length === 0) return new Map();
   const type = `${vectorType(dimension)}(${dimension})`;
   const rows = await query<{ row_id: number; distance: number | null }>(
-    `SELECT row_id, embedding <=> $1::${type} AS distance FROM ${tables.embeddings} ` +
-      'WHERE row_id IN (SELECT (json_array_elements_text($2::text::json))::bigint)',
+    `SELECT row_id, embedding <=> $1::${type} AS distance FROM ${tables.embeddings} ` + `WHERE row_id ${anyRow(2)}`,
     [vectorLiteral(target), jsonRows(rowids)],
   );
   return new Map(rows.map(neighbour).map((hit) => [hit.rowid, hit.distance]));
