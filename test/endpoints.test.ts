@@ -124,6 +124,8 @@ describe('endpoints', () => {
     const listed = response.json().find((item: { slug: string }) => item.slug === 'listed');
     expect(Object.keys(listed).sort()).toEqual(
       [
+        'archived',
+        'archived_at',
         'created_at',
         'dataset',
         'generation_defaults',

@@ -126,12 +126,16 @@ export interface EndpointTable {
   generation_defaults: string;
   created_at: string;
   updated_at: string;
+  /** When the owner archived the endpoint (migration 0018); null while it is not archived. */
+  archived_at: string | null;
 }
 
 export interface EndpointMarketplaceTable {
   endpoint_id: string;
   marketplace_id: string;
   published_at: string;
+  /** When the marketplace took the archived endpoint off (migration 0018); null while it lists it, or should. */
+  withdrawn_at: string | null;
 }
 
 export interface PolicyTable {

@@ -9,4 +9,9 @@ export interface Publications {
   removeEverywhere(tenant: Tenant, slug: string, marketplaceIds: readonly string[]): Promise<void>;
   /** Sends a changed endpoint's metadata again, in the background. */
   refresh(tenant: Tenant, endpointId: string): void;
+  /**
+   * After the endpoint was archived or unarchived: takes it off (or publishes it again to) every marketplace it
+   * is linked to. True when every marketplace was told; one that could not be is retried in the background.
+   */
+  settleArchive(tenant: Tenant, endpointId: string): Promise<boolean>;
 }

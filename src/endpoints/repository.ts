@@ -4,6 +4,22 @@ import { insertWithinQuota } from '../db/quotas.ts';
 import { type Window, windowed } from '../db/windows.ts';
 import { ENDPOINT_COLUMNS, type EndpointRecord, endpointCodec } from './codec.ts';
 
+/** Which endpoints a list shows (`GET /endpoints/?archived=`): those not archived unless asked. */
+export type ArchivedFilter = 'true' | 'false' | 'all';
+
+/** A marketplace an endpoint is linked to, and whether that marketplace took the archived endpoint off. */
+export interface RememberedPublication {
+  marketplace_id: string;
+  withdrawn_at: string | null;
+}
+
+/** A link whose marketplace does not yet match its endpoint's archive (archived, still listed; or the reverse). */
+export interface UnsettledPublication {
+  tenant_id: string;
+  endpoint_id: string;
+  marketplace_id: string;
+}
+
 export class EndpointRepository {
   constructor(private readonly db: DbOrTransaction) {}
 
@@ -14,19 +30,23 @@ export class EndpointRepository {
     );
   }
 
-  /** The tenant's endpoints, oldest first; with a window, only those rows. */
-  async list(tenantId: string, window?: Window): Promise<EndpointRecord[]> {
-    const query = this.db
-      .selectFrom('endpoints')
-      .select(ENDPOINT_COLUMNS)
-      .where('tenant_id', '=', tenantId)
-      .orderBy('created_at')
-      .orderBy('seq');
-    return (await windowed(query, window).execute()).map(endpointCodec.toRecord);
+  /** The tenant's endpoints, oldest first, archived or not as asked (every one by default); with a window, only those rows. */
+  async list(tenantId: string, window?: Window, archived: ArchivedFilter = 'all'): Promise<EndpointRecord[]> {
+    let query = this.db.selectFrom('endpoints').select(ENDPOINT_COLUMNS).where('tenant_id', '=', tenantId);
+    if (archived === 'true') query = query.where('archived_at', 'is not', null);
+    if (archived === 'false') query = query.where('archived_at', 'is', null);
+    return (await windowed(query.orderBy('created_at').orderBy('seq'), window).execute()).map(endpointCodec.toRecord);
   }
 
-  count(tenantId: string): Promise<number> {
-    return countRows(this.db, 'endpoints', { tenant_id: tenantId });
+  async count(tenantId: string, archived: ArchivedFilter = 'all'): Promise<number> {
+    if (archived === 'all') return countRows(this.db, 'endpoints', { tenant_id: tenantId });
+    const row = await this.db
+      .selectFrom('endpoints')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .where('tenant_id', '=', tenantId)
+      .where('archived_at', archived === 'true' ? 'is not' : 'is', null)
+      .executeTakeFirst();
+    return Number(row?.count ?? 0);
   }
 
   async getBySlug(tenantId: string, slug: string): Promise<EndpointRecord | undefined> {
@@ -52,7 +72,9 @@ export class EndpointRepository {
   async update(
     tenantId: string,
     id: string,
-    changes: Partial<Pick<EndpointRecord, 'name' | 'summary' | 'description' | 'published' | 'generation_defaults' | 'updated_at'>>,
+    changes: Partial<
+      Pick<EndpointRecord, 'name' | 'summary' | 'description' | 'published' | 'generation_defaults' | 'updated_at' | 'archived_at'>
+    >,
   ): Promise<void> {
     const { published, generation_defaults, ...columns } = changes;
     await this.db
@@ -72,7 +94,10 @@ export class EndpointRepository {
     await this.db.deleteFrom('endpoints').where('tenant_id', '=', tenantId).where('id', '=', id).execute();
   }
 
-  /** Records that the endpoint is published to the marketplace (both must belong to the tenant). */
+  /**
+   * Records that the endpoint is published to the marketplace (both must belong to the tenant). A link
+   * already there is listed again (`withdrawn_at` cleared): the marketplace has the endpoint now.
+   */
   async addPublication(tenantId: string, endpointId: string, marketplaceId: string, publishedAt: string): Promise<void> {
     await this.db
       .insertInto('endpoint_marketplaces')
@@ -90,7 +115,53 @@ export class EndpointRepository {
           .where('endpoints.id', '=', endpointId)
           .where('marketplaces.id', '=', marketplaceId),
       )
-      .onConflict((oc) => oc.columns(['endpoint_id', 'marketplace_id']).doNothing())
+      .onConflict((oc) => oc.columns(['endpoint_id', 'marketplace_id']).doUpdateSet({ withdrawn_at: null }))
+      .execute();
+  }
+
+  /** Whether the marketplace has taken the archived endpoint off (`at`), or lists it again (null). */
+  async setWithdrawn(tenantId: string, endpointId: string, marketplaceId: string, at: string | null): Promise<void> {
+    await this.db
+      .updateTable('endpoint_marketplaces')
+      .set({ withdrawn_at: at })
+      .where('endpoint_id', '=', endpointId)
+      .where('marketplace_id', '=', marketplaceId)
+      .where('endpoint_id', 'in', (eb) => eb.selectFrom('endpoints').select('id').where('tenant_id', '=', tenantId))
+      .execute();
+  }
+
+  /** Every marketplace the endpoint is linked to, archived or not (an archived endpoint's are where unarchiving publishes it). */
+  async remembered(tenantId: string, endpointId: string): Promise<RememberedPublication[]> {
+    return this.db
+      .selectFrom('endpoint_marketplaces')
+      .innerJoin('endpoints', 'endpoints.id', 'endpoint_marketplaces.endpoint_id')
+      .select(['endpoint_marketplaces.marketplace_id', 'endpoint_marketplaces.withdrawn_at'])
+      .where('endpoints.tenant_id', '=', tenantId)
+      .where('endpoints.id', '=', endpointId)
+      .orderBy('endpoint_marketplaces.published_at')
+      .execute();
+  }
+
+  /**
+   * The links, of every tenant, whose active marketplace does not match the endpoint's archive yet: archived
+   * and not withdrawn, or not archived and withdrawn (the background settles them; an inactive marketplace
+   * waits until it is active again).
+   */
+  async unsettledPublications(): Promise<UnsettledPublication[]> {
+    return this.db
+      .selectFrom('endpoint_marketplaces')
+      .innerJoin('endpoints', 'endpoints.id', 'endpoint_marketplaces.endpoint_id')
+      .innerJoin('marketplaces', 'marketplaces.id', 'endpoint_marketplaces.marketplace_id')
+      .select(['endpoints.tenant_id', 'endpoint_marketplaces.endpoint_id', 'endpoint_marketplaces.marketplace_id'])
+      .where('marketplaces.is_active', '=', 1)
+      .where((eb) =>
+        eb.or([
+          eb.and([eb('endpoints.archived_at', 'is not', null), eb('endpoint_marketplaces.withdrawn_at', 'is', null)]),
+          eb.and([eb('endpoints.archived_at', 'is', null), eb('endpoint_marketplaces.withdrawn_at', 'is not', null)]),
+        ]),
+      )
+      .orderBy('endpoints.created_at')
+      .orderBy('endpoints.seq')
       .execute();
   }
 
@@ -103,7 +174,7 @@ export class EndpointRepository {
       .execute();
   }
 
-  /** The tenant's endpoints published to a marketplace, oldest first. */
+  /** The tenant's endpoints published to a marketplace, oldest first; archived ones are on no marketplace. */
   async listPublishedTo(tenantId: string, marketplaceId: string): Promise<EndpointRecord[]> {
     const rows = await this.db
       .selectFrom('endpoints')
@@ -111,32 +182,36 @@ export class EndpointRepository {
       .select(ENDPOINT_COLUMNS.map((column) => `endpoints.${column}` as const))
       .where('endpoints.tenant_id', '=', tenantId)
       .where('endpoint_marketplaces.marketplace_id', '=', marketplaceId)
+      .where('endpoints.archived_at', 'is', null)
       .orderBy('endpoints.created_at')
       .orderBy('endpoints.seq')
       .execute();
     return rows.map(endpointCodec.toRecord);
   }
 
-  /** Ids of the tenants that have published something (start-up sync and heartbeats visit only them). */
+  /** Ids of the tenants that have published something not archived (start-up sync and heartbeats visit only them). */
   async tenantsWithPublications(): Promise<string[]> {
     const rows = await this.db
       .selectFrom('endpoints')
       .innerJoin('endpoint_marketplaces', 'endpoint_marketplaces.endpoint_id', 'endpoints.id')
       .select('endpoints.tenant_id')
+      .where('endpoints.archived_at', 'is', null)
       .distinct()
       .execute();
     return rows.map((row) => row.tenant_id);
   }
 
-  /** The marketplaces each endpoint is published to (its `published_to`). */
+  /** The marketplaces each endpoint is published to (its `published_to`): none for an archived endpoint. */
   async publishedTo(endpointIds: string[]): Promise<Map<string, string[]>> {
     const result = new Map<string, string[]>();
     if (endpointIds.length === 0) return result;
     const rows = await this.db
       .selectFrom('endpoint_marketplaces')
-      .select(['endpoint_id', 'marketplace_id'])
-      .where('endpoint_id', 'in', endpointIds)
-      .orderBy('published_at')
+      .innerJoin('endpoints', 'endpoints.id', 'endpoint_marketplaces.endpoint_id')
+      .select(['endpoint_marketplaces.endpoint_id', 'endpoint_marketplaces.marketplace_id'])
+      .where('endpoint_marketplaces.endpoint_id', 'in', endpointIds)
+      .where('endpoints.archived_at', 'is', null)
+      .orderBy('endpoint_marketplaces.published_at')
       .execute();
     for (const row of rows) {
       const list = result.get(row.endpoint_id) ?? [];

@@ -1,9 +1,18 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { rejectImmutableFields } from '../http/immutable-fields.ts';
-import { listAnswer, listOf, PageQuery, windowOf } from '../http/pagination.ts';
+import { listAnswer, listOf, windowOf } from '../http/pagination.ts';
 import { requirePrincipal } from '../http/route-principal.ts';
 import { MessageBody } from '../http/schemas.ts';
-import { CreatedEndpointView, CreateEndpointBody, EndpointDetail, EndpointListItem, SlugParams, UpdateEndpointBody } from './schemas.ts';
+import {
+  ArchiveBody,
+  CreatedEndpointView,
+  CreateEndpointBody,
+  EndpointDetail,
+  EndpointListItem,
+  EndpointListQuery,
+  SlugParams,
+  UpdateEndpointBody,
+} from './schemas.ts';
 import type { EndpointService } from './service.ts';
 
 const IMMUTABLE = ['slug', 'dataset_id', 'model_id', 'response_type', 'published', 'tags'];
@@ -24,10 +33,10 @@ export function endpointRoutes(endpoints: EndpointService): FastifyPluginAsyncTy
 
     app.get('/endpoints/', {
       ...common,
-      schema: { tags, querystring: PageQuery, response: { 200: listOf(EndpointListItem) } },
+      schema: { tags, querystring: EndpointListQuery, response: { 200: listOf(EndpointListItem) } },
       handler: async (request) => {
         const window = windowOf(request.query);
-        return listAnswer(await endpoints.list(requirePrincipal(request).tenant, window), window);
+        return listAnswer(await endpoints.list(requirePrincipal(request).tenant, window, request.query.archived ?? 'false'), window);
       },
     });
 
@@ -42,6 +51,24 @@ export function endpointRoutes(endpoints: EndpointService): FastifyPluginAsyncTy
       preValidation: rejectImmutableFields(IMMUTABLE),
       schema: { tags, params: SlugParams, body: UpdateEndpointBody, response: { 200: EndpointDetail } },
       handler: async (request) => endpoints.update(requirePrincipal(request).tenant, request.params.slug, request.body),
+    });
+
+    // Archive and unarchive (API-CONTRACT 4, "Archive"): both answer the endpoint, and both may be repeated.
+    const archiving = {
+      ...common,
+      // `curl -X POST .../archive` sends no body: that is the empty object; a body that is not an object is a 422.
+      preValidation: async (request: { body: unknown }) => {
+        request.body ??= {};
+      },
+      schema: { tags, params: SlugParams, body: ArchiveBody, response: { 200: EndpointDetail } },
+    };
+    app.post('/endpoints/:slug/archive', {
+      ...archiving,
+      handler: async (request) => endpoints.archive(requirePrincipal(request).tenant, request.params.slug),
+    });
+    app.post('/endpoints/:slug/unarchive', {
+      ...archiving,
+      handler: async (request) => endpoints.unarchive(requirePrincipal(request).tenant, request.params.slug),
     });
 
     app.delete('/endpoints/:slug', {

@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { EmbeddedDatasetView } from '../datasets/schemas.ts';
 import { MAX_TOKENS_MAX, SLUG_MAX_LENGTH, SLUG_MIN_LENGTH, TEMPERATURE_MAX } from '../http/field-bounds.ts';
+import { PageQuery } from '../http/pagination.ts';
 import { LongText, Name, ShortText, Timestamp, Uuid } from '../http/schemas.ts';
 import { EmbeddedModelView } from '../models/schemas.ts';
 import { EmbeddedPolicyView } from '../policies/schemas.ts';
@@ -58,6 +59,22 @@ export const UpdateEndpointBody = Type.Object({
 
 const PublishedTo = Type.Array(Uuid);
 
+/**
+ * An archived endpoint (API-CONTRACT 4, "Archive") is off every marketplace and answers no query; it keeps its
+ * policies and usage. `published` reads false while it is archived (the flag itself is kept for unarchiving).
+ */
+const Archived = Type.Boolean();
+const ArchivedAt = Type.Union([Timestamp, Type.Null()]);
+
+/** Archive and unarchive take nothing: no body, or an empty object (anything else in it is ignored, as elsewhere). */
+export const ArchiveBody = Type.Object({});
+
+/** `GET /endpoints/?archived=`: `false` (the default) lists the endpoints in use, `true` the archived ones, `all` both. */
+export const EndpointListQuery = Type.Object({
+  ...PageQuery.properties,
+  archived: Type.Optional(Type.Enum(['true', 'false', 'all'])),
+});
+
 export const CreatedEndpointView = Type.Object({
   id: Uuid,
   name: Type.String(),
@@ -85,6 +102,8 @@ export const EndpointListItem = Type.Object({
   tags: Type.String(),
   published_to: PublishedTo,
   generation_defaults: GenerationDefaults,
+  archived: Archived,
+  archived_at: ArchivedAt,
   created_at: Timestamp,
   model: Type.Union([EmbeddedModelView, Type.Null()]),
   dataset: Type.Union([EmbeddedDatasetView, Type.Null()]),
@@ -101,6 +120,10 @@ export const EndpointDetail = Type.Object({
   tags: Type.String(),
   published_to: PublishedTo,
   generation_defaults: GenerationDefaults,
+  archived: Archived,
+  archived_at: ArchivedAt,
+  /** While archived: the marketplaces it was published to, where unarchiving publishes it again; [] otherwise. */
+  archived_from: PublishedTo,
   created_at: Timestamp,
   updated_at: Timestamp,
   model: Type.Union([EmbeddedModelView, Type.Null()]),

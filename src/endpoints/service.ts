@@ -13,7 +13,7 @@ import { type ModelRecord, modelConfigurationView } from '../models/codec.ts';
 import type { ModelRepository } from '../models/repository.ts';
 import type { PolicyRepository } from '../policies/repository.ts';
 import type { EndpointRecord } from './codec.ts';
-import type { EndpointRepository } from './repository.ts';
+import type { ArchivedFilter, EndpointRepository } from './repository.ts';
 import type { CreatedEndpointView, CreateEndpointBody, EndpointDetail, EndpointListItem, UpdateEndpointBody } from './schemas.ts';
 
 type Created = Static<typeof CreatedEndpointView>;
@@ -55,6 +55,7 @@ export class EndpointService {
       generation_defaults: body.generation_defaults ?? {},
       created_at: timestamp,
       updated_at: timestamp,
+      archived_at: null,
     };
     await conflictAs(`Endpoint with slug '${slug}' already exists`, () => this.endpoints.insert(row, this.quota));
     return {
@@ -67,10 +68,10 @@ export class EndpointService {
     };
   }
 
-  /** The tenant's endpoints, or the window of them asked for, and how many there are. */
-  async list(tenant: Tenant, window?: Window): Promise<Listed<ListItem>> {
+  /** The tenant's endpoints (not archived, unless asked), or the window of them asked for, and how many there are. */
+  async list(tenant: Tenant, window?: Window, archived: ArchivedFilter = 'false'): Promise<Listed<ListItem>> {
     const [rows, datasets, models] = await Promise.all([
-      this.endpoints.list(tenant.id, window),
+      this.endpoints.list(tenant.id, window, archived),
       this.datasets.list(tenant.id),
       this.models.list(tenant.id),
     ]);
@@ -83,22 +84,24 @@ export class EndpointService {
       model: embeddedModel(row.model_id ? modelById.get(row.model_id) : undefined),
       dataset: embeddedDataset(row.dataset_id ? datasetById.get(row.dataset_id) : undefined),
     }));
-    return { items, total: window ? await this.endpoints.count(tenant.id) : rows.length };
+    return { items, total: window ? await this.endpoints.count(tenant.id, archived) : rows.length };
   }
 
   async get(tenant: Tenant, slug: string): Promise<Detail> {
     const row = await this.require(tenant, slug);
-    const [dataset, model, policies, publishedTo] = await Promise.all([
+    const [dataset, model, policies, publishedTo, remembered] = await Promise.all([
       row.dataset_id ? this.datasets.get(tenant.id, row.dataset_id) : undefined,
       row.model_id ? this.models.get(tenant.id, row.model_id) : undefined,
       this.policies.list(tenant.id, row.id),
       this.endpoints.publishedTo([row.id]),
+      row.archived_at ? this.endpoints.remembered(tenant.id, row.id) : [],
     ]);
     return {
       ...baseView(row),
       description: row.description,
       updated_at: row.updated_at,
       published_to: publishedTo.get(row.id) ?? [],
+      archived_from: remembered.map((link) => link.marketplace_id),
       model: embeddedModel(model),
       dataset: embeddedDataset(dataset),
       policies: policies.map((policy) => ({
@@ -132,12 +135,37 @@ export class EndpointService {
   }
 
   /**
+   * Archives the endpoint (API-CONTRACT 4, "Archive"): at once here (no query is answered from now on), then
+   * off every marketplace it is published to, which it remembers for unarchiving; a marketplace that cannot be
+   * told now is retried in the background. Its policies, usage and links stay. Archiving an archived endpoint
+   * changes nothing but tries the marketplaces again.
+   */
+  async archive(tenant: Tenant, slug: string): Promise<Detail> {
+    const row = await this.require(tenant, slug);
+    if (!row.archived_at) {
+      const timestamp = now();
+      await this.endpoints.update(tenant.id, row.id, { archived_at: timestamp, updated_at: timestamp });
+    }
+    await this.publications?.settleArchive(tenant, row.id);
+    return this.get(tenant, slug);
+  }
+
+  /** Takes the endpoint out of the archive: it answers again and is published again where it was (retried likewise). */
+  async unarchive(tenant: Tenant, slug: string): Promise<Detail> {
+    const row = await this.require(tenant, slug);
+    if (row.archived_at) await this.endpoints.update(tenant.id, row.id, { archived_at: null, updated_at: now() });
+    await this.publications?.settleArchive(tenant, row.id);
+    return this.get(tenant, slug);
+  }
+
+  /**
    * Deletes the endpoint and its policies; the linked dataset and model stay. Then the endpoint is
-   * removed from every marketplace it was published to (best effort: the deletion stands regardless).
+   * removed from every marketplace it was linked to, archived or not (best effort: the deletion stands
+   * regardless; a marketplace that had already taken an archived endpoint off answers that it is absent).
    */
   async delete(tenant: Tenant, slug: string): Promise<EndpointRecord> {
     const row = await this.require(tenant, slug);
-    const publishedTo = (await this.endpoints.publishedTo([row.id])).get(row.id) ?? [];
+    const publishedTo = (await this.endpoints.remembered(tenant.id, row.id)).map((link) => link.marketplace_id);
     await this.endpoints.delete(tenant.id, row.id);
     if (publishedTo.length > 0) await this.publications?.removeEverywhere(tenant, row.slug, publishedTo);
     return row;
@@ -177,9 +205,12 @@ function baseView(row: EndpointRecord) {
     slug: row.slug,
     summary: row.summary,
     response_type: row.response_type,
-    published: row.published,
+    // An archived endpoint is on no marketplace; its flag is kept for when it is unarchived.
+    published: row.published && !row.archived_at,
     tags: row.tags,
     generation_defaults: row.generation_defaults,
+    archived: Boolean(row.archived_at),
+    archived_at: row.archived_at ?? null,
     created_at: row.created_at,
   };
 }

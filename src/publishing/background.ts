@@ -12,7 +12,7 @@ import type { HubClients } from '../syfthub/hub-client.ts';
 import type { TenantRepository } from '../tenants/repository.ts';
 import type { Clock } from '../util/clock.ts';
 import type { EndpointHealth } from './endpoint-health.ts';
-import { HEARTBEAT_TTL_SECONDS, Heartbeat, type HeartbeatResult, type HeartbeatTarget } from './heartbeat.ts';
+import { backoffDelay, HEARTBEAT_TTL_SECONDS, Heartbeat, type HeartbeatResult, type HeartbeatTarget } from './heartbeat.ts';
 import { detectPublicIp, publicUrlFor } from './public-ip.ts';
 import type { PublicUrlService } from './public-url.ts';
 import type { SatelliteRegistry } from './satellites.ts';
@@ -20,6 +20,8 @@ import type { PublishingService } from './service.ts';
 import type { TenantSettingsRepository } from './settings-repository.ts';
 
 const PUBLIC_IP_TIMEOUT_MS = 5_000;
+/** An archive a marketplace could not be told of is tried again at the heartbeats, 1, 2, 4... intervals apart, at most this far. */
+const ARCHIVE_RETRY_MAX_MS = 10 * 60_000;
 
 export interface PublishingTaskDeps {
   config: Config;
@@ -47,10 +49,12 @@ export interface PublishingTaskDeps {
  * and nothing here can fail start-up): adopt SVC_PUBLIC_URL for the `default` tenant, register (or move)
  * this knode's satellite at every marketplace of a tenant with a public URL, sync every tenant's published
  * endpoints once, then send the health heartbeats until shutdown (each beat first retries the
- * registrations that failed).
+ * registrations that failed, and the archives and unarchives that a marketplace was not told of).
  */
 export class PublishingTasks {
   private readonly heartbeat: Heartbeat;
+  /** Endpoints whose archive some marketplace was not told of, by id: failed retries in a row, and when to try next. */
+  private readonly archiveRetries = new Map<string, { failures: number; retryAt: number }>();
   private readonly closing = new AbortController();
   private startup: Promise<void> | undefined;
 
@@ -167,9 +171,39 @@ export class PublishingTasks {
     }
   }
 
+  /**
+   * Archived endpoints still listed by an active marketplace (and unarchived ones not yet listed again), which
+   * the archive's own call could not settle: tried again at the first beat, then further apart while they fail.
+   * The links are in the database, so a restart forgets nothing but the backoff.
+   */
+  private async retryArchives(): Promise<void> {
+    const unsettled = await this.deps.endpoints.unsettledPublications();
+    const due = new Map<string, string>(); // endpoint id → tenant id
+    for (const link of unsettled) due.set(link.endpoint_id, link.tenant_id);
+    for (const id of this.archiveRetries.keys()) if (!due.has(id)) this.archiveRetries.delete(id);
+    for (const [endpointId, tenantId] of due) {
+      if (this.closing.signal.aborted) return;
+      const retry = this.archiveRetries.get(endpointId);
+      if (retry && retry.retryAt > this.deps.clock.now()) continue;
+      const tenant = await this.deps.tenants.findById(tenantId);
+      if (!tenant) continue;
+      if (await this.deps.publishing.settleArchive(tenant, endpointId).catch(() => false)) {
+        this.archiveRetries.delete(endpointId);
+        this.deps.log.info({ tenant: tenant.name, endpoint: endpointId }, 'every marketplace now matches the endpoint’s archive');
+        continue;
+      }
+      const failures = (retry?.failures ?? 0) + 1;
+      const delay = backoffDelay(failures - 1, this.deps.heartbeatIntervalMs, ARCHIVE_RETRY_MAX_MS);
+      this.archiveRetries.set(endpointId, { failures, retryAt: this.deps.clock.now() + delay });
+    }
+  }
+
   /** Every active marketplace with published endpoints, of every tenant that has a public URL. */
   private async heartbeatTargets(): Promise<HeartbeatTarget[]> {
     await this.retrySatellites();
+    await this.retryArchives().catch((error: unknown) =>
+      this.deps.log.warn({ err: errorMessage(error) }, 'retrying the archives marketplaces were not told of failed'),
+    );
     const targets: HeartbeatTarget[] = [];
     for (const tenantId of await this.deps.endpoints.tenantsWithPublications()) {
       const url = await this.deps.settingsRepository.getPublicUrl(tenantId);

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Static } from 'typebox';
 import { now } from '../db/database.ts';
-import { errorMessage, NotFoundError, ValidationError } from '../domain/errors.ts';
+import { ConflictError, errorMessage, NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
 import type { EndpointRecord } from '../endpoints/codec.ts';
 import type { EndpointRepository } from '../endpoints/repository.ts';
@@ -11,6 +11,7 @@ import { publishedPolicy } from '../policies/price-tiers.ts';
 import type { PolicyRepository } from '../policies/repository.ts';
 import { type HubEndpoint, hubEndpoint, unpublishableReason, withTenantName } from '../syfthub/endpoint-metadata.ts';
 import type { HubClients } from '../syfthub/hub-client.ts';
+import { ArchiveSettlement } from './archive-settlement.ts';
 import type { PublicationAnswer, PublicationResult, PublishBody, SyncAnswer, UnpublishBody } from './schemas.ts';
 
 type Result = Static<typeof PublicationResult>;
@@ -36,10 +37,22 @@ export interface PublishingDeps {
  * batch sync re-sends everything a marketplace should have.
  */
 export class PublishingService {
-  constructor(private readonly deps: PublishingDeps) {}
+  private readonly archive: ArchiveSettlement;
+
+  constructor(private readonly deps: PublishingDeps) {
+    this.archive = new ArchiveSettlement({
+      ...deps,
+      republish: async (tenant, endpoint, marketplaceId) => {
+        const metadata = this.inTenant(tenant, await this.metadata(tenant, endpoint));
+        const result = await this.publishTo(tenant, endpoint, metadata, marketplaceId);
+        return result.success ? undefined : (result.error ?? result.message);
+      },
+    });
+  }
 
   async publish(tenant: Tenant, slug: string, body: Static<typeof PublishBody>): Promise<Answer> {
     const endpoint = await this.requireEndpoint(tenant, slug);
+    refuseArchived(endpoint, 'publish');
     const ids = body.publish_to_all_marketplaces
       ? (await this.deps.marketplaces.listActive(tenant.id)).map((marketplace) => marketplace.id)
       : requiredIds(body.marketplace_ids, 'publish_to_all_marketplaces');
@@ -53,6 +66,7 @@ export class PublishingService {
 
   async unpublish(tenant: Tenant, slug: string, body: Static<typeof UnpublishBody>): Promise<Answer> {
     const endpoint = await this.requireEndpoint(tenant, slug);
+    refuseArchived(endpoint, 'unpublish');
     const ids = body.unpublish_from_all ? await this.publishedTo(endpoint) : requiredIds(body.marketplace_ids, 'unpublish_from_all');
     const results = await Promise.all(ids.map((id) => this.unpublishFrom(tenant, endpoint, id)));
     if ((await this.publishedTo(endpoint)).length === 0 && endpoint.published) {
@@ -84,6 +98,14 @@ export class PublishingService {
     })().catch((error: unknown) =>
       this.deps.log.warn({ tenant: tenant.name, err: errorMessage(error) }, 'updating a published endpoint failed'),
     );
+  }
+
+  /**
+   * After the endpoint was archived or unarchived: takes it off, or publishes it again to, each marketplace
+   * it is linked to (archive-settlement.ts); a marketplace that cannot be told is retried at the heartbeats.
+   */
+  settleArchive(tenant: Tenant, endpointId: string): Promise<boolean> {
+    return this.archive.settle(tenant, endpointId);
   }
 
   /**
@@ -219,6 +241,16 @@ export class PublishingService {
     const row = await this.deps.endpoints.getBySlug(tenant.id, slug.toLowerCase());
     if (!row) throw new NotFoundError(`Endpoint '${slug}' not found`);
     return row;
+  }
+}
+
+/**
+ * An archived endpoint is off every marketplace until it is unarchived (which publishes it again where it
+ * was): publishing it, or unpublishing it from where it was, would contradict the archive.
+ */
+function refuseArchived(endpoint: EndpointRecord, action: 'publish' | 'unpublish'): void {
+  if (endpoint.archived_at) {
+    throw new ConflictError(`Endpoint '${endpoint.slug}' is archived: unarchive it to ${action} it`);
   }
 }
 

@@ -1,5 +1,5 @@
 import { generates, searches } from '../domain/endpoint-shape.ts';
-import { ForbiddenError, NotFoundError } from '../domain/errors.ts';
+import { ConflictError, ForbiddenError, NotFoundError } from '../domain/errors.ts';
 import type { Principal, Tenant } from '../domain/principal.ts';
 import type { EndpointRecord } from '../endpoints/codec.ts';
 import type { EndpointRepository } from '../endpoints/repository.ts';
@@ -59,7 +59,9 @@ export class QueryPipeline {
     const arrived = performance.now();
     const endpoint = await this.deps.endpoints.getBySlug(caller.tenant.id, slug.toLowerCase());
     if (!endpoint) throw new NotFoundError(`Endpoint '${slug}' not found`);
-    if (caller.kind === 'satellite' && !endpoint.published) throw new ForbiddenError('Endpoint is not published');
+    if (caller.kind === 'satellite' && (!endpoint.published || endpoint.archived_at)) throw new ForbiddenError('Endpoint is not published');
+    // The owner is told why (API-CONTRACT 4, "Archive"): unarchiving makes it answer again.
+    if (endpoint.archived_at) throw new ConflictError('Endpoint is archived');
 
     const policies = await this.deps.policies.list(caller.tenant.id, endpoint.id);
     const hooks = await this.deps.hooks.forQuery(caller.tenant, endpoint.id, policies, caller.senderEmail || caller.clientIp);

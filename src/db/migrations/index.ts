@@ -16,6 +16,7 @@ import * as datasetCalibrations from './0014-dataset-calibrations.ts';
 import * as insertionOrderAndNameKeys from './0015-insertion-order-and-name-keys.ts';
 import * as queryTerms from './0016-query-terms.ts';
 import * as piiFilterPolicy from './0017-pii-filter-policy.ts';
+import * as endpointArchive from './0018-endpoint-archive.ts';
 
 /**
  * Every migration, in order. They are imported (not read from disk) so the compiled binary carries them.
@@ -39,4 +40,5 @@ export const migrations: Record<string, Migration> = {
   '0015-insertion-order-and-name-keys': insertionOrderAndNameKeys,
   '0016-query-terms': queryTerms,
   '0017-pii-filter-policy': piiFilterPolicy,
+  '0018-endpoint-archive': endpointArchive,
 };
