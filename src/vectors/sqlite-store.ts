@@ -5,11 +5,13 @@ import { fittedCalibrations, sampleFiles, saveCalibration } from './sqlite-calib
 import { StoreConnection } from './sqlite-connection.ts';
 import { GarbageCollector } from './sqlite-garbage.ts';
 import { createIndex, diskUse, dropIndex } from './sqlite-index.ts';
+import { neighbours } from './sqlite-neighbours.ts';
 import { candidates, search } from './sqlite-search.ts';
 import { discard, publish, retireFile, stage } from './sqlite-staging.ts';
 import { addVectorsOf, filesToEmbed, unembeddedOf } from './sqlite-vector-progress.ts';
 import type {
   CandidateSet,
+  ChunkNeighbours,
   ChunkSource,
   EmbeddingProgress,
   ReadLimits,
@@ -30,8 +32,8 @@ import type {
  *
  * A facade: each job is a file of its own, on the one connection (sqlite-connection.ts) and the one garbage
  * collector (sqlite-garbage.ts): a dataset's index (sqlite-index.ts), phase 1's staged writes
- * (sqlite-staging.ts), phase 2's vectors (sqlite-vector-progress.ts), search (sqlite-search.ts) and a
- * dataset's own calibration (sqlite-calibrations.ts).
+ * (sqlite-staging.ts), phase 2's vectors (sqlite-vector-progress.ts), search (sqlite-search.ts), a chunk's
+ * neighbours in its file (sqlite-neighbours.ts) and a dataset's own calibration (sqlite-calibrations.ts).
  */
 export class SqliteVectorStore implements VectorStore {
   private readonly connection: StoreConnection;
@@ -116,6 +118,10 @@ export class SqliteVectorStore implements VectorStore {
     leftOut?: string,
   ): Promise<CandidateSet> {
     return candidates(this.connection, datasetId, queryEmbedding, queryText, mode, limit, leftOut);
+  }
+
+  async neighbours(datasetId: string, chunkIds: readonly string[], radius: number): Promise<Map<string, ChunkNeighbours>> {
+    return neighbours(this.connection, datasetId, chunkIds, radius);
   }
 
   async sampleFiles(datasetId: string, count: number, seed: number): Promise<{ chunkCount: number; files: SampledFile[] }> {

@@ -36,6 +36,18 @@ export interface SearchHit {
   readonly metadata: Record<string, unknown>;
 }
 
+/** A chunk beside another in its file: its id (`document_id`) and text. */
+export interface NeighbourChunk {
+  readonly id: string;
+  readonly content: string;
+}
+
+/** The chunks around one chunk of a file, each side in file order (`before` ends with the chunk just before it). */
+export interface ChunkNeighbours {
+  readonly before: readonly NeighbourChunk[];
+  readonly after: readonly NeighbourChunk[];
+}
+
 /** Every candidate of a query with its evidence, as the evaluation's fit reads it (scripts/eval/fit.ts). */
 export interface CandidateSet {
   readonly candidates: Candidate[];
@@ -183,6 +195,14 @@ export interface VectorStore extends CalibrationSource {
     limit: number,
     leftOut?: string,
   ): Promise<CandidateSet>;
+
+  /**
+   * Up to `radius` chunks on each side of each of `chunkIds` in its file, by chunk id: what an answer's
+   * context shows around a passage (query/answer-context.ts). Only visible chunks: an id that is not one of
+   * a file's visible chunks (any more) is left out of the answer, and a file's first or last chunk has
+   * nothing on one side.
+   */
+  neighbours(datasetId: string, chunkIds: readonly string[], radius: number): Promise<Map<string, ChunkNeighbours>>;
 
   // A dataset's own calibration (self-calibration.ts).
 

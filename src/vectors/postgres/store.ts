@@ -3,6 +3,7 @@ import type { SearchMode } from '../ranking.ts';
 import type { FittedCalibration, SampledFile } from '../self-calibration.ts';
 import type {
   CandidateSet,
+  ChunkNeighbours,
   ChunkSource,
   EmbeddingProgress,
   ReadLimits,
@@ -19,6 +20,7 @@ import { createIndex, diskUse, dropIndex } from './dataset-index.ts';
 import { Fts5Tokenizer } from './fts5-tokens.ts';
 import { GarbageCollector } from './garbage.ts';
 import { migrateVectorStore } from './migrations.ts';
+import { neighbours } from './neighbours.ts';
 import { ensurePgvector, type PgvectorSupport } from './pgvector.ts';
 import { candidates, search } from './search.ts';
 import { discard, publish, retireFile, stage } from './staging.ts';
@@ -141,6 +143,10 @@ export class PostgresVectorStore implements VectorStore {
     leftOut?: string,
   ): Promise<CandidateSet> {
     return candidates(this.searching(), datasetId, queryEmbedding, queryText, mode, limit, leftOut);
+  }
+
+  async neighbours(datasetId: string, chunkIds: readonly string[], radius: number): Promise<Map<string, ChunkNeighbours>> {
+    return neighbours(this.connection, datasetId, chunkIds, radius);
   }
 
   async sampleFiles(datasetId: string, count: number, seed: number): Promise<{ chunkCount: number; files: SampledFile[] }> {
