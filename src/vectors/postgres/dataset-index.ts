@@ -34,7 +34,10 @@ export async function createIndex(
       throw new Error(`dataset ${datasetId} already has a ${existing.dimension}-dimension index, not ${dimension}`);
     }
     for (const statement of createKeywordTablesSql(tables)) await query(statement);
-    if (withVectors) for (const statement of createVectorTableSql(tables, dimension)) await query(statement);
+    // Only when missing: its ALTER TABLE would lock the vectors out of every search at each start.
+    if (withVectors && !(await hasVectorTable(query, tables))) {
+      for (const statement of createVectorTableSql(tables, dimension)) await query(statement);
+    }
     if (!existing) {
       await query('INSERT INTO vector_indexes (dataset_id, dimension, created_at) VALUES ($1, $2, $3)', [
         tables.datasetId,
