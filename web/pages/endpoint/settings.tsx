@@ -14,6 +14,7 @@ import { CheckboxField, ErrorNotice, Loading, Notice, SelectField, SubmitButton,
 import { ANSWER_TOKENS, allowedTypes, generationDefaults, RESPONSE_TYPE_LABELS } from '../../lib/endpoints.ts';
 import { useFirstRender, useResource, useSubmission } from '../../lib/hooks.ts';
 import type { CreatedEndpoint, Dataset, Endpoint, GenerationDefaults, Model, PublicationAnswer } from '../../views.ts';
+import { ArchiveSection } from './archive.tsx';
 
 /** Name, summary and description, and what a query that omits them gets (`generation_defaults`). */
 export function EndpointSettings(props: { endpoint: Endpoint; reload: () => Promise<void> }) {
@@ -155,6 +156,7 @@ export function EndpointSettings(props: { endpoint: Endpoint; reload: () => Prom
         </div>
       </form>
       <Replace endpoint={endpoint} reload={props.reload} />
+      <ArchiveSection endpoint={endpoint} reload={props.reload} />
       <section class="card danger-zone" aria-labelledby="delete-title">
         <h2 id="delete-title">Delete the endpoint</h2>
         <p>Its policies and usage records go with it; its dataset and model stay.</p>
