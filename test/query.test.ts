@@ -154,7 +154,8 @@ describe('queries', () => {
     const sentMessages = sent?.body?.messages as { role: string; content: string }[];
     expect(sentMessages[0]?.role).toBe('system');
     expect(sentMessages[0]?.content).toStartWith('Use the following context to answer:');
-    expect(sentMessages[0]?.content).toContain('[1] (cats.txt) Cats are small');
+    // Each passage: its number, `title | source | date` (the file's name when it has no title), then its text (API-CONTRACT 6).
+    expect(sentMessages[0]?.content).toMatch(/\n\[1\] cats\.txt \| cats\.txt( \| \d{4}-\d{2}-\d{2})?\nCats are small/);
     expect(sentMessages.slice(1)).toEqual(messages);
   });
 

@@ -6,12 +6,20 @@ import { datasetEmbedder, type EmbedderOutbound } from '../embeddings/embedder.t
 import { queryVector } from '../embeddings/query-vectors.ts';
 import { calibrationFor } from '../vectors/calibration.ts';
 import { RANKING } from '../vectors/ranking.ts';
-import { VectorIndexMissingError, type VectorStore } from '../vectors/store.ts';
+import { type ChunkNeighbours, VectorIndexMissingError, type VectorStore } from '../vectors/store.ts';
 import type { DatasetConfiguration } from './codec.ts';
 import type { DatasetRepository } from './repository.ts';
 import type { ReferencesView } from './schemas.ts';
 
 export type References = Static<typeof ReferencesView>;
+
+/** The chunks on either side of passages in their files, and how much the dataset's consecutive chunks overlap. */
+export interface PassageNeighbours {
+  /** By chunk id (`document_id`); a chunk no longer among its file's visible ones is absent. */
+  readonly chunks: Map<string, ChunkNeighbours>;
+  /** Characters a chunk repeats of the one before it, at most (ingestion/chunker.ts). */
+  readonly chunkOverlap: number;
+}
 
 export interface SearchOptions {
   similarityThreshold: number;
@@ -74,6 +82,16 @@ export class DatasetSearchService {
       outbound: await this.outbound(tenant.id),
     });
     return queryVector(embedder, text, signal);
+  }
+
+  /** The chunk just before and just after each of `chunkIds` in its file, for an answer's context (query/answer-context.ts). */
+  async neighbours(tenant: Tenant, datasetId: string, chunkIds: readonly string[]): Promise<PassageNeighbours> {
+    const configuration = await this.configuration(tenant, datasetId);
+    const chunks = await this.store.neighbours(datasetId, chunkIds, 1).catch((error: unknown) => {
+      if (error instanceof VectorIndexMissingError) return new Map<string, ChunkNeighbours>();
+      throw error;
+    });
+    return { chunks, chunkOverlap: configuration.chunkOverlap };
   }
 
   async pricing(tenant: Tenant, datasetId: string): Promise<{ costPerQuery: number; chunkSize: number }> {

@@ -2,7 +2,7 @@ import { basename } from 'node:path';
 import type { Static } from 'typebox';
 import type { Tenant } from '../domain/principal.ts';
 import { maxGenerationCost, modelPrices, usageCost } from '../llm/costs.ts';
-import type { LocalModelRegistry } from '../llm/llama-cpp/model-registry.ts';
+import { DEFAULT_MAX_CONTEXT_SIZE, type LocalModelRegistry } from '../llm/llama-cpp/model-registry.ts';
 import { type ChatMessage, type ChatOptions, newCompletionId, type ProviderHealth, type StreamEvent } from '../llm/provider.ts';
 import { createProvider } from '../llm/registry.ts';
 import { ONE_MEGABYTE, outboundFetch } from '../outbound/fetch.ts';
@@ -55,6 +55,16 @@ export class ModelRunnerService {
     for await (const event of provider.stream(messages, options, signal)) {
       yield event.type === 'done' ? { ...event, cost: usageCost(event.usage, modelPrices(configuration)) } : event;
     }
+  }
+
+  /**
+   * The tokens a local model's context holds: its `context_size`, else the most knode's loader gives it
+   * (0 or absent: as large as memory allows, up to DEFAULT_MAX_CONTEXT_SIZE). A server's model: unknown.
+   */
+  async contextWindow(tenant: Tenant, modelId: string): Promise<number | undefined> {
+    const settings = await this.models.openConfiguration(tenant, modelId);
+    if (settings.dtype !== 'llama_cpp') return undefined;
+    return settings.configuration.context_size || DEFAULT_MAX_CONTEXT_SIZE;
   }
 
   async maxCost(tenant: Tenant, modelId: string, promptTokens: number, maxTokens: number): Promise<number> {

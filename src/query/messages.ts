@@ -1,5 +1,4 @@
 import type { ChatMessage } from '../llm/provider.ts';
-import type { References } from './ports.ts';
 
 /** A string query is one user message (specification, Query request). */
 export function toMessages(messages: string | ChatMessage[]): ChatMessage[] {
@@ -16,16 +15,11 @@ export function searchText(messages: ChatMessage[]): string {
 }
 
 /**
- * The caller's messages with the references inserted first as one system message, when there are any
- * (specification, Endpoint management rule 7d; the block format is API-CONTRACT 6).
+ * The caller's messages with the context of the references (answer-context.ts) inserted first as one system
+ * message, when there is one (specification, Endpoint management rule 7d; its format is API-CONTRACT 6).
  */
-export function withReferences(messages: ChatMessage[], references: References | undefined): ChatMessage[] {
-  if (!references || references.documents.length === 0) return messages;
-  const blocks = references.documents.map((document, index) => {
-    const source = typeof document.metadata.source === 'string' ? document.metadata.source : document.document_id;
-    return `[${index + 1}] (${source}) ${document.content}`;
-  });
-  return [{ role: 'system', content: `Use the following context to answer:\n\n${blocks.join('\n\n')}` }, ...messages];
+export function withContext(messages: ChatMessage[], context: string | undefined): ChatMessage[] {
+  return context ? [{ role: 'system', content: context }, ...messages] : messages;
 }
 
 /**

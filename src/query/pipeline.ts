@@ -7,6 +7,7 @@ import { estimateTokens } from '../llm/costs.ts';
 import type { ChatMessage } from '../llm/provider.ts';
 import type { HookSet, PolicyHooks } from '../policies/hook-set.ts';
 import type { PolicyRepository } from '../policies/repository.ts';
+import { contextCeiling, queryBudget } from './answer-context.ts';
 import { type Generation, generationFor } from './generation.ts';
 import { PROMPT_TOKEN_MARGIN, searchText, toMessages } from './messages.ts';
 import { QueryRecord, type QueryRecordDeps } from './query-record.ts';
@@ -102,13 +103,19 @@ export class QueryPipeline {
     hooks: HookSet,
   ): Promise<number> {
     let cost = 0;
-    let referenceCharacters = 0;
+    let chunkSize: number | undefined;
     if (searches(endpoint) && endpoint.dataset_id) {
       const pricing = await this.deps.search.pricing(tenant, endpoint.dataset_id);
       cost += pricing.costPerQuery;
-      referenceCharacters = limit * (pricing.chunkSize + 64);
+      chunkSize = pricing.chunkSize;
     }
     if (generates(endpoint) && endpoint.model_id) {
+      let referenceCharacters = 0;
+      if (chunkSize !== undefined) {
+        // The passages whole, or the budget their neighbouring chunks fill, whichever is larger (answer-context.ts).
+        const budget = await queryBudget(this.deps.models, { tenant, modelId: endpoint.model_id, messages, generation });
+        referenceCharacters = contextCeiling(limit, chunkSize, budget);
+      }
       const promptCharacters = messages.reduce((sum, message) => sum + message.content.length, 0) + (generation.system_prompt?.length ?? 0);
       const promptTokens = estimateTokens(promptCharacters + referenceCharacters) + PROMPT_TOKEN_MARGIN;
       cost += await this.deps.models.maxCost(tenant, endpoint.model_id, promptTokens, generation.max_tokens);

@@ -1,4 +1,4 @@
-import type { References, SearchOptions } from '../datasets/search.ts';
+import type { PassageNeighbours, References, SearchOptions } from '../datasets/search.ts';
 import type { Tenant } from '../domain/principal.ts';
 import type { ChatMessage, ChatOptions } from '../llm/provider.ts';
 import type { PricedStreamEvent, Summary } from '../models/runner.ts';
@@ -8,11 +8,13 @@ import type { PricedStreamEvent, Summary } from '../models/runner.ts';
  * models/runner.ts) define the data they answer with; these interfaces let tests and the pipeline
  * depend on the capability, not the class.
  */
-export type { PricedStreamEvent, References, SearchOptions, Summary };
+export type { PassageNeighbours, PricedStreamEvent, References, SearchOptions, Summary };
 
 /** Searches a dataset: the `references` object of a query, cost included. */
 export interface DatasetSearch {
   search(tenant: Tenant, datasetId: string, text: string, options: SearchOptions, signal?: AbortSignal): Promise<References>;
+  /** The chunk before and after each of `chunkIds` in its file: what an answer's context shows around a passage. */
+  neighbours(tenant: Tenant, datasetId: string, chunkIds: readonly string[]): Promise<PassageNeighbours>;
   /** What one search of the dataset costs, and how large its chunks can be (for the cost ceiling). */
   pricing(tenant: Tenant, datasetId: string): Promise<{ costPerQuery: number; chunkSize: number }>;
 }
@@ -27,6 +29,8 @@ export interface ModelRunner {
     options: ChatOptions,
     signal?: AbortSignal,
   ): AsyncIterable<PricedStreamEvent>;
+  /** How many tokens the model's context holds, when its configuration says (a local model's `context_size`). */
+  contextWindow(tenant: Tenant, modelId: string): Promise<number | undefined>;
   /** The most a generation can cost for a prompt of `promptTokens` and up to `maxTokens`. */
   maxCost(tenant: Tenant, modelId: string, promptTokens: number, maxTokens: number): Promise<number>;
 }

@@ -5,9 +5,10 @@ import type { EndpointRecord } from '../endpoints/codec.ts';
 import { type ChatMessage, ModelError, ModelTimeoutError, sumUsage } from '../llm/provider.ts';
 import type { HookSet } from '../policies/hook-set.ts';
 import type { AnswerModel, ModelCall, ModelCallResult, PolicyContext, QueryOutcome } from '../policies/hooks.ts';
+import { answerContext } from './answer-context.ts';
 import { forConsumer } from './consumer-errors.ts';
 import { chatOptions, type Generation, withSystemPrompt } from './generation.ts';
-import { searchText, withReferences } from './messages.ts';
+import { searchText, withContext } from './messages.ts';
 import type { DatasetSearch, ModelRunner, References, Summary } from './ports.ts';
 import type { QueryRecord } from './query-record.ts';
 import type { QueryRequest } from './schemas.ts';
@@ -131,7 +132,8 @@ export class RunningQuery {
         const started = performance.now();
         // An answer a policy rewrites (a PII filter) is generated whole and rewritten before any of it is handed over.
         const rewritten = this.hooks.transformsAnswer;
-        summary = yield* this.generate(rewritten ? 'whole' : form, this.endpoint.model_id, this.promptWith(references), signal);
+        const prompt = await this.promptWith(this.endpoint.model_id, references);
+        summary = yield* this.generate(rewritten ? 'whole' : form, this.endpoint.model_id, prompt, signal);
         if (rewritten) {
           summary = await this.transformAnswer(this.endpoint.model_id, summary, signal);
           if (form === 'streamed') yield* wholeAnswer(summary);
@@ -256,9 +258,15 @@ export class RunningQuery {
     return { ...references, documents: references.documents.map((document) => ({ ...document, metadata: {} })) };
   }
 
-  /** The endpoint's system prompt, then the references as one system message, then the caller's messages. */
-  private promptWith(references: References | undefined): ChatMessage[] {
-    return withSystemPrompt(withReferences(this.messages, references), this.context.generation.system_prompt);
+  /**
+   * The endpoint's system prompt, then the references with their neighbouring chunks as one system message
+   * (answer-context.ts), then the caller's messages.
+   */
+  private async promptWith(modelId: string, references: References | undefined): Promise<ChatMessage[]> {
+    const { tenant, generation } = this.context;
+    const request = { tenant, datasetId: this.endpoint.dataset_id ?? '', modelId, messages: this.messages, generation };
+    const context = await answerContext(this.deps, request, references);
+    return withSystemPrompt(withContext(this.messages, context), generation.system_prompt);
   }
 
   /**
