@@ -13,6 +13,13 @@ import { hasHnswIndex, vectorType } from './pgvector.ts';
  * - terms: how many chunks (of every state, as FTS5's own counts) hold each term;
  * - embeddings: the vectors, in pgvector, with an HNSW index for cosine distance (only where the server
  *   has pgvector).
+ *
+ * What this costs, measured on 20,000 chunks of 120 words in files of 250 (Debian's PostgreSQL 15 as the
+ * tests start it, 16 MB of shared buffers, two busy cores): 514 MB on disk against the SQLite store's 26 MB,
+ * keyword search p50 31 ms / p90 100 ms against 5.8 / 32, indexing about 270 chunks/s against 5,900. A
+ * posting is a row of about 135 bytes with its index entries, and a document's lead, title and file name are
+ * posted again for each of its chunks (FTS5 stores the same postings as varints of a few bytes): blocks of
+ * postings per term and file (arrays) are the way to a smaller index.
  */
 export interface PostgresTables {
   /** The dataset id as stored in vector_indexes and vector_sets (lower case). */
