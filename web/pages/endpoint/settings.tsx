@@ -155,7 +155,8 @@ export function EndpointSettings(props: { endpoint: Endpoint; reload: () => Prom
           </SubmitButton>
         </div>
       </form>
-      <Replace endpoint={endpoint} reload={props.reload} />
+      {/* Replacing makes the endpoint again, in use and on no marketplace: an archived one is unarchived first. */}
+      {!endpoint.archived && <Replace endpoint={endpoint} reload={props.reload} />}
       <ArchiveSection endpoint={endpoint} reload={props.reload} />
       <section class="card danger-zone" aria-labelledby="delete-title">
         <h2 id="delete-title">Delete the endpoint</h2>
