@@ -27,6 +27,11 @@ export interface Config {
    * another sealed); undefined with SQLite, which keeps its key in the data folder (secret.key).
    */
   readonly secretKey: Buffer | undefined;
+  /**
+   * SVC_TEST_LEASE_TTL_MS (tests only, cluster mode): how long a replica's leases live unrenewed, so a
+   * test sees a dead replica's datasets taken over in seconds; 30 s (coordination/leases.ts) when unset.
+   */
+  readonly leaseTtlMs?: number;
   /** undefined: keep the stored URL; '': detect the public IP; otherwise the URL itself. */
   readonly publicUrl: string | undefined;
   readonly publicIpUrl: string;
@@ -107,6 +112,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxTextBytes: integer(env, 'SVC_MAX_TEXT_MB', 20, 1, 10_000) * MEGABYTE,
     tenantQuotas: quotas(env, 'SVC_TENANT_QUOTAS'),
     outboundAllow: outboundAllow(env, 'SVC_OUTBOUND_ALLOW'),
+    ...(env.SVC_TEST_LEASE_TTL_MS ? { leaseTtlMs: integer(env, 'SVC_TEST_LEASE_TTL_MS', 30_000, 500, 600_000) } : {}),
   };
   return Object.freeze(config);
 }

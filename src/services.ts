@@ -8,6 +8,12 @@ import { CredentialGuard } from './auth/guard.ts';
 import { AuthService } from './auth/service.ts';
 import { TokenIssuer } from './auth/tokens.ts';
 import type { Config } from './config.ts';
+import { type ChangeEntry, type ChangeLog, LocalChangeLog } from './coordination/change-log.ts';
+import { ClusterWork, SINGLETON } from './coordination/cluster-work.ts';
+import { LeasedDatasets } from './coordination/dataset-leases.ts';
+import { type Leases, LocalLeases } from './coordination/leases.ts';
+import { PostgresChangeLog } from './coordination/postgres/change-log.ts';
+import { PostgresLeases } from './coordination/postgres/leases.ts';
 import { DatasetCalibrator } from './datasets/calibrator.ts';
 import { DatasetRepository } from './datasets/repository.ts';
 import { DatasetSearchService } from './datasets/search.ts';
@@ -106,6 +112,12 @@ export interface Services {
   readonly tenants: TenantService;
   readonly datasets: DatasetService;
   readonly ingestion: IngestionEngine;
+  /** Which replica ingests each dataset (its lease), in front of the engine: what the datasets service calls. */
+  readonly datasetLeases: LeasedDatasets;
+  /** The leases this replica asks for, and the change log it hears other replicas through (one node's, on SQLite). */
+  readonly coordination: Coordination;
+  /** The single-instance work under its leases (heartbeats, reconciler, calibrator, tunnels). */
+  readonly clusterWork: ClusterWork;
   readonly models: ModelService;
   readonly modelRunner: ModelRunnerService;
   readonly endpoints: EndpointService;
@@ -161,6 +173,9 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const state = await openState(config, clock);
   const { database, windows, store, vectorStoreVersion, box, tokens } = state;
   const { db } = database;
+  const coordination = openCoordination(config, state, log);
+  const { leases, changes } = coordination;
+  const clusterWork = new ClusterWork(leases, log);
 
   const userRepository = new UserRepository(db);
   const tenantRepository = new TenantRepository(db);
@@ -254,6 +269,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     TUNNEL_BACKOFF,
     config.port,
     clock,
+    (tenantId, work) => clusterWork.keep(SINGLETON.tunnel(tenantId), work),
   );
   const endpoints = new EndpointService(
     endpointRepository,
@@ -287,8 +303,16 @@ export async function createServices(config: Config, options: ServiceOptions = {
     box,
     hubs,
     {
-      connected: (tenant, id) => satelliteRegistry.connected(tenant, id),
-      deleted: (id) => satelliteRegistry.forget(id),
+      // Announced right after the marketplace's row is committed (MarketplaceService writes it itself):
+      // the other replicas drop what they keep of it (subscribeToMarketplaceChanges).
+      connected: async (tenant, id) => {
+        await satelliteRegistry.connected(tenant, id);
+        await announceMarketplace(coordination, id, 'connected', log);
+      },
+      deleted: (id) => {
+        satelliteRegistry.forget(id);
+        void announceMarketplace(coordination, id, 'deleted', log);
+      },
     },
     outbound,
   );
@@ -324,6 +348,16 @@ export async function createServices(config: Config, options: ServiceOptions = {
     intervalMs: 60_000,
   });
 
+  const datasetLeases = new LeasedDatasets({
+    leases,
+    changes,
+    engine: ingestion,
+    activeDatasets: () => datasetRepository.listActive(),
+    log,
+    announces: coordination.shared,
+  });
+  changes.subscribe(marketplaceSubscriber(leases, hubs, satelliteRegistry));
+
   const tenants = new TenantService(tenantRepository, userRepository, ingestionRoots);
   const analytics = new AnalyticsService(new AnalyticsRepository(db), tenants);
   const services: Services = {
@@ -349,12 +383,15 @@ export async function createServices(config: Config, options: ServiceOptions = {
       datasetRepository,
       { defaultEmbedder: config.embedder, quota: config.tenantQuotas.datasets },
       ingestionRoots,
-      ingestion,
+      datasetLeases,
       files,
       outbound,
       store,
     ),
     ingestion,
+    datasetLeases,
+    coordination,
+    clusterWork,
     models,
     modelRunner,
     endpoints,
@@ -389,25 +426,79 @@ export async function createServices(config: Config, options: ServiceOptions = {
     storage: new StorageService({ config, datasets: datasetRepository, store, owners: ingestionRoots }),
     marketplaceStatus: { marketplaces: marketplaceRepository, endpoints: endpointRepository, hubs, heartbeats: publishingTasks },
     close: async () => {
+      await clusterWork.close(); // the single-instance work stops here, and another replica may take it over
       await tunnels.shutdown();
       await publishingTasks.close(); // also aborts every hub request in flight
       await settlements.close();
       await calibrator.stop();
       await ingestion.close();
+      await datasetLeases.close(); // after the engine: the datasets are taken over once they stopped here
+      await changes.stop();
+      await leases.close();
       await pool.close();
       await closeEmbedders();
       await localModels.dispose();
       await state.close();
     },
   };
-  // Datasets that were ingesting when knode stopped resume in the background: start-up does not wait.
-  void ingestion.resumeAll();
-  calibrator.start();
-  // Likewise the marketplace work: SVC_PUBLIC_URL, the start-up sync, then heartbeats.
-  publishingTasks.start();
+  // Changes other replicas make are heard from here on (a single node hears only its own, in-process).
+  await changes.start();
+  // Datasets that were ingesting when knode stopped resume in the background: start-up does not wait. Each
+  // runs on the replica holding its lease; on a single node, this one, at once.
+  void datasetLeases.resumeAll();
+  clusterWork.keep(SINGLETON.calibrator, { start: () => calibrator.start(), stop: () => calibrator.stop() });
+  // Likewise the marketplace work: SVC_PUBLIC_URL, the start-up sync, then heartbeats (again from the start
+  // on a replica that takes the lease over).
+  let heartbeatTerms = 0;
+  clusterWork.keep(SINGLETON.heartbeats, {
+    start: () => (heartbeatTerms++ === 0 ? publishingTasks.start() : publishingTasks.resume()),
+    stop: () => publishingTasks.pause(),
+  });
   // Payments a stopped process left in the journal are finished (or released) from the chain, in the background.
-  settlements.start();
+  clusterWork.keep(SINGLETON.reconciler, { start: () => settlements.start(), stop: () => settlements.close() });
   return services;
+}
+
+/** What replicas coordinate through: leases and the change log (coordination/), in memory on a single node. */
+export interface Coordination {
+  readonly leases: Leases;
+  readonly changes: ChangeLog;
+  /** Whether other replicas share the state (cluster mode): only then are changes announced. */
+  readonly shared: boolean;
+}
+
+function openCoordination(config: Config, state: State, log: Logger): Coordination {
+  if (config.databaseUrl === undefined) {
+    return { leases: new LocalLeases(), changes: new LocalChangeLog(state.database.db), shared: false };
+  }
+  const onError = (error: unknown) => log.warn({ err: error }, 'cluster coordination');
+  return {
+    leases: new PostgresLeases(state.database.db, { onError, ...(config.leaseTtlMs !== undefined ? { ttlMs: config.leaseTtlMs } : {}) }),
+    changes: new PostgresChangeLog(state.database.db, { url: config.databaseUrl, onError }),
+    shared: true,
+  };
+}
+
+/** Tells the other replicas that a marketplace was connected (or its credentials changed) or deleted. */
+function announceMarketplace(coordination: Coordination, id: string, change: 'connected' | 'deleted', log: Logger): Promise<void> {
+  const { changes, leases, shared } = coordination;
+  if (!shared) return Promise.resolve(); // a single node has nobody to tell
+  return changes
+    .announce({ kind: 'marketplace.changed', payload: { marketplace: id, change, from: leases.holder } })
+    .catch((error: unknown) => log.warn({ marketplace: id, err: error }, 'a marketplace change could not be announced'));
+}
+
+/**
+ * Another replica changed a marketplace: the hub session kept here is dropped (the next use logs in with
+ * the stored credentials), and a deleted one's pending satellite registration is forgotten.
+ */
+function marketplaceSubscriber(leases: Leases, hubs: HubClients, satellites: SatelliteRegistry): (entry: ChangeEntry) => void {
+  return (entry) => {
+    const id = entry.payload.marketplace;
+    if (entry.kind !== 'marketplace.changed' || typeof id !== 'string' || entry.payload.from === leases.holder) return;
+    hubs.forget(id);
+    if (entry.payload.change === 'deleted') satellites.forget(id);
+  };
 }
 
 /** Where the state lives, and what depends on the engine: the counters, the vector store, the two keys. */

@@ -10,7 +10,7 @@ import { type Clock, systemClock } from '../util/clock.ts';
  * `LocalChangeLog` below (a single SQLite node delivers in-process), `coordination/postgres/change-log.ts`
  * (cluster mode: a table written in the change's own transaction, NOTIFY as the wake-up).
  */
-export type ChangeKind = 'dataset.stopped' | 'dataset.reindex' | 'marketplace.changed' | 'endpoint.changed';
+export type ChangeKind = 'dataset.started' | 'dataset.stopped' | 'dataset.reindex' | 'marketplace.changed' | 'endpoint.changed';
 
 export interface Change {
   readonly kind: ChangeKind;

@@ -17,6 +17,8 @@ export interface KeepLeaseOptions {
   readonly retryEveryMs?: number;
   /** Told when an attempt fails (the database is unreachable) or the work throws; the keeper carries on. */
   readonly onError?: (error: unknown) => void;
+  /** Told when an attempt finds the lease held (by another replica, or by this one's earlier lease): its holder. */
+  readonly onRefused?: (holder: string) => void;
 }
 
 /** Asked after the holder's lease would lapse: the server's expiry and the next attempt need not meet exactly. */
@@ -76,6 +78,7 @@ export function keepLease(
       return;
     }
     if (!acquisition.acquired) {
+      options.onRefused?.(acquisition.holder);
       if (!stopped) schedule(Math.min(retryEveryMs, acquisition.retryInMs + AFTER_EXPIRY_MS));
       return;
     }

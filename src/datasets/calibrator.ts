@@ -28,7 +28,9 @@ export class DatasetCalibrator {
     },
   ) {}
 
+  /** Also after stop() (cluster mode: the calibrator's lease came back to this replica). */
   start(): void {
+    this.stopped = false;
     if (this.deps.intervalMs <= 0 || this.timer) return;
     this.timer = setInterval(() => void this.check().catch(() => undefined), this.deps.intervalMs);
     this.timer.unref?.();

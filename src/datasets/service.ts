@@ -28,7 +28,7 @@ export class DatasetService {
     /** `quota`: how many datasets a tenant may have (SVC_TENANT_QUOTAS; 0: no limit). */
     private readonly rules: { defaultEmbedder: string; quota?: number },
     private readonly roots: IngestionRoots,
-    private readonly ingestion: IngestionEngine,
+    private readonly ingestion: Pick<IngestionEngine, 'start' | 'stop' | 'remove' | 'reindex'>,
     private readonly files: FileRepository,
     /** What the tenant's calls may reach: an embedder's base_url it may never call is refused when configured (outbound/). */
     private readonly outbound?: OutboundPolicy,

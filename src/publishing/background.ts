@@ -73,6 +73,18 @@ export class PublishingTasks {
     this.heartbeat.start();
   }
 
+  /** Cluster mode: the heartbeats' lease went to another replica; the hub sessions stay open for requests. */
+  async pause(): Promise<void> {
+    await this.heartbeat.stop();
+    await this.startup;
+  }
+
+  /** Cluster mode: the heartbeats' lease came (back) to this replica: the start-up work and sync run, then heartbeats. */
+  resume(): void {
+    this.startup = this.runStartup().catch((error: unknown) => this.deps.log.warn({ err: error }, 'marketplace start-up work failed'));
+    this.heartbeat.resume();
+  }
+
   /** Stops the heartbeats, aborts every hub request in flight, and waits for the background work to end. */
   async close(): Promise<void> {
     this.closing.abort();

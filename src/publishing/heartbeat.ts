@@ -65,6 +65,12 @@ export class Heartbeat {
     this.schedule();
   }
 
+  /** Starts again after stop() (cluster mode: the heartbeats' lease came back to this replica). */
+  resume(): void {
+    this.stopped = false;
+    this.start();
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     this.cancelTimer?.();

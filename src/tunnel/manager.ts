@@ -84,6 +84,9 @@ export class TunnelManager {
     private readonly backoff: Backoff = TUNNEL_BACKOFF,
     configuredPort = 8080,
     private readonly clock: Clock = systemClock,
+    /** Cluster mode: runs a tenant's stored tunnel only on the replica holding its lease (coordination/); at once otherwise. */
+    private readonly underLease: (tenantId: string, work: { start(): void; stop(): Promise<void> }) => void = (_tenantId, work) =>
+      work.start(),
   ) {
     this.port = configuredPort;
   }
@@ -178,9 +181,14 @@ export class TunnelManager {
     const stored = await this.hooks.storedTokens();
     if (stored.length === 0 || !this.provider || !(await this.provider.available())) return;
     for (const { tenant, credential } of stored) {
-      const tunnel: TenantTunnel = { tenant, credential, delayMs: this.backoff.initialMs, closed: false };
-      this.tunnels.set(tenant.id, tunnel);
-      void this.reconnect(tunnel);
+      this.underLease(tenant.id, {
+        start: () => {
+          const tunnel: TenantTunnel = { tenant, credential, delayMs: this.backoff.initialMs, closed: false };
+          this.tunnels.set(tenant.id, tunnel);
+          void this.reconnect(tunnel);
+        },
+        stop: () => this.stop(tenant),
+      });
     }
   }
 
