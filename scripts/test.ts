@@ -6,7 +6,8 @@
  *    alone. `--no-isolate`: each worker loads knode's modules once, as the single `bun test` process did;
  *    isolating every file doubled the CPU time (16 security files: 49 s against 23 s).
  * 2. The browser files (test/browser/, Chromium through puppeteer-core), one at a time, after the first part:
- *    run beside the parallel part, their pages timed out on a 2-core machine.
+ *    run beside the parallel part, their pages timed out on a 2-core machine. They share one Chromium
+ *    (test/browser/share-chromium.ts, preloaded), each file in a context of its own.
  *
  * Both parts print bun's own per-file progress. The run ends with the sums of both parts as bun writes
  * them (" N pass", " N fail"), which .ci/run reads, and exits non-zero when a test failed, a file failed
@@ -97,7 +98,12 @@ parts.push(
   ]),
 );
 if (browser.length > 0) {
-  parts.push(await runPart(`${browser.length} browser files, one at a time`, browser.map(relativeToRoot)));
+  parts.push(
+    await runPart(`${browser.length} browser files, one at a time`, [
+      '--preload=./test/browser/share-chromium.ts',
+      ...browser.map(relativeToRoot),
+    ]),
+  );
 }
 
 const pass = parts.reduce((sum, part) => sum + part.pass, 0);

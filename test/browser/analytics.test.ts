@@ -6,11 +6,22 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { Browser, Page } from 'puppeteer-core';
+import type { Page } from 'puppeteer-core';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../fakes/openai-server.ts';
 import { createTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { createEndpoint, createModel } from '../helpers/fixtures.ts';
-import { openConsoleAs, press, tabTo, textOf, unlabelledControls, visit, waitForPath, waitForText, watch } from './page.ts';
+import {
+  type BrowserSession,
+  openConsoleAs,
+  press,
+  tabTo,
+  textOf,
+  unlabelledControls,
+  visit,
+  waitForPath,
+  waitForText,
+  watch,
+} from './page.ts';
 
 const SCREENSHOTS = resolve(import.meta.dir, '../..', process.env.SCREENSHOTS_DIR ?? 'test-output/screenshots');
 
@@ -19,7 +30,7 @@ describe('the Analytics page', () => {
   let fake: FakeOpenAIServer;
   let owner: TestUser;
   let url: string;
-  let browser: Browser;
+  let browser: BrowserSession;
   let page: Page;
 
   const ask = (slug: string, question: string) =>

@@ -10,11 +10,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { Browser, Page } from 'puppeteer-core';
+import type { Page } from 'puppeteer-core';
 import { type FakeSyftHub, startFakeSyftHub } from '../fakes/syfthub.ts';
 import { FakeTunnelProvider } from '../fakes/tunnel.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
-import { openConsoleAs, press, replaceInto, typeInto, unlabelledControls, visit, waitForText, watch } from './page.ts';
+import { type BrowserSession, openConsoleAs, press, replaceInto, typeInto, unlabelledControls, visit, waitForText, watch } from './page.ts';
 
 const SCREENSHOTS = resolve(import.meta.dir, '../..', process.env.SCREENSHOTS_DIR ?? 'test-output/screenshots');
 const HUB_PASSWORD = 'a hub password';
@@ -23,7 +23,7 @@ describe('onto SyftHub from the console', () => {
   let hub: FakeSyftHub;
   let t: TestApp;
   let url: string;
-  let browser: Browser;
+  let browser: BrowserSession;
   let page: Page;
   const provider = new FakeTunnelProvider();
 

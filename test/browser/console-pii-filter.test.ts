@@ -11,12 +11,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { Browser, Page } from 'puppeteer-core';
+import type { Page } from 'puppeteer-core';
 import { PII_SYSTEM_PROMPT } from '../../src/policies/pii-filter-hook.ts';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../fakes/openai-server.ts';
 import { createTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { createEndpoint, createModel } from '../helpers/fixtures.ts';
 import {
+  type BrowserSession,
   openConsoleAs,
   type Problems,
   press,
@@ -44,7 +45,7 @@ describe('the PII filter in the console', () => {
   let t: TestApp;
   let owner: TestUser;
   let url: string;
-  let browser: Browser;
+  let browser: BrowserSession;
   let page: Page;
   let problems: Problems;
 

@@ -15,12 +15,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { Browser, Dialog, Page } from 'puppeteer-core';
+import type { Dialog, Page } from 'puppeteer-core';
 import { deadServerUrl, type FakeOpenAIServer, startFakeOpenAI } from '../fakes/openai-server.ts';
 import { type FakeSyftHub, startFakeSyftHub } from '../fakes/syfthub.ts';
 import { createTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { createEndpoint, createModel } from '../helpers/fixtures.ts';
 import {
+  type BrowserSession,
   openConsoleAs,
   type Problems,
   press,
@@ -44,7 +45,7 @@ describe('the console without traps', () => {
   let t: TestApp;
   let owner: TestUser;
   let url: string;
-  let browser: Browser;
+  let browser: BrowserSession;
   let page: Page;
   let problems: Problems;
   let modelId: string;

@@ -5,18 +5,18 @@
  * this machine holds the operator's settings.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import type { Browser, Page } from 'puppeteer-core';
+import type { Page } from 'puppeteer-core';
 import { type FakeSyftHub, startFakeSyftHub } from '../fakes/syfthub.ts';
 import { FakeTunnelProvider } from '../fakes/tunnel.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { connectMarketplace } from '../helpers/hub.ts';
-import { openConsoleAs, press, reload, typeInto, visit, waitForText, watch } from './page.ts';
+import { type BrowserSession, openConsoleAs, press, reload, typeInto, visit, waitForText, watch } from './page.ts';
 
 describe('the tunnel in the console', () => {
   let hub: FakeSyftHub;
   let t: TestApp;
   let url: string;
-  let browser: Browser;
+  let browser: BrowserSession;
   let page: Page;
   const provider = new FakeTunnelProvider();
 

@@ -15,12 +15,13 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { Browser, Page } from 'puppeteer-core';
+import type { Page } from 'puppeteer-core';
 import { FAKE_ANSWER, type FakeOpenAIServer, startFakeOpenAI } from '../fakes/openai-server.ts';
 import { type FakeSyftHub, startFakeSyftHub } from '../fakes/syfthub.ts';
 import { buildPdf } from '../fixtures/make-documents.ts';
 import { type KnodeProcess, startKnodeProcess } from '../helpers/knode-process.ts';
 import {
+  type BrowserSession,
   CHROMIUM,
   clickButton,
   openBrowser,
@@ -62,7 +63,7 @@ describe('the console in a browser', () => {
   let documents: string;
   let library: string;
   let knode: KnodeProcess;
-  let browser: Browser;
+  let browser: BrowserSession;
   let page: Page;
   let problems: Problems;
   const measured: Record<string, number> = {};

@@ -14,9 +14,43 @@ export const CHROMIUM_ARGS = [
   '--font-render-hinting=none',
 ];
 
+/** What a test file closes when it is done with its page: its Chromium, or its context in the shared one. */
+export interface BrowserSession {
+  close(): Promise<void>;
+}
+
+/** The Chromium the browser files of this process share, once `shareChromium` has been called. */
+let shared: { browser?: Promise<Browser> } | undefined;
+
+/**
+ * Makes every later `openBrowser` of this process open a context (its own storage and cookies, as a new
+ * browser would give it) in one Chromium, instead of launching a Chromium of its own: launching and closing
+ * one took a second or two of each browser file. test/browser/share-chromium.ts calls it when preloaded (npm
+ * test does), and closes the Chromium with the answer after the last file: a file run alone keeps its own.
+ */
+export function shareChromium(): () => Promise<void> {
+  shared = {};
+  return async () => {
+    const browser = await shared?.browser?.catch(() => undefined);
+    shared = undefined;
+    await browser?.close();
+  };
+}
+
+function launchChromium(): Promise<Browser> {
+  return puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+}
+
+async function sharedChromium(sharing: { browser?: Promise<Browser> }): Promise<Browser> {
+  const running = await sharing.browser?.catch(() => undefined);
+  if (running?.connected) return running;
+  sharing.browser = launchChromium();
+  return sharing.browser;
+}
+
 /** Chromium with one page of 1280 × 860, waiting at most 20 s for anything. */
-export async function openBrowser(): Promise<{ browser: Browser; page: Page }> {
-  const browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+export async function openBrowser(): Promise<{ browser: BrowserSession; page: Page }> {
+  const browser = shared ? await (await sharedChromium(shared)).createBrowserContext() : await launchChromium();
   const page = await browser.newPage();
   await page.setViewport({ width: 1280, height: 860 });
   page.setDefaultTimeout(20_000);
@@ -43,7 +77,7 @@ export async function reload(page: Page): Promise<void> {
 }
 
 /** Chromium on the console at `url`, logged in with `token` (the console keeps it in localStorage). */
-export async function openConsoleAs(url: string, token: string): Promise<{ browser: Browser; page: Page }> {
+export async function openConsoleAs(url: string, token: string): Promise<{ browser: BrowserSession; page: Page }> {
   const opened = await openBrowser();
   await visit(opened.page, `${url}/login`);
   await opened.page.evaluate((value: string) => localStorage.setItem('knode.token', value), token);
