@@ -2,8 +2,8 @@
  * `npm test`: every test file under test/, in two parts, then one summary.
  *
  * 1. The files without a browser, in parallel (`bun test --parallel`, one worker per core), slowest first
- *    by test/timings.json (each file's CPU seconds, measured alone) so that no long file starts last and runs
- *    alone. `--no-isolate`: each worker loads knode's modules once, as the single `bun test` process did;
+ *    by test/timings.json (milliseconds per file: only the order matters; new files are estimated there until
+ *    `--update-timings` measures them) so that no long file starts last and runs alone. `--no-isolate`: each worker loads knode's modules once, as the single `bun test` process did;
  *    isolating every file doubled the CPU time (16 security files: 49 s against 23 s).
  * 2. The browser files (test/browser/, Chromium through puppeteer-core), one at a time, after the first part:
  *    run beside the parallel part, their pages timed out on a 2-core machine. They share one Chromium
