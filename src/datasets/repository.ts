@@ -101,6 +101,22 @@ export class DatasetRepository {
     return rows.map((row) => row.slug);
   }
 
+  /**
+   * The modification time (ms since the epoch) of each of `paths` in the dataset, as its folder's scan saw the
+   * version indexed; a path with none recorded is absent. What dates a file's passages in an answer's context.
+   */
+  async modifiedTimes(datasetId: string, paths: readonly string[]): Promise<Map<string, number>> {
+    if (paths.length === 0) return new Map();
+    const rows = await this.db
+      .selectFrom('dataset_files')
+      .select(['path', 'mtime_ms'])
+      .where('dataset_id', '=', datasetId)
+      .where('path', 'in', [...new Set(paths)])
+      .where('mtime_ms', '>', 0)
+      .execute();
+    return new Map(rows.map((row) => [row.path, Number(row.mtime_ms)]));
+  }
+
   /** The `ingestion` counters of each dataset, from its files' states (API-CONTRACT 4). */
   async ingestionCounts(datasetIds: string[]): Promise<Map<string, IngestionCounts>> {
     const counts = new Map<string, IngestionCounts>();

@@ -13,12 +13,14 @@ import type { ReferencesView } from './schemas.ts';
 
 export type References = Static<typeof ReferencesView>;
 
-/** The chunks on either side of passages in their files, and how much the dataset's consecutive chunks overlap. */
-export interface PassageNeighbours {
-  /** By chunk id (`document_id`); a chunk no longer among its file's visible ones is absent. */
-  readonly chunks: Map<string, ChunkNeighbours>;
+/** What an answer's context shows of passages besides their text and metadata (query/answer-context.ts). */
+export interface PassageSurroundings {
+  /** The chunks on either side of each passage in its file, by chunk id (`document_id`); one no longer visible is absent. */
+  readonly neighbours: Map<string, ChunkNeighbours>;
   /** Characters a chunk repeats of the one before it, at most (ingestion/chunker.ts). */
   readonly chunkOverlap: number;
+  /** The modification time of each passage's file (ms since the epoch), by its path (`source`); a feed's items date themselves. */
+  readonly modified: Map<string, number>;
 }
 
 export interface SearchOptions {
@@ -84,14 +86,21 @@ export class DatasetSearchService {
     return queryVector(embedder, text, signal);
   }
 
-  /** The chunk just before and just after each of `chunkIds` in its file, for an answer's context (query/answer-context.ts). */
-  async neighbours(tenant: Tenant, datasetId: string, chunkIds: readonly string[]): Promise<PassageNeighbours> {
-    const configuration = await this.configuration(tenant, datasetId);
-    const chunks = await this.store.neighbours(datasetId, chunkIds, 1).catch((error: unknown) => {
+  /**
+   * The chunk just before and just after each of the passages in its file, and the dates of their files (a
+   * folder's: its scan's modification time; a feed item's date is in its metadata), for an answer's context.
+   */
+  async surroundings(tenant: Tenant, datasetId: string, passages: References['documents']): Promise<PassageSurroundings> {
+    const dataset = await this.datasets.get(tenant.id, datasetId);
+    if (!dataset) throw new NotFoundError(`Dataset '${datasetId}' not found`);
+    const ids = passages.map((passage) => passage.document_id);
+    const neighbours = await this.store.neighbours(datasetId, ids, 1).catch((error: unknown) => {
       if (error instanceof VectorIndexMissingError) return new Map<string, ChunkNeighbours>();
       throw error;
     });
-    return { chunks, chunkOverlap: configuration.chunkOverlap };
+    const paths = passages.flatMap((passage) => (typeof passage.metadata.source === 'string' ? [passage.metadata.source] : []));
+    const modified = dataset.dtype === 'local_file' ? await this.datasets.modifiedTimes(dataset.id, paths) : new Map<string, number>();
+    return { neighbours, chunkOverlap: dataset.configuration.chunkOverlap, modified };
   }
 
   async pricing(tenant: Tenant, datasetId: string): Promise<{ costPerQuery: number; chunkSize: number }> {

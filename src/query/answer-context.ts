@@ -4,7 +4,7 @@ import { estimateTokens } from '../llm/costs.ts';
 import type { ChatMessage } from '../llm/provider.ts';
 import type { Generation } from './generation.ts';
 import { PROMPT_TOKEN_MARGIN } from './messages.ts';
-import type { DatasetSearch, ModelRunner, PassageNeighbours, References } from './ports.ts';
+import type { DatasetSearch, ModelRunner, PassageSurroundings, References } from './ports.ts';
 
 /**
  * The context an answer is generated from (API-CONTRACT 6): each reference a passage that starts with its
@@ -101,12 +101,11 @@ export async function answerContext(
   references: References | undefined,
 ): Promise<string | undefined> {
   if (!references || references.documents.length === 0) return undefined;
-  const ids = references.documents.map((document) => document.document_id);
-  const [neighbours, budget] = await Promise.all([
-    deps.search.neighbours(request.tenant, request.datasetId, ids),
+  const [surroundings, budget] = await Promise.all([
+    deps.search.surroundings(request.tenant, request.datasetId, references.documents),
     queryBudget(deps.models, request),
   ]);
-  return contextText(references.documents, neighbours, budget);
+  return contextText(references.documents, surroundings, budget);
 }
 
 type Passage = References['documents'][number];
@@ -116,9 +115,9 @@ type Passage = References['documents'][number];
  * `budget` characters for the whole, each passage's neighbours, best passage first (the chunk before, then
  * the chunk after). A neighbour that is itself a passage, or already shown beside another, is not repeated.
  */
-export function contextText(passages: readonly Passage[], neighbours: PassageNeighbours, budget: number): string {
+export function contextText(passages: readonly Passage[], surroundings: PassageSurroundings, budget: number): string {
   const blocks = passages.map((passage, index) => ({
-    head: `[${index + 1}] ${passageHeader(passage)}\n`,
+    head: `[${index + 1}] ${passageHeader(passage, fileDate(passage, surroundings.modified))}\n`,
     before: '',
     text: passage.content,
     after: '',
@@ -129,12 +128,12 @@ export function contextText(passages: readonly Passage[], neighbours: PassageNei
     2 +
     blocks.reduce((sum, block, index) => sum + (index > 0 ? 2 : 0) + block.head.length + block.text.length, 0);
   for (const [index, passage] of passages.entries()) {
-    const around = neighbours.chunks.get(passage.document_id);
+    const around = surroundings.neighbours.get(passage.document_id);
     const block = blocks[index];
     if (!around || !block) continue;
     const before = around.before.at(-1);
     if (before && !shown.has(before.id)) {
-      const lead = leadingPart(before.content, passage.content, neighbours.chunkOverlap);
+      const lead = leadingPart(before.content, passage.content, surroundings.chunkOverlap);
       if (lead.length > 0 && size + lead.length <= budget) {
         block.before = lead;
         size += lead.length;
@@ -143,7 +142,7 @@ export function contextText(passages: readonly Passage[], neighbours: PassageNei
     }
     const after = around.after[0];
     if (after && !shown.has(after.id)) {
-      const tail = trailingPart(passage.content, after.content, neighbours.chunkOverlap);
+      const tail = trailingPart(passage.content, after.content, surroundings.chunkOverlap);
       if (tail.length > 0 && size + tail.length <= budget) {
         block.after = tail;
         size += tail.length;
@@ -157,14 +156,14 @@ export function contextText(passages: readonly Passage[], neighbours: PassageNei
 
 /**
  * `title | source | date`: the document's title (else its file's name), its item's URL (else its file's
- * path) and its date (a feed item's publication, else the file's modification), each as far as it is known.
+ * path) and its date (a feed item's publication, else `fileModified`, its file's), each as far as it is known.
  */
-export function passageHeader(passage: Passage): string {
+export function passageHeader(passage: Passage, fileModified?: number): string {
   const metadata = passage.metadata;
   const path = text(metadata.source);
   const title = text(metadata.title) ?? (path ? basename(path) : undefined) ?? passage.document_id;
   const source = text(metadata.url) ?? path ?? passage.document_id;
-  const date = dayOf(metadata.published_at) ?? dayOf(metadata.modified_at);
+  const date = dayOf(metadata.published_at) ?? dayOf(fileModified);
   return [cut(oneLine(title), MAX_TITLE), cut(oneLine(source), MAX_SOURCE), ...(date ? [date] : [])].join(' | ');
 }
 
@@ -211,6 +210,11 @@ export function overlapLength(first: string, second: string, maxOverlap: number)
     matched = failure[matched - 1] as number;
   }
   return 0;
+}
+
+/** When the passage's file was modified, if the dataset knows (a folder's file). */
+function fileDate(passage: Passage, modified: ReadonlyMap<string, number>): number | undefined {
+  return typeof passage.metadata.source === 'string' ? modified.get(passage.metadata.source) : undefined;
 }
 
 function text(value: unknown): string | undefined {

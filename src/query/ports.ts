@@ -1,4 +1,4 @@
-import type { PassageNeighbours, References, SearchOptions } from '../datasets/search.ts';
+import type { PassageSurroundings, References, SearchOptions } from '../datasets/search.ts';
 import type { Tenant } from '../domain/principal.ts';
 import type { ChatMessage, ChatOptions } from '../llm/provider.ts';
 import type { PricedStreamEvent, Summary } from '../models/runner.ts';
@@ -8,13 +8,13 @@ import type { PricedStreamEvent, Summary } from '../models/runner.ts';
  * models/runner.ts) define the data they answer with; these interfaces let tests and the pipeline
  * depend on the capability, not the class.
  */
-export type { PassageNeighbours, PricedStreamEvent, References, SearchOptions, Summary };
+export type { PassageSurroundings, PricedStreamEvent, References, SearchOptions, Summary };
 
 /** Searches a dataset: the `references` object of a query, cost included. */
 export interface DatasetSearch {
   search(tenant: Tenant, datasetId: string, text: string, options: SearchOptions, signal?: AbortSignal): Promise<References>;
-  /** The chunk before and after each of `chunkIds` in its file: what an answer's context shows around a passage. */
-  neighbours(tenant: Tenant, datasetId: string, chunkIds: readonly string[]): Promise<PassageNeighbours>;
+  /** What an answer's context shows around the passages: the chunk before and after each in its file, their files' dates. */
+  surroundings(tenant: Tenant, datasetId: string, passages: References['documents']): Promise<PassageSurroundings>;
   /** What one search of the dataset costs, and how large its chunks can be (for the cost ceiling). */
   pricing(tenant: Tenant, datasetId: string): Promise<{ costPerQuery: number; chunkSize: number }>;
 }
