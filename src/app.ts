@@ -9,6 +9,7 @@ import { setupRoutes } from './auth/setup-routes.ts';
 import { DEV_FRONTEND_ORIGIN } from './config.ts';
 import { folderRoutes } from './console/folder-routes.ts';
 import { consoleRoutes } from './console/routes.ts';
+import { feedRoutes } from './datasets/feed-routes.ts';
 import { datasetRoutes } from './datasets/routes.ts';
 import { datasetSearchRoutes } from './datasets/search-routes.ts';
 import { endpointRoutes } from './endpoints/routes.ts';
@@ -116,6 +117,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       await api.register(authRoutes(services.auth));
       await api.register(tenantRoutes(services.tenants));
       await api.register(datasetRoutes(services.datasets, services.vectorStoreVersion));
+      await api.register(feedRoutes(services.datasets));
       await api.register(modelRoutes(services.models, services.modelRunner));
       await api.register(endpointRoutes(services.endpoints));
       await api.register(publishingRoutes(services.publishing));

@@ -28,6 +28,8 @@ import { closeEmbedders, datasetEmbedder } from './embeddings/embedder.ts';
 import { setUseLiteWarningListener } from './embeddings/use-lite.ts';
 import { EndpointRepository } from './endpoints/repository.ts';
 import { EndpointService } from './endpoints/service.ts';
+import { FeedRepository } from './feeds/feed-repository.ts';
+import { FeedSources } from './feeds/feed-source.ts';
 import { isDevelopmentMode } from './http/development-mode.ts';
 import { RequestGuard } from './http/request-guard.ts';
 import { IngestionEngine } from './ingestion/engine.ts';
@@ -163,6 +165,8 @@ export interface ServiceOptions {
   tunnelProvider?: TunnelProvider | null;
   /** How long a paid answer waits for its payment's receipt before it goes out `pending` (10 s unless a test is in a hurry). */
   paymentReceiptTimeoutMs?: number;
+  /** The authority a local https feed server's certificate is trusted through (tests only: feeds are https, always). */
+  feedTls?: { ca: string };
 }
 
 export async function createServices(config: Config, options: ServiceOptions = {}): Promise<Services> {
@@ -205,6 +209,14 @@ export async function createServices(config: Config, options: ServiceOptions = {
   // Read at scrape time: `tunnels` is made below, and a scrape comes only once the server listens.
   const metrics = new Metrics({ filesByStatus: () => files.countByStatus(), tunnelStates: () => tunnels.states() });
   const pool = new ParserPool({ size: 1 });
+  const feedRepository = new FeedRepository(db);
+  const feedSources = new FeedSources({
+    repository: feedRepository,
+    outbound,
+    clock,
+    log,
+    ...(options.feedTls ? { tls: options.feedTls } : {}),
+  });
   const ingestion = new IngestionEngine({
     config,
     datasets: datasetRepository,
@@ -215,6 +227,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     roots: ingestionRoots,
     onEmbedded: (chunks) => metrics.chunksEmbedded(chunks),
     outbound: embedderFetch,
+    keyed: feedSources,
   });
   const models = new ModelService(modelRepository, ingestionRoots, config.tenantQuotas.models, outbound);
   // Loaded GGUF models are shared by every request and given back after 10 idle minutes.
@@ -387,6 +400,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
       files,
       outbound,
       store,
+      feedRepository,
     ),
     ingestion,
     datasetLeases,

@@ -27,6 +27,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   vectors: [...FOUNDATION, 'runtime', 'db', 'embeddings'],
   llm: [...FOUNDATION, 'runtime', 'security', 'outbound'],
   ingestion: [...FOUNDATION, 'config.ts', 'runtime', 'security', 'db', 'embeddings', 'vectors'],
+  feeds: [...FOUNDATION, 'db', 'outbound', 'ingestion'],
   syfthub: [...FOUNDATION, 'security', 'outbound'],
   tunnel: [...FOUNDATION, 'security', 'http'],
   tenants: [...FOUNDATION, 'security', 'db', 'http'],

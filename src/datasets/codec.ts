@@ -2,7 +2,7 @@ import type { DatasetTable } from '../db/schema.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import { type Configuration, maskSecrets, openSecrets, sealSecrets } from '../security/secret-config.ts';
 import { checkObject } from '../util/json-schema.ts';
-import { type DatasetDtype, LocalFileConfigurationSchema } from './configuration-schema.ts';
+import { DATASET_CONFIGURATION_SCHEMAS, type DatasetDtype } from './configuration-schema.ts';
 
 export type DatasetStatus = 'starting' | 'running' | 'stopped' | 'error';
 
@@ -58,8 +58,10 @@ export const DATASET_COLUMNS = [
   'updated_at',
 ] as const satisfies readonly (keyof DatasetTable)[];
 
-/** The configuration as stored and shown: `fileTypes` as one comma-separated string. */
+/** The configuration as stored and shown: `fileTypes` (a folder's) as one comma-separated string. */
 function wireConfiguration(configuration: DatasetConfiguration): Configuration {
+  // An `rss` dataset has no folder, hence no fileTypes (its feeds and interval instead).
+  if (!Array.isArray(configuration.fileTypes)) return { ...configuration };
   return { ...configuration, fileTypes: configuration.fileTypes.join(',') };
 }
 
@@ -81,7 +83,7 @@ export class DatasetCodec {
       // Only dtypes the API accepted were ever stored.
       dtype: row.dtype as DatasetDtype,
       status: row.status as DatasetStatus,
-      configuration: this.openConfiguration(row.configuration),
+      configuration: this.openConfiguration(row.configuration, row.dtype as DatasetDtype),
     };
   }
 
@@ -97,8 +99,10 @@ export class DatasetCodec {
    * What was stored was checked when it was written (configuration.ts); the schema's defaults fill in
    * what a row written before a key had a default lacks. A row is never refused on read.
    */
-  private openConfiguration(text: string): DatasetConfiguration {
-    const { value } = checkObject(LocalFileConfigurationSchema, openSecrets(JSON.parse(text), this.box));
+  private openConfiguration(text: string, dtype: DatasetDtype): DatasetConfiguration {
+    const schema = DATASET_CONFIGURATION_SCHEMAS[dtype] ?? DATASET_CONFIGURATION_SCHEMAS.local_file;
+    const { value } = checkObject(schema, openSecrets(JSON.parse(text), this.box));
+    if (dtype === 'rss') return value as unknown as DatasetConfiguration;
     const configuration: Configuration = { ...value, fileTypes: typeof value.fileTypes === 'string' ? value.fileTypes.split(',') : [] };
     return configuration as DatasetConfiguration;
   }

@@ -6,6 +6,7 @@ import type { Configuration } from '../security/secret-config.ts';
 import { placeInside } from '../util/paths.ts';
 import type { DatasetConfiguration } from './codec.ts';
 import { type CheckedLocalFileConfiguration, DATASET_CONFIGURATION_SCHEMAS, type DatasetDtype } from './configuration-schema.ts';
+import { normalizeRssConfiguration } from './feed-configuration.ts';
 
 export interface DatasetRules {
   /** The real paths of the folders the dataset's tenant may index (tenants/ingestion-roots.ts). */
@@ -29,6 +30,10 @@ export function normalizeDatasetConfiguration(
   datasetName: string,
   rules: DatasetRules,
 ): DatasetConfiguration {
+  if (dtype === 'rss') {
+    const checkEmbedder = (issues: Issues, embedder: string) => checkEmbedderFolder(issues, embedder, rules);
+    return normalizeRssConfiguration(input, collectionNameFrom(datasetName), rules.defaultEmbedder, checkEmbedder);
+  }
   const checked = checkConfiguration(input, DATASET_CONFIGURATION_SCHEMAS[dtype]);
   const { issues } = checked;
   // Each key is read below only where the schema found nothing wrong with it.

@@ -15,12 +15,20 @@ import { RANKING } from '../vectors/ranking.ts';
 import type { FittedCalibration } from '../vectors/self-calibration.ts';
 import { type DatasetConfiguration, type DatasetRecord, datasetConfigurationView } from './codec.ts';
 import { type DatasetRules, normalizeDatasetConfiguration } from './configuration.ts';
+import type { FeedStateView as FeedStateViewSchema } from './feed-schemas.ts';
 import { type DatasetRepository, NO_FILES } from './repository.ts';
 import type { CreateDatasetBody, DatasetFileView, DatasetView, ProvisionerView, UpdateDatasetBody } from './schemas.ts';
 
 export type DatasetViewData = Static<typeof DatasetView>;
 
 export type FileViewData = Static<typeof DatasetFileView>;
+
+export type FeedStateView = Static<typeof FeedStateViewSchema>;
+
+/** The state of an `rss` dataset's feeds (feeds/ implements it). */
+export interface FeedStates {
+  states(datasetId: string): Promise<FeedStateView[]>;
+}
 
 export class DatasetService {
   constructor(
@@ -34,6 +42,8 @@ export class DatasetService {
     private readonly outbound?: OutboundPolicy,
     /** The datasets' own calibrations (vectors/store.ts), shown in their view. */
     private readonly calibrations?: { fittedCalibrations(ids: readonly string[]): Promise<Map<string, FittedCalibration>> },
+    /** How each feed of an `rss` dataset is doing (feeds/feed-repository.ts). */
+    private readonly feedStates?: FeedStates,
   ) {}
 
   async create(tenant: Tenant, body: Static<typeof CreateDatasetBody>): Promise<DatasetViewData> {
@@ -52,6 +62,8 @@ export class DatasetService {
       updated_at: timestamp,
     };
     await this.checkAddress(tenant, record.configuration.base_url);
+    const feeds = Array.isArray(record.configuration.feeds) ? (record.configuration.feeds as string[]) : [];
+    for (const [index, feed] of feeds.entries()) await this.checkAddress(tenant, feed, ['configuration', 'feeds', index]);
     await conflictAs(`Dataset named '${body.name}' already exists`, () => this.datasets.insert(record, this.rules.quota));
     // A new dataset starts at once; its first scan runs in the background (status tells how far it got).
     void this.ingestion.start(record.id);
@@ -62,10 +74,14 @@ export class DatasetService {
    * An `openai:` embedder's base_url whose host knode will not call for this tenant (a metadata service,
    * link-local, loopback or private where not allowed) is a 422 on the field now, not a failed dataset later.
    */
-  private async checkAddress(tenant: Tenant, baseUrl: string | null | undefined): Promise<void> {
+  private async checkAddress(
+    tenant: Tenant,
+    baseUrl: string | null | undefined,
+    loc: (string | number)[] = ['configuration', 'base_url'],
+  ): Promise<void> {
     if (!this.outbound || typeof baseUrl !== 'string' || baseUrl === '') return;
     const refused = (await this.outbound.forTenant(tenant.id)).hostRefusal(new URL(baseUrl).hostname);
-    if (refused) throw ValidationError.body(['configuration', 'base_url'], refused, 'url_refused');
+    if (refused) throw ValidationError.body(loc, refused, 'url_refused');
   }
 
   /** The tenant's datasets, or the window of them asked for, and how many there are. */
@@ -166,6 +182,13 @@ export class DatasetService {
       })),
       total,
     };
+  }
+
+  /** How each feed of an `rss` dataset is doing (none for another type). */
+  async feeds(tenant: Tenant, id: string): Promise<FeedStateView[]> {
+    const row = await this.require(tenant, id);
+    if (row.dtype !== 'rss' || !this.feedStates) return [];
+    return this.feedStates.states(id);
   }
 
   /** The configuration with its secrets readable (as the search and ingestion see it). */

@@ -82,6 +82,7 @@ export class ClaimLoop {
 
   /** The operator may have taken a root away from the tenant since the dataset started. */
   private async refreshRoots(runtime: DatasetRuntime): Promise<boolean> {
+    if (runtime.keyed) return !runtime.stopped; // no folder: its documents are read from its source
     const roots = await this.deps.roots.of(runtime.tenantId);
     if (runtime.stopped) return false;
     if (!isInsideAny(roots, runtime.root)) {

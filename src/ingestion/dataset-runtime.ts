@@ -11,6 +11,8 @@ import type { EmbeddingLane } from './embedding-lane.ts';
 import type { EmbeddingPhase } from './embedding-phase.ts';
 import type { ClaimedFile, FileRepository } from './files-repository.ts';
 import type { FolderSync } from './folder-sync.ts';
+import type { KeyedSourceHandle, KeyedSources } from './keyed-sources.ts';
+import { keyedQueue } from './keyed-sync.ts';
 import type { IngestionDatasets } from './ports.ts';
 import { ProgressLog } from './progress-log.ts';
 
@@ -51,6 +53,10 @@ export interface DatasetRuntime {
   readonly lane: EmbeddingLane;
   readonly progress: ProgressLog;
   watcher?: FSWatcher;
+  /** Set for a dataset whose documents are kept by key (a feed's items): they are read from it, not from `root`. */
+  readonly keyed?: KeyedSources;
+  /** The keyed source's poller, stopped with the dataset. */
+  source?: KeyedSourceHandle;
   stopped: boolean;
 }
 
@@ -106,6 +112,8 @@ export interface DatasetRuntimesDeps {
   readonly embedding: EmbeddingPhase;
   /** Files may be waiting in the queue: the claim loop looks. */
   kick(): void;
+  /** The datasets whose documents are kept by key instead of read from a folder (feeds/). */
+  readonly keyed?: KeyedSources;
 }
 
 /** The running datasets of one engine, by id. */
@@ -151,8 +159,10 @@ export class DatasetRuntimes {
     let runtime: DatasetRuntime | undefined;
     try {
       const { configuration } = row;
-      const configuredPath = configuration.ingestionPath;
-      const folder = await this.checkFolder(row.tenant_id, configuredPath);
+      const keyed = row.dtype !== undefined && this.deps.keyed?.handles(row.dtype) ? this.deps.keyed : undefined;
+      const configuredPath = keyed ? '' : configuration.ingestionPath;
+      // A keyed dataset has no folder: its documents come from its source, read through `keyed`.
+      const folder = keyed ? { real: '', roots: [] } : await this.checkFolder(row.tenant_id, configuredPath);
       if ('refused' in folder) {
         log.warn({ dataset: datasetId, reason: folder.refused }, 'dataset folder refused');
         await datasets.setStatus(datasetId, 'error', folder.refused);
@@ -176,7 +186,7 @@ export class DatasetRuntimes {
         configuredPath,
         root: folder.real,
         roots: folder.roots,
-        fileTypes: new Set(configuration.fileTypes),
+        fileTypes: new Set(keyed ? [] : configuration.fileTypes),
         chunkSize: configuration.chunkSize,
         chunkOverlap: configuration.chunkOverlap,
         embedder,
@@ -185,11 +195,18 @@ export class DatasetRuntimes {
         lane,
         progress: new ProgressLog({ datasetId, log, store, busy: () => jobs.size > 0 || lane.size > 0 }),
         stopped: false,
+        ...(keyed ? { keyed } : {}),
       };
-      // Watch first, then scan: a file saved while the scan runs is seen by one or the other.
-      runtime.watcher = await folders.watch(runtime);
-      this.runtimes.set(datasetId, runtime);
-      await folders.reconcile(runtime);
+      if (keyed) {
+        this.runtimes.set(datasetId, runtime);
+        const queue = keyedQueue(runtime, { files, store, log, closing, queued: () => this.deps.kick() });
+        runtime.source = await keyed.open(row, queue);
+      } else {
+        // Watch first, then scan: a file saved while the scan runs is seen by one or the other.
+        runtime.watcher = await folders.watch(runtime);
+        this.runtimes.set(datasetId, runtime);
+        await folders.reconcile(runtime);
+      }
       if (runtime.stopped || closing.aborted) return; // stopped (or the engine closed) while the folder was scanned
       await embedding.resume(datasetId, runtime.lane);
       await datasets.setStatus(datasetId, 'running');
@@ -255,7 +272,7 @@ export class DatasetRuntimes {
   async reindex(datasetId: string): Promise<void> {
     await this.starting.get(datasetId);
     const runtime = this.runtimes.get(datasetId);
-    if (runtime) {
+    if (runtime && !runtime.keyed) {
       const folder = await this.checkFolder(runtime.tenantId, runtime.configuredPath);
       if ('refused' in folder) return this.refuse(runtime, folder.refused);
       if (folder.real !== runtime.root) {
@@ -296,6 +313,7 @@ export class DatasetRuntimes {
     const jobs = [...runtime.jobs];
     for (const job of jobs) job.controller.abort(new Cancelled(cause));
     await runtime.watcher?.close();
+    await runtime.source?.close();
     await Promise.allSettled([...jobs.map((job) => job.done), runtime.lane.stop()]);
     await runtime.serial.run(async () => undefined); // let a commit in progress finish
   }

@@ -7,6 +7,7 @@ import { DatasetRuntimes, type TenantRoots } from './dataset-runtime.ts';
 import { EmbeddingPhase } from './embedding-phase.ts';
 import type { FileRepository } from './files-repository.ts';
 import { FolderSync } from './folder-sync.ts';
+import type { KeyedSources } from './keyed-sources.ts';
 import { KeywordFirstGate } from './keyword-first.ts';
 import { KeywordPhase } from './keyword-phase.ts';
 import type { ParserPool } from './parser-pool.ts';
@@ -25,6 +26,8 @@ export interface IngestionEngineDeps {
   onEmbedded?: (chunks: number) => void;
   /** The outbound module's fetch for a tenant, which an `openai:` embedder is called through (outbound/). */
   outbound: EmbedderOutbound;
+  /** The datasets whose documents are kept by key instead of read from a folder (an `rss` dataset's items, feeds/). */
+  keyed?: KeyedSources;
 }
 
 /**
@@ -64,7 +67,7 @@ export class IngestionEngine {
   private closing: Promise<void> | undefined;
 
   constructor(private readonly deps: IngestionEngineDeps) {
-    const { config, datasets, files, store, pool, log, roots, outbound, onEmbedded } = deps;
+    const { config, datasets, files, store, pool, log, roots, outbound, onEmbedded, keyed } = deps;
     const closing = this.closed.signal;
     this.keywordFirst = new KeywordFirstGate({
       inKeywordPhase: () => this.runtimes.inKeywordPhase(),
@@ -106,6 +109,7 @@ export class IngestionEngine {
       folders,
       embedding: this.embedding,
       kick: () => this.claims.kick(),
+      ...(keyed ? { keyed } : {}),
     });
   }
 

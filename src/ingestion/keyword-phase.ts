@@ -5,6 +5,7 @@ import { errorMessage } from '../domain/errors.ts';
 import type { ChunkSource, VectorStore } from '../vectors/store.ts';
 import { Cancelled, type DatasetRuntime, type FileJob, failFile } from './dataset-runtime.ts';
 import type { ClaimedFile, FileRepository } from './files-repository.ts';
+import type { KeyedDocument } from './keyed-sources.ts';
 import type { KeywordFirstGate } from './keyword-first.ts';
 import type { PreparedFile, PrepareOptions } from './parse-worker.ts';
 import { type ParserPool, ParserPoolClosedError } from './parser-pool.ts';
@@ -67,14 +68,25 @@ export class KeywordPhase {
     try {
       const release = await this.parseTurns.acquire(runtime.datasetId, signal);
       try {
-        const path = join(runtime.root, file.path);
-        const prepared = await this.deps.pool.prepare(path, this.prepareOptions(runtime, file), signal, runtime.datasetId);
+        let prepared: PreparedFile;
+        let metadata: KeyedDocument['metadata'] | undefined;
+        if (runtime.keyed) {
+          // A document kept by key (a feed's item) is handed over as bytes, with the metadata its chunks cite.
+          const document = await runtime.keyed.read(runtime.datasetId, file.path);
+          signal.throwIfAborted();
+          metadata = document.metadata;
+          const options = this.prepareOptions(runtime, file);
+          prepared = await this.deps.pool.prepareBytes(document.name, document.bytes, options, signal, runtime.datasetId);
+        } else {
+          const path = join(runtime.root, file.path);
+          prepared = await this.deps.pool.prepare(path, this.prepareOptions(runtime, file), signal, runtime.datasetId);
+        }
         if (prepared.unchanged) {
           const status = await runtime.serial.run(() => this.deps.files.unchanged(file));
           if (status === 'searchable') runtime.lane.add(file);
           return;
         }
-        await this.writeKeywords(job, prepared);
+        await this.writeKeywords(job, prepared, metadata);
       } finally {
         release();
       }
@@ -87,11 +99,11 @@ export class KeywordPhase {
    * Writes the file's chunks hidden (in short transactions, cancellable between them), then, unless the
    * file changed or its work was cancelled meanwhile, makes them its chunks in place of the old ones.
    */
-  private async writeKeywords(job: FileJob, prepared: PreparedFile): Promise<void> {
+  private async writeKeywords(job: FileJob, prepared: PreparedFile, metadata?: KeyedDocument['metadata']): Promise<void> {
     const { runtime, file } = job;
     const { store, files } = this.deps;
     const signal = job.controller.signal;
-    const source = chunkSource(file, prepared);
+    const source = chunkSource(file, prepared, metadata);
     const staged = await store.stage(runtime.datasetId, file.path, source, signal);
     let published = false;
     try {
@@ -139,7 +151,7 @@ export class KeywordPhase {
 }
 
 /** The store's rows for a file, made as they are written: each chunk with the metadata search shows. */
-function chunkSource(file: ClaimedFile, prepared: PreparedFile): ChunkSource {
+function chunkSource(file: ClaimedFile, prepared: PreparedFile, documentMetadata?: KeyedDocument['metadata']): ChunkSource {
   const fileType = extname(file.path).slice(1).toLowerCase();
   const { chunks, title } = prepared;
   return {
@@ -155,6 +167,7 @@ function chunkSource(file: ClaimedFile, prepared: PreparedFile): ChunkSource {
           ...(chunk.page !== undefined ? { page: chunk.page } : {}),
           ...chunk.location,
           ...(title ? { title } : {}),
+          ...documentMetadata,
         },
       };
     },

@@ -47,6 +47,8 @@ export interface ParseRequest {
   path: string;
   prepare?: PrepareOptions;
   budget?: ParseBudget;
+  /** A document's bytes handed over (a feed's item): parsed as `path` names its type, nothing read from disk. */
+  bytes?: Uint8Array;
 }
 
 export type ParseResponse =
@@ -56,8 +58,8 @@ export type ParseResponse =
 declare var self: Worker;
 
 self.onmessage = async (event: MessageEvent<ParseRequest>) => {
-  const { id, path, prepare, budget } = event.data;
-  postMessage(await answer(id, path, prepare && { ...prepare, ...budget }));
+  const { id, path, prepare, budget, bytes } = event.data;
+  postMessage(await answer(id, path, prepare && { ...prepare, ...budget }, bytes));
 };
 
 /**
@@ -65,8 +67,8 @@ self.onmessage = async (event: MessageEvent<ParseRequest>) => {
  * hashes, parses and chunks those same bytes. Hashing and chunking run here too: for a 20 MB file each
  * is work the HTTP thread should not do.
  */
-async function prepareFile(path: string, options: PrepareOptions & Partial<ParseBudget>): Promise<PreparedFile> {
-  const bytes = await readFileLimited(path, options, { folder: options.folder, roots: options.roots });
+async function prepareFile(path: string, options: PrepareOptions & Partial<ParseBudget>, given?: Uint8Array): Promise<PreparedFile> {
+  const bytes = given ?? (await readFileLimited(path, options, { folder: options.folder, roots: options.roots }));
   const hash = new Bun.CryptoHasher('sha256').update(bytes).digest('hex');
   if (hash === options.knownHash) return { hash, unchanged: true, chunks: [] };
   // `options` carries the chunk size too: XLSX, CSV and JSON lay their rows out in chunk-sized groups by it.
@@ -78,9 +80,14 @@ async function prepareFile(path: string, options: PrepareOptions & Partial<Parse
   return { hash, unchanged: false, title: doc.title, chunks };
 }
 
-async function answer(id: number, path: string, prepare?: PrepareOptions & Partial<ParseBudget>): Promise<ParseResponse> {
+async function answer(
+  id: number,
+  path: string,
+  prepare?: PrepareOptions & Partial<ParseBudget>,
+  bytes?: Uint8Array,
+): Promise<ParseResponse> {
   try {
-    if (prepare) return { id, ok: true, prepared: await prepareFile(path, prepare) };
+    if (prepare) return { id, ok: true, prepared: await prepareFile(path, prepare, bytes) };
     return { id, ok: true, doc: await parseFile(path) };
   } catch (error) {
     if (error instanceof ParseError) return { id, ok: false, code: error.code, message: error.message };

@@ -145,9 +145,20 @@ export class ParserPool {
     return this.submit(path, options, signal, dataset) as Promise<PreparedFile>;
   }
 
-  private submit(path: string, prepare?: PrepareOptions, signal?: AbortSignal, dataset?: string): Promise<ParsedDocument | PreparedFile> {
+  /** `prepare` for a document handed over as bytes (a feed's item): `name` chooses its parser, nothing is read from disk. */
+  prepareBytes(name: string, bytes: Uint8Array, options: PrepareOptions, signal?: AbortSignal, dataset?: string): Promise<PreparedFile> {
+    return this.submit(name, options, signal, dataset, bytes) as Promise<PreparedFile>;
+  }
+
+  private submit(
+    path: string,
+    prepare?: PrepareOptions,
+    signal?: AbortSignal,
+    dataset?: string,
+    bytes?: Uint8Array,
+  ): Promise<ParsedDocument | PreparedFile> {
     if (this.closed) return Promise.reject(new ParserPoolClosedError());
-    return this.threads.run({ path, ...(prepare ? { prepare, budget: this.budget } : {}) }, signal, dataset);
+    return this.threads.run({ path, ...(prepare ? { prepare, budget: this.budget } : {}), ...(bytes ? { bytes } : {}) }, signal, dataset);
   }
 
   /** Stops every thread; files still waiting or running reject with ParserPoolClosedError. */

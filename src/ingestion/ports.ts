@@ -2,6 +2,8 @@
 export interface IngestedDataset {
   id: string;
   tenant_id: string;
+  /** `local_file` (a folder) unless told otherwise; a keyed dtype (`rss`) is read through keyed-sources.ts. */
+  dtype?: string;
   configuration: IngestionConfiguration;
 }
 

@@ -30,6 +30,11 @@ export interface OutboundOptions {
   timeoutMs?: number;
   /** Resolves a host to its addresses: DNS unless a test brings its own. */
   lookup?: (host: string) => Promise<string[]>;
+  /**
+   * `manual`: no redirect is followed, every 3xx comes back as it is, for a caller that checks each hop
+   * itself and calls it through this fetch again (feeds: every hop https, to any host).
+   */
+  redirect?: 'same-host' | 'manual';
 }
 
 export type OutboundFetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
@@ -81,7 +86,8 @@ async function send(reach: Reach, options: OutboundOptions, input: string | URL 
       clearTimeout(timer);
     }
     const location = response.headers.get('location');
-    if (response.status >= 300 && response.status < 400 && location && hop < MAX_REDIRECTS && (method === 'GET' || method === 'HEAD')) {
+    const follows = options.redirect !== 'manual' && (method === 'GET' || method === 'HEAD');
+    if (response.status >= 300 && response.status < 400 && location && hop < MAX_REDIRECTS && follows) {
       const next = safeUrl(location, url);
       if (next && bareHost(next) === bareHost(url)) {
         await response.body?.cancel().catch(() => undefined);

@@ -17,6 +17,7 @@ import * as insertionOrderAndNameKeys from './0015-insertion-order-and-name-keys
 import * as queryTerms from './0016-query-terms.ts';
 import * as piiFilterPolicy from './0017-pii-filter-policy.ts';
 import * as endpointArchive from './0018-endpoint-archive.ts';
+import * as feeds from './0019-feeds.ts';
 
 /**
  * Every migration, in order. They are imported (not read from disk) so the compiled binary carries them.
@@ -41,4 +42,5 @@ export const migrations: Record<string, Migration> = {
   '0016-query-terms': queryTerms,
   '0017-pii-filter-policy': piiFilterPolicy,
   '0018-endpoint-archive': endpointArchive,
+  '0019-feeds': feeds,
 };

@@ -4,6 +4,7 @@ import * as queryTerms from './0002-query-terms.ts';
 import * as coordination from './0003-coordination.ts';
 import * as piiFilterPolicy from './0004-pii-filter-policy.ts';
 import * as endpointArchive from './0005-endpoint-archive.ts';
+import * as feeds from './0006-feeds.ts';
 
 /**
  * PostgreSQL's migrations, in order (cluster mode). They are not SQLite's translated one by one: a new
@@ -17,4 +18,5 @@ export const postgresMigrations: Record<string, Migration> = {
   '0003-coordination': coordination,
   '0004-pii-filter-policy': piiFilterPolicy,
   '0005-endpoint-archive': endpointArchive,
+  '0006-feeds': feeds,
 };

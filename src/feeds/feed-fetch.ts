@@ -1,0 +1,87 @@
+import type { OutboundFetch } from '../outbound/fetch.ts';
+
+/**
+ * One conditional GET of a feed through the outbound module (outbound/fetch.ts: the address checks, the
+ * size limit, the timeout), its redirects followed here hop by hop, since a feed moves between hosts
+ * (feedburner, a CDN) where the module follows only the same host: every hop must be https, and each is a
+ * new call through the module, so its host is checked like the first. ETag and Last-Modified from the last
+ * answer go out as If-None-Match and If-Modified-Since; a 304 means nothing is read.
+ */
+
+/** Hops a feed may redirect through, as browsers and feed readers allow about as many. */
+const MAX_HOPS = 5;
+
+/** What the last successful answer said, for the next conditional GET. */
+export interface FeedValidators {
+  readonly etag: string | null;
+  readonly lastModified: string | null;
+}
+
+export type FeedAnswer = { readonly unchanged: true } | ({ readonly unchanged: false; readonly body: string } & FeedValidators);
+
+/** A feed could not be read: the reason is shown on the dataset and the feed is tried again at the next poll. */
+export class FeedFetchError extends Error {
+  override readonly name = 'FeedFetchError';
+}
+
+export interface FeedFetchOptions {
+  /** The outbound fetch of the dataset's tenant, made with `redirect: 'manual'`. */
+  readonly fetch: OutboundFetch;
+  readonly signal?: AbortSignal;
+  /** Test-only: the certificate authority a local https feed server's certificate is trusted through. */
+  readonly tls?: { readonly ca: string };
+}
+
+/** Whether a URL may be fetched as a feed: https only, at the first hop and every later one. */
+export function feedUrlRefusal(url: URL): string | undefined {
+  return url.protocol === 'https:' ? undefined : `only https feeds are read (got ${url.protocol.replace(/:$/, '')})`;
+}
+
+export async function fetchFeed(feedUrl: string, validators: FeedValidators, options: FeedFetchOptions): Promise<FeedAnswer> {
+  let url = new URL(feedUrl);
+  for (let hop = 0; ; hop++) {
+    const refused = feedUrlRefusal(url);
+    if (refused) throw new FeedFetchError(hop === 0 ? refused : `redirected to ${url.toString()}: ${refused}`);
+    const headers: Record<string, string> = {
+      accept: 'application/rss+xml, application/atom+xml, application/rdf+xml, application/xml;q=0.9, text/xml;q=0.8, */*;q=0.5',
+    };
+    if (validators.etag) headers['if-none-match'] = validators.etag;
+    if (validators.lastModified) headers['if-modified-since'] = validators.lastModified;
+    let response: Response;
+    try {
+      response = await options.fetch(url.toString(), {
+        headers,
+        signal: options.signal,
+        ...(options.tls ? { tls: options.tls } : {}),
+      } as RequestInit);
+    } catch (error) {
+      throw new FeedFetchError(`${url.host}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
+    if (response.status === 304) {
+      await response.body?.cancel().catch(() => undefined);
+      return { unchanged: true };
+    }
+    const location = response.headers.get('location');
+    if (response.status >= 300 && response.status < 400 && location) {
+      await response.body?.cancel().catch(() => undefined);
+      if (hop + 1 >= MAX_HOPS) throw new FeedFetchError(`more than ${MAX_HOPS} redirects`);
+      try {
+        url = new URL(location, url);
+      } catch {
+        throw new FeedFetchError(`redirected to an address that is not a URL: ${location.slice(0, 200)}`);
+      }
+      continue;
+    }
+    if (!response.ok) {
+      await response.body?.cancel().catch(() => undefined);
+      throw new FeedFetchError(`${url.host} answered ${response.status}${response.statusText ? ` ${response.statusText}` : ''}`);
+    }
+    let body: string;
+    try {
+      body = await response.text();
+    } catch (error) {
+      throw new FeedFetchError(`${url.host}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
+    return { unchanged: false, body, etag: response.headers.get('etag'), lastModified: response.headers.get('last-modified') };
+  }
+}
