@@ -94,6 +94,14 @@ describe('dataset calibration', () => {
     // Nothing changed: a second check fits nothing again.
     await t.services.calibrator.check();
     expect((await viewOf(dataset)).search.fitted?.fitted_at).toBe(fitted?.fitted_at as string);
+
+    // A fit of other shipped constants (stored before an upgrade) is not used: the shipped ones are, until it is made again.
+    const stale = {
+      ...(stored as FittedCalibration),
+      calibration: { ...(stored as FittedCalibration).calibration, name: 'fitted (fit 0 of older constants)' },
+    };
+    await t.services.vectorStore.saveCalibration(dataset.id, stale);
+    expect((await dataset.search(question)).map((hit) => hit.similarity_score)).toEqual(shippedScores);
   }, 60_000);
 
   test('a dataset of fewer than 100 files keeps the shipped constants', async () => {

@@ -98,7 +98,7 @@ describe('queries', () => {
   });
 
   test('raw: references only, summary null, dataset cost', async () => {
-    const response = await query('raw-ep', { messages: 'pets like kittens', similarity_threshold: 0 });
+    const response = await query('raw-ep', { messages: 'pets such as cats', similarity_threshold: 0 });
     expect(response.statusCode).toBe(200);
     const body = response.json();
     expect(body.summary).toBeNull();
@@ -144,7 +144,7 @@ describe('queries', () => {
     const before = fake.requests.length;
     const messages = [
       { role: 'system', content: 'Be brief.' },
-      { role: 'user', content: 'Tell me about pets like kittens' },
+      { role: 'user', content: 'Tell me about pets such as cats' },
     ];
     const response = await query('both-ep', { messages, similarity_threshold: 0.3 });
     const body = response.json();
@@ -172,7 +172,7 @@ describe('queries', () => {
       messages: [
         { role: 'user', content: 'rockets and thrust' },
         { role: 'assistant', content: 'ok' },
-        { role: 'user', content: 'pets like kittens' },
+        { role: 'user', content: 'pets such as cats' },
       ],
       similarity_threshold: 0,
       limit: 1,
@@ -499,7 +499,7 @@ describe('queries', () => {
 
   describe('streaming', () => {
     test('references once, OpenAI chunks, a last chunk with usage and costs, then [DONE]', async () => {
-      const response = await query('both-ep', { messages: 'pets like kittens', stream: true, similarity_threshold: 0.3 });
+      const response = await query('both-ep', { messages: 'pets such as cats', stream: true, similarity_threshold: 0.3 });
       expect(response.statusCode).toBe(200);
       expect(response.headers['content-type']).toStartWith('text/event-stream');
       const events = sseEvents(response.body);

@@ -27,6 +27,18 @@ describe('ranking', () => {
     expect(second?.cosineGap).toBeCloseTo(0, 10);
     expect(third).toMatchObject({ bm25: 0, strength: 0, coverage: 0 });
     expect(third?.cosineGap).toBeCloseTo(-0.6, 10);
+    // The share of the query's word weight a chunk holds (BM25 left out), and the best share, on every candidate.
+    expect([first?.held, second?.held, third?.held]).toEqual([0.5, 1, 0]);
+    expect([first?.bestHeld, second?.bestHeld, third?.bestHeld]).toEqual([1, 1, 1]);
+  });
+
+  test('a question no chunk holds most of scores lower on every candidate (in-domain questions the dataset cannot answer)', () => {
+    const calibration = calibrationFor('use-lite');
+    const partly: Candidate[] = [{ rowid: 1, fileKey: 'a', bm25: 8, matched: 1, cosine: 0.5 }];
+    const fully: Candidate[] = [{ rowid: 1, fileKey: 'a', bm25: 8, matched: 4, cosine: 0.5 }];
+    for (const mode of ['keyword', 'hybrid'] as const) {
+      expect(rank(partly, facts, mode, calibration, 0)[0]?.score).toBeLessThan(rank(fully, facts, mode, calibration, 0)[0]?.score ?? 0);
+    }
   });
 
   test('scores are the mode model, best first, further chunks of a file discounted, the threshold applied', () => {
@@ -51,10 +63,11 @@ describe('ranking', () => {
 
   test('the fitted USE-lite calibration is monotone in each kind of evidence it rewards', () => {
     const calibration = calibrationFor('use-lite');
-    const base = { bm25: 5, strength: 0.5, relative: 1, coverage: 0.5, cosine: 0.4, cosineGap: 0 };
+    const base = { bm25: 5, strength: 0.5, relative: 1, coverage: 0.5, held: 0.5, bestHeld: 0.5, cosine: 0.4, cosineGap: 0 };
     expect(probability(calibration.hybrid, { ...base, strength: 1.5 })).toBeGreaterThan(probability(calibration.hybrid, base));
     expect(probability(calibration.keyword, { ...base, coverage: 1 })).toBeGreaterThan(probability(calibration.keyword, base));
     expect(probability(calibration.vector, { ...base, cosine: 0.6 })).toBeGreaterThan(probability(calibration.vector, base));
+    expect(probability(calibration.hybrid, { ...base, bestHeld: 0.9 })).toBeGreaterThan(probability(calibration.hybrid, base));
     expect(calibrationFor('openai:nomic-embed-text').name).toContain('not fitted');
   });
 });

@@ -5,7 +5,10 @@
  * mode is fitted (Newton's method, a little L2: src/vectors/logistic.ts). Prints a two-fold cross-validation of the fitted ranking
  * at thresholds 0 and 0.5, then the constants to paste into calibration.ts.
  *
- * Usage: bun scripts/eval/fit.ts [--embedder use-lite] [--positive-weight 10]
+ * Usage: bun scripts/eval/fit.ts [--embedder use-lite] [--positive-weight 10] [--features hybrid=strength,held,...]
+ *                                [--out constants.json]
+ *   --features  a mode's features instead of the shipped ones (an experiment; repeat per mode, `;`-separated)
+ *   --out       also writes the constants as a Calibration (JSON), which described/tune-fit.ts --calibration reads
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -24,7 +27,7 @@ import { evaluate } from './harness.ts';
 const FIT_POSITIVE_WEIGHT = 10;
 /** The `limit` of the evaluation's queries: the candidates are those a search of 10 results gathers. */
 const LIMIT = 10;
-const FEATURES: Record<SearchMode, readonly Feature[]> = {
+const SHIPPED_FEATURES: Record<SearchMode, readonly Feature[]> = {
   keyword: ['strength', 'relative', 'coverage'],
   vector: ['cosine', 'cosineGap'],
   hybrid: ['strength', 'relative', 'coverage', 'cosine', 'cosineGap'],
@@ -35,9 +38,17 @@ const { values } = parseArgs({
   options: {
     embedder: { type: 'string', default: 'use-lite' },
     'positive-weight': { type: 'string', default: String(FIT_POSITIVE_WEIGHT) },
+    features: { type: 'string', default: '' },
+    out: { type: 'string', default: '' },
   },
 });
 const positiveWeight = Number(values['positive-weight']);
+const FEATURES: Record<SearchMode, readonly Feature[]> = { ...SHIPPED_FEATURES };
+for (const entry of values.features.split(';').filter(Boolean)) {
+  const [mode, list = ''] = entry.split('=');
+  if (!MODES.includes(mode as SearchMode)) throw new Error(`--features takes mode=feature,feature;... (modes ${MODES.join(', ')})`);
+  FEATURES[mode as SearchMode] = list.split(',') as Feature[];
+}
 
 mkdirSync(DEFAULT_CACHE, { recursive: true });
 const set = await buildEvalSet('full', DEFAULT_CACHE);
@@ -107,9 +118,15 @@ for (const mode of MODES) {
 }
 
 console.log(`\nconstants for src/vectors/calibration.ts (embedder ${values.embedder}, fitted on every question):`);
+const constants: Record<string, LogisticModel> = {};
 for (const mode of MODES) {
-  const model = fit(observed.get(mode) as Observed[], FEATURES[mode]);
-  console.log(`  ${mode}: ${JSON.stringify(model)}`);
+  constants[mode] = fit(observed.get(mode) as Observed[], FEATURES[mode]);
+  console.log(`  ${mode}: ${JSON.stringify(constants[mode])}`);
+}
+if (values.out) {
+  const name = `${values.embedder} fitted ${new Date().toISOString().slice(0, 10)} (${values.features || 'shipped features'})`;
+  writeFileSync(values.out, `${JSON.stringify({ name, ...constants } as Calibration, null, 1)}\n`);
+  console.log(`written to ${values.out}`);
 }
 
 function fit(rows: readonly Observed[], features: readonly Feature[]): LogisticModel {

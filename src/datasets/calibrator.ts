@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Embedder } from '../embeddings/embedder.ts';
 import { calibrationFor } from '../vectors/calibration.ts';
-import { type FittedCalibration, fitBasis, fitDatasetCalibration, MIN_FILES } from '../vectors/self-calibration.ts';
+import { type FittedCalibration, fitDatasetCalibration, fitIsCurrent, MIN_FILES } from '../vectors/self-calibration.ts';
 import type { VectorStore } from '../vectors/store.ts';
 import type { DatasetRecord } from './codec.ts';
 import type { DatasetRepository } from './repository.ts';
@@ -106,7 +106,6 @@ export function due(
   fitted: FittedCalibration | undefined,
 ): boolean {
   if (count.files_pending > 0 || count.files_indexed < MIN_FILES) return false;
-  if (!fitted || fitted.embedder !== record.configuration.embedder) return true;
-  if (!fitted.calibration.name.endsWith(`${fitBasis(calibrationFor(record.configuration.embedder))})`)) return true;
+  if (!fitted || !fitIsCurrent(fitted, record.configuration.embedder, calibrationFor(record.configuration.embedder))) return true;
   return count.chunks >= fitted.chunkCount * 1.25 || count.chunks <= fitted.chunkCount * 0.75;
 }

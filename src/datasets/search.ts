@@ -6,6 +6,7 @@ import { datasetEmbedder, type EmbedderOutbound } from '../embeddings/embedder.t
 import { queryVector } from '../embeddings/query-vectors.ts';
 import { calibrationFor } from '../vectors/calibration.ts';
 import { RANKING } from '../vectors/ranking.ts';
+import { fitIsCurrent } from '../vectors/self-calibration.ts';
 import { type ChunkNeighbours, VectorIndexMissingError, type VectorStore } from '../vectors/store.ts';
 import type { DatasetConfiguration } from './codec.ts';
 import type { DatasetRepository } from './repository.ts';
@@ -47,9 +48,11 @@ export class DatasetSearchService {
   async search(tenant: Tenant, datasetId: string, text: string, options: SearchOptions, signal?: AbortSignal): Promise<References> {
     const started = performance.now();
     const configuration = await this.configuration(tenant, datasetId);
-    // The dataset's own calibration while it was fitted for its embedder (datasets/calibrator.ts), else the shipped one.
+    // The dataset's own calibration while it rescales what is shipped for its embedder (datasets/calibrator.ts):
+    // after an upgrade of the constants, the shipped ones until it is fitted again.
     const fitted = (await this.store.fittedCalibrations([datasetId]).catch(() => new Map())).get(datasetId.toLowerCase());
-    const calibration = fitted?.embedder === configuration.embedder ? fitted.calibration : calibrationFor(configuration.embedder);
+    const shipped = calibrationFor(configuration.embedder);
+    const calibration = fitted && fitIsCurrent(fitted, configuration.embedder, shipped) ? fitted.calibration : shipped;
     const providerInfo = {
       search_engine: `sqlite-vec ${this.storeVersion} + FTS5`,
       mode: options.mode,

@@ -36,11 +36,14 @@ const QUERY_WORD_TERMS = 'knode_query_word_terms';
 export interface WeightedWord {
   readonly word: string;
   readonly weight: number;
+  /** No chunk holds it: it counts in the query's weight and is never searched. */
+  readonly unheld?: true;
 }
 
 /** A query as the keyword index sees it. */
 export interface KeywordQuery {
   readonly expression: string;
+  /** The searched words, then the query's words that no chunk holds (their weight counts; they match nothing). */
   readonly words: readonly WeightedWord[];
 }
 
@@ -56,7 +59,26 @@ export function keywordQuery(sqlite: SqliteDatabase, tables: DatasetTables, chun
   const searched = chunkCount >= PRUNE_MIN_CHUNKS ? affordable(counted, chunkCount) : counted;
   const expression = matchExpression(searched.map((entry) => entry.word));
   if (!expression) return undefined;
-  return { expression, words: searched.map((entry) => ({ word: entry.word, weight: Math.log(1 + chunkCount / entry.chunks) })) };
+  const weighted = searched.map((entry) => ({ word: entry.word, weight: Math.log(1 + chunkCount / entry.chunks) }));
+  return { expression, words: withUnheldWords(weighted, words, counted) };
+}
+
+/**
+ * The searched words, then the query's words that no chunk holds. Such a word still counts in what the
+ * question asks for (a chunk holding all its other words does not hold the whole question: issue 23, a
+ * question the dataset cannot answer often shares only some of its words with it), as much as the searched
+ * words on average; it is never searched. Both stores weigh a query so (the PostgreSQL one too).
+ */
+export function withUnheldWords(
+  searched: readonly WeightedWord[],
+  words: readonly string[],
+  counted: readonly CountedWord[],
+): WeightedWord[] {
+  if (searched.length === 0) return [];
+  const held = new Set(counted.map((entry) => entry.word));
+  const typical = searched.reduce((sum, entry) => sum + entry.weight, 0) / searched.length;
+  const unheld = words.filter((word) => !held.has(word)).map((word) => ({ word, weight: typical, unheld: true as const }));
+  return [...searched, ...unheld];
 }
 
 /** For each chunk, the summed weight of the query words it holds (in its text, title or file name); each word's matches read once (see keywordScoresOf). */
@@ -72,7 +94,8 @@ export function matchedWeights(
     `WITH matching AS MATERIALIZED (SELECT rowid FROM ${tables.keywords} WHERE ${tables.keywords} MATCH ?) ` +
       `SELECT rowid FROM matching WHERE rowid IN (${rowids.map(() => '?').join(', ')})`,
   );
-  for (const { word, weight } of query.words) {
+  for (const { word, weight, unheld } of query.words) {
+    if (unheld) continue;
     for (const { rowid } of holding.all(matchExpression([word]) as string, ...rowids) as { rowid: number }[]) {
       matched.set(rowid, (matched.get(rowid) ?? 0) + weight);
     }

@@ -4,7 +4,7 @@ export type SearchMode = 'vector' | 'keyword' | 'hybrid';
 
 /** How chunks are ranked, as the dataset view and each answer's `provider_info` name it. */
 export const RANKING =
-  "knode ranking 3: BM25 over text, title, file name and the document's lead (stop words dropped) and cosine, combined by a calibrated logistic model; repeated files discounted";
+  "knode ranking 4: BM25 over text, title, file name and the document's lead (stop words dropped) and cosine, with how much of the question the chunk and the best chunk hold, combined by a calibrated logistic model; repeated files discounted";
 
 /** What one candidate chunk brings to a query, before it is scored. */
 export interface Candidate {
@@ -46,6 +46,8 @@ export function evidenceOf(candidates: readonly Candidate[], facts: QueryFacts):
   const bestCosine = Math.max(-1, ...candidates.map((candidate) => candidate.cosine ?? -1));
   // The weight of a word only one chunk holds: the unit in which `strength` counts rare words.
   const rareWord = Math.log(1 + Math.max(1, facts.chunkCount));
+  const heldOf = (candidate: Candidate) => (facts.queryWeight > 0 ? Math.min(1, (candidate.matched ?? 0) / facts.queryWeight) : 0);
+  const bestHeld = Math.max(0, ...candidates.map(heldOf));
   return candidates.map((candidate) => {
     const bm25 = candidate.bm25 ?? 0;
     const matched = candidate.matched ?? 0;
@@ -55,6 +57,8 @@ export function evidenceOf(candidates: readonly Candidate[], facts: QueryFacts):
       strength: Math.max(bm25, matched) / rareWord,
       relative: bestBm25 > 0 ? bm25 / bestBm25 : 0,
       coverage: facts.queryWeight > 0 ? Math.min(3, Math.max(bm25, matched) / facts.queryWeight) : 0,
+      held: heldOf(candidate),
+      bestHeld,
       cosine,
       cosineGap: candidate.cosine === undefined ? 0 : cosine - bestCosine,
     };

@@ -148,6 +148,15 @@ export function fitBasis(shipped: Calibration): string {
   return `fit ${FIT_VERSION} of ${shipped.name}`;
 }
 
+/**
+ * Whether a stored fit still rescales what knode ships for `embedder`: one made for another embedder, by
+ * another version of this file or from other shipped constants is not used (until it is made again; a
+ * dataset that has shrunk below MIN_FILES keeps the shipped constants for good).
+ */
+export function fitIsCurrent(fitted: FittedCalibration, embedder: string, shipped: Calibration): boolean {
+  return fitted.embedder === embedder && fitted.calibration.name.endsWith(`${fitBasis(shipped)})`);
+}
+
 /** The knobs of the fit, tuned on the described set's tuning half (scripts/eval/described/tune-fit.ts). */
 export interface FitOptions {
   /** The share of the pseudo-questions' recall@5 kept at 0.5. */

@@ -4,10 +4,12 @@
  * dataset's calibration from its pseudo-questions as knode does, then prints recall@5 kept at 0.5 and the
  * unanswerable questions emptied, per mode, for the tuning half (and the held-out half, to report, not to choose).
  *
- * Usage: bun scripts/eval/described/tune-fit.ts
+ * Usage: bun scripts/eval/described/tune-fit.ts ['[{"foreignWords":0}, ...]'] [--calibration constants.json]
+ *   the variants of FitOptions to try (JSON); --calibration: shipped constants to start from (fit.ts --out)
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseArgs } from 'node:util';
 import { openDatabase } from '../../../src/db/database.ts';
 import { UseLiteEmbedder } from '../../../src/embeddings/use-lite.ts';
 import { type Calibration, calibrationFor } from '../../../src/vectors/calibration.ts';
@@ -17,6 +19,7 @@ import { type FitOptions, fitDatasetCalibration } from '../../../src/vectors/sel
 import { SqliteVectorStore } from '../../../src/vectors/sqlite-store.ts';
 import { COMMITTED_DESCRIBED_SET, DESCRIBED_CACHE, type DescribedQuestion } from './build.ts';
 
+const { values, positionals } = parseArgs({ options: { calibration: { type: 'string', default: '' } }, allowPositionals: true });
 const set = JSON.parse(readFileSync(COMMITTED_DESCRIBED_SET, 'utf8')) as {
   fingerprint: string;
   answerable: DescribedQuestion[];
@@ -68,11 +71,13 @@ function figures(calibration: Calibration, mode: SearchMode, split: string) {
   return `${mode} R@5 ${zero.recall.toFixed(3)} kept ${(half.recall / zero.recall).toFixed(2)} empty ${half.empty.toFixed(2)}`;
 }
 
-const shipped = calibrationFor('use-lite');
+const shipped: Calibration = values.calibration
+  ? (JSON.parse(readFileSync(values.calibration, 'utf8')) as Calibration)
+  : calibrationFor('use-lite');
 console.log('shipped:');
 for (const split of ['tuning', 'held-out']) console.log(`  ${split}: ${MODES.map((mode) => figures(shipped, mode, split)).join(' | ')}`);
 const variants: Partial<FitOptions>[] = JSON.parse(
-  process.argv[2] ??
+  positionals[0] ??
     JSON.stringify([
       { foreignWords: 0, floorAtEven: [] },
       { foreignWords: 0, recallKept: 0.99, floorAtEven: [] },

@@ -1,5 +1,13 @@
 import { keywordTerms } from '../keyword-query.ts';
-import { affordable, COLUMN_WEIGHTS, type CountedWord, LEAD_WEIGHT, PRUNE_MIN_CHUNKS, type WeightedWord } from '../keyword-search.ts';
+import {
+  affordable,
+  COLUMN_WEIGHTS,
+  type CountedWord,
+  LEAD_WEIGHT,
+  PRUNE_MIN_CHUNKS,
+  type WeightedWord,
+  withUnheldWords,
+} from '../keyword-search.ts';
 import type { RowRange } from '../tables.ts';
 import type { IndexRow } from './chunk-sets.ts';
 import { anyRow, anyText, jsonRows, type Query } from './connection.ts';
@@ -63,7 +71,12 @@ export async function postingsQuery(
   if (searched.length === 0) return undefined;
   const rows = index.keywordRows;
   return {
-    words: searched.map((entry) => ({ word: entry.word, weight: Math.log(1 + index.chunkCount / entry.chunks) })),
+    // The query's words no chunk holds count in its weight, as in the SQLite store (they have no terms here).
+    words: withUnheldWords(
+      searched.map((entry) => ({ word: entry.word, weight: Math.log(1 + index.chunkCount / entry.chunks) })),
+      words,
+      counted,
+    ),
     wordTerms: searched.map((entry) => entry.terms),
     phrases: searched.flatMap((entry) =>
       entry.terms.map((term) => {

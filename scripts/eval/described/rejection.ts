@@ -1,0 +1,96 @@
+/**
+ * How the weight of `bestHeld` in the keyword and hybrid models was chosen (src/vectors/calibration.ts,
+ * BEST_HELD_WEIGHT; issue 23, rejection), straight on the described set's index (run `run.ts` first). For each
+ * weight, the shipped model without it (fit.ts's constants) gets it, its intercept is placed where recall@5
+ * keeps 95% at 0.5 on the **tuning** half, and recall@5 kept and unanswerable questions emptied at 0.5 are
+ * printed for the tuning half (to choose) and the held-out half (to report), with the intercept to paste.
+ *
+ * Usage: bun scripts/eval/described/rejection.ts [--weights 0,8,16,24,32]
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { openDatabase } from '../../../src/db/database.ts';
+import { UseLiteEmbedder } from '../../../src/embeddings/use-lite.ts';
+import { calibrationFor, type LogisticModel } from '../../../src/vectors/calibration.ts';
+import { vectorExtensionPath } from '../../../src/vectors/extension.ts';
+import { type Candidate, type QueryFacts, rank } from '../../../src/vectors/ranking.ts';
+import { SqliteVectorStore } from '../../../src/vectors/sqlite-store.ts';
+import { COMMITTED_DESCRIBED_SET, DESCRIBED_CACHE, type DescribedQuestion } from './build.ts';
+
+const { values } = parseArgs({ options: { weights: { type: 'string', default: '0,8,16,24,32' } } });
+const set = JSON.parse(readFileSync(COMMITTED_DESCRIBED_SET, 'utf8')) as {
+  fingerprint: string;
+  answerable: DescribedQuestion[];
+  unanswerable: DescribedQuestion[];
+};
+const database = await openDatabase(join(DESCRIBED_CACHE, `index-described-${set.fingerprint}-use-lite`), [vectorExtensionPath()]);
+const store = new SqliteVectorStore(database);
+const datasetId = await database.exclusive(
+  (sqlite) => (sqlite.query('SELECT dataset_id FROM vector_indexes').get() as { dataset_id: string }).dataset_id,
+);
+const embedder = new UseLiteEmbedder({});
+const questions = [...set.answerable, ...set.unanswerable.map((question) => ({ ...question, relevant: null }))];
+const vectors = await embedder.embed(questions.map((question) => question.question));
+type Mode = 'hybrid' | 'keyword';
+const observed = new Map<Mode, { candidates: Candidate[]; facts: QueryFacts }[]>();
+for (const mode of ['hybrid', 'keyword'] as const) {
+  const rows = [];
+  for (const [index, question] of questions.entries()) {
+    rows.push(await store.candidates(datasetId, mode === 'keyword' ? undefined : vectors[index], question.question, mode, 10));
+  }
+  observed.set(mode, rows);
+}
+await database.close();
+await embedder.close?.();
+
+/** Recall@5 and unanswerable questions emptied at `threshold`, with `model` as the mode's model. */
+function figures(mode: Mode, model: LogisticModel, split: string, threshold: number) {
+  const calibration = { ...calibrationFor('use-lite'), [mode]: model };
+  let found = 0;
+  let answerable = 0;
+  let empty = 0;
+  let unanswerable = 0;
+  for (const [index, question] of questions.entries()) {
+    if (question.split !== split) continue;
+    const { candidates, facts } = (observed.get(mode) ?? [])[index] as { candidates: Candidate[]; facts: QueryFacts };
+    const ranked = rank(candidates, facts, mode, calibration, threshold).slice(0, 10);
+    if (question.relevant === null) {
+      unanswerable++;
+      if (ranked.length === 0) empty++;
+      continue;
+    }
+    answerable++;
+    const files = ranked.map((entry) => candidates.find((candidate) => candidate.rowid === entry.rowid)?.fileKey);
+    const position = files.indexOf(question.relevant);
+    if (position >= 0 && position < 5) found++;
+  }
+  return { recall: found / answerable, empty: empty / unanswerable };
+}
+
+/** The intercept (bisected) at which 0.5 keeps 95% of recall@5 on the tuning half. */
+function placed(mode: Mode, model: LogisticModel): LogisticModel {
+  const full = figures(mode, model, 'tuning', 0).recall;
+  let low = -60;
+  let high = 60;
+  for (let step = 0; step < 30; step++) {
+    const middle = (low + high) / 2;
+    if (figures(mode, { ...model, intercept: model.intercept - middle }, 'tuning', 0.5).recall >= 0.95 * full) low = middle;
+    else high = middle;
+  }
+  return { ...model, intercept: Math.round((model.intercept - low) * 1000) / 1000 };
+}
+
+for (const mode of ['hybrid', 'keyword'] as const) {
+  // fit.ts's weights for the mode; the intercept is placed again, so its value here does not matter.
+  const { bestHeld: _, ...weights } = calibrationFor('use-lite')[mode].weights;
+  for (const weight of values.weights.split(',').map(Number)) {
+    const model = placed(mode, { weights: { ...weights, bestHeld: weight }, intercept: 0 });
+    const line = ['tuning', 'held-out'].map((split) => {
+      const zero = figures(mode, model, split, 0);
+      const half = figures(mode, model, split, 0.5);
+      return `${split} kept ${(half.recall / zero.recall).toFixed(2)} emptied ${half.empty.toFixed(2)}`;
+    });
+    console.log(`${mode.padEnd(7)} bestHeld ${String(weight).padStart(2)}: ${line.join(' | ')}  (intercept ${model.intercept})`);
+  }
+}
