@@ -35,7 +35,7 @@ export function AnalyticsPage() {
   const [filter, setFilter] = useState('all');
   const [playground, setPlayground] = useState(true);
   const [usersPage, setUsersPage] = useState(0);
-  const endpoints = useResource<EndpointSummary[]>('/endpoints/');
+  const endpoints = useResource<EndpointSummary[]>('/endpoints/?archived=all');
   const datasets = useResource<Dataset[]>('/datasets/');
 
   const chosen = RANGES.find((option) => option.value === range) ?? RANGES[2];

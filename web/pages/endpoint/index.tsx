@@ -34,7 +34,14 @@ export function EndpointPage(props: { slug: string; tab?: string }) {
       <PageHeader
         title={
           <>
-            {data.name} {data.published ? <Badge tone="good">published</Badge> : <Badge tone="muted">private</Badge>}
+            {data.name}{' '}
+            {data.archived ? (
+              <Badge tone="muted">archived</Badge>
+            ) : data.published ? (
+              <Badge tone="good">published</Badge>
+            ) : (
+              <Badge tone="muted">private</Badge>
+            )}
           </>
         }
         subtitle={`${RESPONSE_TYPE_LABELS[data.response_type]}: ${parts.join(', ')}. POST /api/v1/endpoints/${data.slug}/query`}
