@@ -9,17 +9,20 @@ import { hasHnswIndex, vectorType } from './pgvector.ts';
  * - chunks: the SQLite store's `vector_chunks` columns (row id, document id, file, text, metadata as JSON
  *   text), plus `tokens`, the chunk's length in tokens over its four keyword fields (text, title, file
  *   name, the document's lead), which FTS5 keeps as the row's size;
- * - postings: one row per term of a chunk, with the term's count in each field and the chunk's length;
+ * - postings: blocks, one row per term and write (the chunks a transaction of phase 1 wrote, at most 256 of
+ *   one file): the rows of the write holding the term (as offsets from its first row), and in parallel
+ *   arrays each one's length and the term's count in each field (an array of zeros is NULL);
  * - terms: how many chunks (of every state, as FTS5's own counts) hold each term;
  * - embeddings: the vectors, in pgvector, with an HNSW index for cosine distance (only where the server
  *   has pgvector).
  *
- * What this costs, measured on 20,000 chunks of 120 words in files of 250 (Debian's PostgreSQL 15 as the
- * tests start it, 16 MB of shared buffers, two busy cores): 514 MB on disk against the SQLite store's 26 MB,
- * keyword search p50 31 ms / p90 100 ms against 5.8 / 32, indexing about 270 chunks/s against 5,900. A
- * posting is a row of about 135 bytes with its index entries, and a document's lead, title and file name are
- * posted again for each of its chunks (FTS5 stores the same postings as varints of a few bytes): blocks of
- * postings per term and file (arrays) are the way to a smaller index.
+ * Why blocks: one row per term and chunk (the first layout) cost, at 20,000 chunks of 120 words in files of
+ * 250 (Debian's PostgreSQL 15 as the tests start it, 16 MB of shared buffers, two busy cores), 514 MB on
+ * disk against the SQLite store's 26 MB, keyword search p50 31 ms / p90 100 ms against 5.8 / 32, and
+ * indexing at about 270 chunks/s against 5,900: a posting was a row of about 135 bytes with its index
+ * entries. In a block a posting is 12 bytes (16 for a word of the document's lead or file name), and a
+ * frequent word is a few dozen rows read instead of thousands of index entries. Figures after: README's
+ * benchmark section (scripts/bench/cluster-search.ts).
  */
 export interface PostgresTables {
   /** The dataset id as stored in vector_indexes and vector_sets (lower case). */
@@ -57,21 +60,22 @@ export function createKeywordTablesSql(tables: PostgresTables): string[] {
       metadata TEXT NOT NULL,
       tokens INTEGER NOT NULL
     )`,
-    // Terms compare by their bytes, as FTS5's do. The key holds every column BM25 reads, so that a term's
-    // postings are read from the index alone once the table is vacuumed (they lie on as many heap pages as
-    // there are postings: 5,600 page reads for three words at 6,000 chunks, measured).
+    // Terms compare by their bytes, as FTS5's do. `first_row`..`last_row` are the write's rows (the
+    // garbage collector deletes whole writes); `offsets` the rows holding the term, from `first_row`.
     `CREATE TABLE IF NOT EXISTS ${tables.postings} (
       term TEXT COLLATE "C" NOT NULL,
-      row_id BIGINT NOT NULL,
-      content_count INTEGER NOT NULL,
-      title_count INTEGER NOT NULL,
-      source_count INTEGER NOT NULL,
-      lead_count INTEGER NOT NULL,
-      tokens INTEGER NOT NULL,
-      PRIMARY KEY (term, row_id) INCLUDE (content_count, title_count, source_count, lead_count, tokens)
+      first_row BIGINT NOT NULL,
+      last_row BIGINT NOT NULL,
+      offsets INTEGER[] NOT NULL,
+      tokens INTEGER[] NOT NULL,
+      content_counts INTEGER[],
+      title_counts INTEGER[],
+      source_counts INTEGER[],
+      lead_counts INTEGER[],
+      PRIMARY KEY (term, first_row)
     )`,
-    // Hidden chunks are deleted by row ranges (garbage.ts).
-    `CREATE INDEX IF NOT EXISTS ${tables.postings}_row ON ${tables.postings} (row_id)`,
+    // Hidden chunks are deleted by whole writes (garbage.ts).
+    `CREATE INDEX IF NOT EXISTS ${tables.postings}_write ON ${tables.postings} (first_row)`,
     `CREATE TABLE IF NOT EXISTS ${tables.terms} (
       term TEXT COLLATE "C" PRIMARY KEY,
       chunks INTEGER NOT NULL

@@ -69,7 +69,13 @@ async function collectBatch(query: Query, maxRows: number): Promise<boolean> {
     await query('UPDATE vector_sets SET embedded = $1 WHERE id = $2', [from - set.first, set.id]);
     return true;
   }
-  const to = Math.min(set.last, set.first + maxRows - 1);
+  // Whole writes only (a block of postings holds a write's rows): up to the end of the last write begun
+  // within the batch. The set's first row begins a write, and so does each batch's end plus one.
+  const [write] = await query<{ last: number | null }>(
+    `SELECT max(last_row) AS last FROM ${tables.postings} WHERE first_row BETWEEN $1 AND $2`,
+    [set.first, Math.min(set.last, set.first + maxRows - 1)],
+  );
+  const to = Math.min(set.last, Math.max(set.first + maxRows - 1, Number(write?.last ?? 0)));
   const [removed] = await query<{ rows: number; tokens: number }>(
     `WITH gone AS (DELETE FROM ${tables.chunks} WHERE row_id BETWEEN $1 AND $2 RETURNING tokens) ` +
       'SELECT count(*) AS rows, coalesce(sum(tokens), 0) AS tokens FROM gone',
@@ -77,8 +83,8 @@ async function collectBatch(query: Query, maxRows: number): Promise<boolean> {
   );
   // Each term loses the deleted chunks that held it; a term no chunk holds any more is deleted.
   const emptied = await query<{ term: string }>(
-    `WITH gone AS (DELETE FROM ${tables.postings} WHERE row_id BETWEEN $1 AND $2 RETURNING term), ` +
-      'counted AS (SELECT term, count(*) AS n FROM gone GROUP BY term), ' +
+    `WITH gone AS (DELETE FROM ${tables.postings} WHERE first_row BETWEEN $1 AND $2 RETURNING term, cardinality(offsets) AS n), ` +
+      'counted AS (SELECT term, sum(n) AS n FROM gone GROUP BY term), ' +
       `updated AS (UPDATE ${tables.terms} t SET chunks = t.chunks - counted.n FROM counted WHERE t.term = counted.term RETURNING t.term, t.chunks) ` +
       'SELECT term FROM updated WHERE chunks <= 0',
     [set.first, to],
