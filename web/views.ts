@@ -9,6 +9,7 @@ import type { Static } from 'typebox';
 import type { AnalyticsSeriesView, AnalyticsSummaryView, TermsView, TopUsersView } from '../src/analytics/schemas.ts';
 import type { AccessToken as AccessTokenView, Me as MeView, SetupView } from '../src/auth/schemas.ts';
 import type { FolderListingView } from '../src/console/schemas.ts';
+import type { FeedStateView } from '../src/datasets/feed-schemas.ts';
 import type { DatasetFileView, DatasetView, IngestionCounters, ReferencesView, StorageView } from '../src/datasets/schemas.ts';
 import type {
   CreatedEndpointView,
@@ -50,6 +51,7 @@ export type Member = Static<typeof MemberView>;
 export type Dataset = Static<typeof DatasetView>;
 export type Ingestion = Static<typeof IngestionCounters>;
 export type DatasetFile = Static<typeof DatasetFileView>;
+export type FeedState = Static<typeof FeedStateView>;
 export type References = Static<typeof ReferencesView>;
 export type Reference = References['documents'][number];
 export type Storage = Static<typeof StorageView>;

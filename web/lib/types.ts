@@ -14,6 +14,7 @@ export function typeNamed(types: TypeInfo[] | undefined, name: string): TypeInfo
 export function typeLabel(type: string): string {
   const known: Record<string, string> = {
     local_file: 'Folder on this machine',
+    rss: 'RSS or Atom feeds',
     openai: 'OpenAI-compatible server',
     llama_cpp: 'GGUF file on this machine',
     access: 'Access (who may ask)',

@@ -72,13 +72,20 @@ function Form(props: { kinds: NonNullable<ReturnType<typeof useTypes>['data']>['
     errors: configurationErrors,
     widgets,
     hidden: ['httpPort', 'grpcPort', ...(openaiEmbedder ? [] : ['base_url', 'api_key'])],
+    // A feed's interval is chosen with its URLs, not under "More settings".
+    first: dtype === 'rss' ? ['interval'] : [],
   };
+  const feeds = dtype === 'rss';
 
   return (
     <>
       <PageHeader
         title="Add a dataset"
-        subtitle="knode reads the folder (and its sub-folders), indexes every document, and keeps up with changes."
+        subtitle={
+          feeds
+            ? 'knode polls the feeds (https only), indexes their newest items and cites each by its title, link and date.'
+            : 'knode reads the folder (and its sub-folders), indexes every document, and keeps up with changes.'
+        }
       />
       <form class="card form" onSubmit={submit}>
         {props.kinds.length > 1 && (
@@ -94,7 +101,7 @@ function Form(props: { kinds: NonNullable<ReturnType<typeof useTypes>['data']>['
           label="Name"
           required
           maxLength={NAME_MAX_LENGTH}
-          hint="The folder's name once you pick one, unless you write another."
+          hint={feeds ? 'What the feeds are about, e.g. Team blog.' : "The folder's name once you pick one, unless you write another."}
           value={name}
           error={errors.name}
           onInput={(value) => {

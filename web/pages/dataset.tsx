@@ -3,6 +3,7 @@ import { useLocation } from 'preact-iso';
 import { QUERY_THRESHOLD_DEFAULT, SEARCH_LIMIT_MAX } from '../../src/http/field-bounds.ts';
 import { apiPath, del, get, post } from '../api.ts';
 import { DatasetStatus, isBusy } from '../components/dataset-status.tsx';
+import { datasetSource, FeedStatus } from '../components/feed-status.tsx';
 import { References as ReferenceList } from '../components/references.tsx';
 import { Empty, ErrorNotice, Loading, Notice, PageHeader, ProgressBar, SelectField, SubmitButton, TextField } from '../components/ui.tsx';
 import { count, date, duration, rate } from '../lib/format.ts';
@@ -67,7 +68,7 @@ function View(props: { dataset: Dataset; reload: () => Promise<void>; leaving: {
             {dataset.name} <DatasetStatus dataset={dataset} />
           </>
         }
-        subtitle={<span class="path">{String(dataset.configuration.ingestionPath ?? '')}</span>}
+        subtitle={<span class="path">{datasetSource(dataset)}</span>}
         actions={
           <>
             {dataset.status === 'stopped' ? (
@@ -105,6 +106,7 @@ function View(props: { dataset: Dataset; reload: () => Promise<void>; leaving: {
       <ErrorNotice error={actionError} />
       {dataset.status === 'error' && dataset.error && <Notice kind="error">{dataset.error}</Notice>}
       {dataset.status === 'stopped' && <Notice>Stopped: the folder is not watched and nothing is indexed. Search still works.</Notice>}
+      {dataset.dtype === 'rss' && <FeedStatus dataset={dataset} />}
       <Progress dataset={dataset} />
       <Search dataset={dataset} />
       <Files dataset={dataset} />
