@@ -215,6 +215,27 @@ describe('rss datasets', () => {
     expect(await search(id, 'marmalade11')).toHaveLength(0);
     expect((await feeds(id))[0]?.items).toBe(3);
   });
+
+  test('a stopped dataset polls nothing; started again it polls, and a reindex reads the kept items again', async () => {
+    server.feed('/paused.xml', 'rss', [item(30)]);
+    const id = await create('paused', { feeds: [`${server.origin}/paused.xml`] });
+    await settled(id, (rows) => rows.length === 1);
+    const stop = await t.request({ method: 'POST', url: `/api/v1/datasets/${id}/stop`, token: owner.token });
+    expect(stop.statusCode).toBe(200);
+    server.feed('/paused.xml', 'rss', [item(30), item(31)]);
+    t.clock.advance(2 * HOUR);
+    await Bun.sleep(300);
+    expect(server.answers('/paused.xml')).toEqual([200]);
+    expect(await files(id)).toHaveLength(1);
+
+    await t.request({ method: 'POST', url: `/api/v1/datasets/${id}/start`, token: owner.token });
+    await settled(id, (rows) => rows.length === 2);
+    expect(server.answers('/paused.xml')).toEqual([200, 200]);
+    const reindex = await t.request({ method: 'POST', url: `/api/v1/datasets/${id}/reindex`, token: owner.token });
+    expect(reindex.statusCode).toBe(202);
+    await settled(id, (rows) => rows.length === 2);
+    expect(await search(id, 'marmalade31')).toHaveLength(1);
+  });
 });
 
 describe('rss configuration', () => {
