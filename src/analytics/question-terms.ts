@@ -9,7 +9,7 @@ import { STOPWORDS } from '../vectors/keyword-query.ts';
 
 const WORD = /[\p{L}\p{N}\p{M}\p{Co}]+/gu;
 /** Only the start of a long message is read: the question is there, and a megabyte pasted in costs no more. */
-export const MAX_QUESTION_CHARACTERS = 2_000;
+const MAX_QUESTION_CHARACTERS = 2_000;
 /** Words kept per question: a question about more is a document, and one query may not flood the cloud. */
 export const MAX_TERMS_PER_QUESTION = 24;
 const MIN_TERM_LENGTH = 2;

@@ -5,7 +5,7 @@ import type { Database } from '../db/schema.ts';
  * The table only this module reads and writes (migration 0016, PostgreSQL's 0002): one row per topical word
  * of a recorded question (question-terms.ts), by the hour it was asked in, with no link to its usage row.
  */
-export interface QueryTermsTable {
+interface QueryTermsTable {
   id: Generated<number>;
   tenant_id: string;
   endpoint_id: string;

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 
 /** What `GET /api/v1/folders` answers (the console's folder browser reads it as its type). */
-export const FolderEntryView = Type.Object({
+const FolderEntryView = Type.Object({
   name: Type.String(),
   path: Type.String(),
   documents: Type.Integer(),
@@ -9,7 +9,7 @@ export const FolderEntryView = Type.Object({
   complete: Type.Boolean(),
 });
 
-export const FileEntryView = Type.Object({
+const FileEntryView = Type.Object({
   name: Type.String(),
   path: Type.String(),
   size: Type.Integer(),

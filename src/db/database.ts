@@ -115,7 +115,7 @@ function sqliteCode(error: unknown): string | undefined {
   return typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : undefined;
 }
 
-export function isBusy(error: unknown): boolean {
+function isBusy(error: unknown): boolean {
   return sqliteCode(error)?.startsWith('SQLITE_BUSY') ?? false;
 }
 

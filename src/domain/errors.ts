@@ -113,12 +113,6 @@ export class ServiceUnavailableError extends DomainError {
   }
 }
 
-export class GatewayTimeoutError extends DomainError {
-  constructor(detail: string, options?: { cause?: unknown }) {
-    super('timeout', detail, options);
-  }
-}
-
 /** One entry of a 422 body: where the problem is, what it is, and a machine-readable type. */
 export interface ValidationIssue {
   loc: (string | number)[];

@@ -6,7 +6,7 @@
 
 export type PolicyOutcome = 'success' | 'payment_required' | 'policy_violation' | 'access_denied' | 'rate_limited';
 
-export type ReasonCode = 'NO_PRICING_TIER' | 'INSUFFICIENT_BALANCE' | 'PAYMENT_REQUIRED' | 'ACCESS_DENIED' | 'RATE_LIMITED';
+type ReasonCode = 'NO_PRICING_TIER' | 'INSUFFICIENT_BALANCE' | 'PAYMENT_REQUIRED' | 'ACCESS_DENIED' | 'RATE_LIMITED';
 
 export interface PolicyEntry {
   policy_type: string;

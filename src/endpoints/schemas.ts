@@ -6,12 +6,12 @@ import { LongText, Name, ShortText, Timestamp, Uuid } from '../http/schemas.ts';
 import { EmbeddedModelView } from '../models/schemas.ts';
 import { EmbeddedPolicyView } from '../policies/schemas.ts';
 
-export const RESPONSE_TYPES = ['raw', 'summary', 'both'] as const;
-export const ResponseType = Type.Enum([...RESPONSE_TYPES]);
+const RESPONSE_TYPES = ['raw', 'summary', 'both'] as const;
+const ResponseType = Type.Enum([...RESPONSE_TYPES]);
 
 /** Lower-case letters, digits and single inner hyphens; upper case is accepted and lowered on create. */
-export const SLUG_PATTERN = '^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$';
-export const Slug = Type.String({
+const SLUG_PATTERN = '^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$';
+const Slug = Type.String({
   minLength: SLUG_MIN_LENGTH,
   maxLength: SLUG_MAX_LENGTH,
   pattern: SLUG_PATTERN,

@@ -12,7 +12,7 @@ const LOOPBACK_HOST_NAMES = new Set(['localhost', '127.0.0.1', '[::1]']);
 const FORWARDING_HEADERS = ['forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-real-ip'] as const;
 
 /** 127.0.0.0/8 and ::1, in either IPv6 or IPv4-mapped form. */
-export function isLoopbackAddress(address: string | undefined): boolean {
+function isLoopbackAddress(address: string | undefined): boolean {
   if (!address) return false;
   const plain = address.startsWith('::ffff:') ? address.slice('::ffff:'.length) : address;
   return plain === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(plain);
@@ -36,7 +36,7 @@ export function isLoopbackHost(hostname: string): boolean {
   return LOOPBACK_HOST_NAMES.has(hostname);
 }
 
-export function isForwarded(request: FastifyRequest): boolean {
+function isForwarded(request: FastifyRequest): boolean {
   return FORWARDING_HEADERS.some((name) => request.headers[name] !== undefined);
 }
 

@@ -78,7 +78,7 @@ export function checkConfiguration(
  * anything else looks at the value: the depth is measured without recursion, and only a value within it
  * is serialised to measure its size.
  */
-export function enforceConfigurationLimits(config: Configuration): void {
+function enforceConfigurationLimits(config: Configuration): void {
   const issues = new Issues(['body', 'configuration']);
   const tooDeep = pathBeyondDepth(config, MAX_CONFIGURATION_DEPTH);
   if (tooDeep !== undefined) {
@@ -93,7 +93,7 @@ export function enforceConfigurationLimits(config: Configuration): void {
 }
 
 /** A secret (or a URL's user-info) sent as the mask, where no stored value can stand behind it (e.g. on create). */
-export function rejectMaskedSecrets(issues: Issues, config: Configuration): void {
+function rejectMaskedSecrets(issues: Issues, config: Configuration): void {
   for (const path of maskedSecretKeys(config)) {
     issues.add(path, "'********' is how responses hide a secret, not a value: send the secret itself", 'value_error');
   }

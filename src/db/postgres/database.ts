@@ -13,7 +13,7 @@ const MINIMUM_SERVER_VERSION = 150_000;
  * PostgreSQL could not be used at start-up (unreachable, too old, a migration failed): its message is one
  * line naming the server without its password, which start-up prints as it is (startup.ts, by `code`).
  */
-export class PostgresStartError extends Error {
+class PostgresStartError extends Error {
   readonly code = 'KNODE_POSTGRES_START';
 }
 

@@ -19,7 +19,7 @@ export function bunPostgresDialect(sql: SQL): PostgresDialect {
  * transaction, its statements may each run on another session (no SET, temporary table or session lock
  * outside a transaction; knode uses none).
  */
-export class BunSqlPool implements PostgresPool {
+class BunSqlPool implements PostgresPool {
   constructor(private readonly sql: SQL) {}
 
   async connect(): Promise<PostgresPoolClient> {
