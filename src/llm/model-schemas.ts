@@ -12,8 +12,8 @@ import { BASE_URL_FORMAT, NOT_BLANK } from '../util/json-schema.ts';
 export const MODEL_DTYPES = ['openai', 'llama_cpp'] as const;
 export type ModelDtype = (typeof MODEL_DTYPES)[number];
 
-export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
-export const OPENAI_DEFAULT_TIMEOUT_MS = 60_000;
+const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
+const OPENAI_DEFAULT_TIMEOUT_MS = 60_000;
 
 // One hour: a longer wait is a hung server, and setTimeout cannot wait past 24.8 days anyway.
 const MAX_TIMEOUT_MS = 3_600_000;
@@ -22,7 +22,7 @@ const Price = (description: string) => Type.Optional(Type.Number({ minimum: 0, d
 const Count = (description: string) => Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description }));
 const SystemPrompt = Type.Optional(Type.String({ description: 'Sent as the first system message of every generation' }));
 
-export const OpenAIConfigurationSchema = Type.Object(
+const OpenAIConfigurationSchema = Type.Object(
   {
     model: Type.String({ minLength: 1, pattern: NOT_BLANK, description: 'The model name the server knows, e.g. gpt-4o-mini or llama3.2' }),
     base_url: Type.Optional(Type.String({ format: BASE_URL_FORMAT, default: OPENAI_DEFAULT_BASE_URL })),
@@ -35,7 +35,7 @@ export const OpenAIConfigurationSchema = Type.Object(
   { description: 'Any OpenAI-compatible server: OpenAI, Ollama, vLLM, LM Studio, llama.cpp server' },
 );
 
-export const LlamaCppConfigurationSchema = Type.Object(
+const LlamaCppConfigurationSchema = Type.Object(
   {
     model_path: Type.String({ minLength: 1, pattern: NOT_BLANK, description: 'Absolute path of a readable .gguf file' }),
     context_size: Count('Tokens; 0 or absent: as large as memory allows'),

@@ -1,4 +1,5 @@
 import { DomainError, type ErrorKind } from '../domain/errors.ts';
+
 /**
  * The one interface every model type implements (local GGUF through node-llama-cpp, remote
  * OpenAI-compatible servers), and the errors they throw. Shapes are snake_case because they are the
@@ -6,7 +7,7 @@ import { DomainError, type ErrorKind } from '../domain/errors.ts';
  * adds from the model's prices: see costs.ts).
  */
 
-export type ChatRole = 'system' | 'user' | 'assistant';
+type ChatRole = 'system' | 'user' | 'assistant';
 
 export interface ChatMessage {
   role: ChatRole;

@@ -11,7 +11,7 @@ import { jsonErrorMessage, shortMessage } from '../outbound/upstream.ts';
  * body could be any page knode can reach. An address knode may not call is the caller's failure (403).
  */
 
-export interface ServerModel {
+interface ServerModel {
   id: string;
   owned_by: string | null;
 }

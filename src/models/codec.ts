@@ -5,7 +5,7 @@ import type { SecretBox } from '../security/secret-box.ts';
 import { type Configuration, maskSecrets, openSecrets, sealSecrets } from '../security/secret-config.ts';
 
 /** A model's configuration is one type per dtype, defined with its defaults in llm/model-config.ts. */
-export type { LlamaCppConfiguration, ModelConfiguration, ModelSettings, OpenAIConfiguration } from '../llm/model-config.ts';
+export type { ModelConfiguration, ModelSettings } from '../llm/model-config.ts';
 
 /** A model as the repository returns it. */
 export type ModelRecord = {

@@ -5,7 +5,7 @@ import { checkModelConfiguration } from '../llm/registry.ts';
 import type { Configuration } from '../security/secret-config.ts';
 import type { ModelSettings } from './codec.ts';
 
-export { MODEL_CONFIGURATION_SCHEMAS, MODEL_DTYPES, type ModelDtype } from '../llm/model-schemas.ts';
+export { MODEL_CONFIGURATION_SCHEMAS, type ModelDtype } from '../llm/model-schemas.ts';
 
 /**
  * Checks a model configuration with its dtype's schema and the checks of its provider (API-CONTRACT 4;

@@ -102,7 +102,7 @@ export class ModelService {
   }
 }
 
-export function toModelView(record: ModelRecord): ModelViewData {
+function toModelView(record: ModelRecord): ModelViewData {
   return {
     id: record.id,
     name: record.name,

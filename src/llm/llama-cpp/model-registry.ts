@@ -19,7 +19,7 @@ import type { LlamaCppConfiguration } from '../model-config.ts';
 import { ModelError } from '../provider.ts';
 import { LlamaLoader, type NodeLlamaCppModule } from './loader.ts';
 
-export const DEFAULT_IDLE_UNLOAD_MS = 10 * 60 * 1000;
+const DEFAULT_IDLE_UNLOAD_MS = 10 * 60 * 1000;
 /** Context window when none is configured: "auto" could size it to a model's 128k training context. */
 export const DEFAULT_MAX_CONTEXT_SIZE = 4096;
 
