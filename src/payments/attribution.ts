@@ -14,11 +14,11 @@ import { type Hex, keccak256, stringToHex } from 'viem';
  */
 
 /** The first 4 bytes of keccak256("mpp"): `0xef1ed712`. */
-export const MPP_MEMO_TAG = keccak256(stringToHex('mpp')).slice(0, 10) as Hex;
-export const MPP_MEMO_VERSION = 0x01;
+const MPP_MEMO_TAG = keccak256(stringToHex('mpp')).slice(0, 10) as Hex;
+const MPP_MEMO_VERSION = 0x01;
 
 /** The 10-byte fingerprint of a server (its realm) or client id, as hex without `0x`. */
-export function fingerprint(value: string): string {
+function fingerprint(value: string): string {
   return keccak256(stringToHex(value)).slice(2, 22);
 }
 

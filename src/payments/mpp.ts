@@ -42,7 +42,7 @@ import {
  */
 
 /** How long a challenge may be paid (API-CONTRACT 10.3: now + 5 minutes). */
-export const CHALLENGE_LIFETIME_MS = 5 * 60_000;
+const CHALLENGE_LIFETIME_MS = 5 * 60_000;
 
 /** What one query costs and where: the realm is the endpoint's slug. */
 export interface PaymentTerms {

@@ -18,9 +18,9 @@ import { PATH_USD, type RpcFetcher, TempoRpc, verdictOf } from './tempo.ts';
  */
 
 /** How often the journal is looked at for rows still on their way. */
-export const RECONCILE_INTERVAL_MS = 10_000;
+const RECONCILE_INTERVAL_MS = 10_000;
 
-export interface ReconcilerLog {
+interface ReconcilerLog {
   info(object: object, message: string): void;
   warn(object: object, message: string): void;
   error(object: object, message: string): void;

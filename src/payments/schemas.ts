@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { BaseUrl } from '../http/schemas.ts';
 
 /** `0x` and 40 hex digits: an account on Tempo (an EVM address). Receiving needs nothing more. */
-export const WalletAddress = Type.String({ pattern: '^0x[0-9a-fA-F]{40}$', examples: ['0x742d35Cc6634c0532925a3b844bC9e7595F8fE00'] });
+const WalletAddress = Type.String({ pattern: '^0x[0-9a-fA-F]{40}$', examples: ['0x742d35Cc6634c0532925a3b844bC9e7595F8fE00'] });
 
 /** `POST /settings/wallet` (API-CONTRACT 10.3): no private key is ever asked for. */
 export const WalletBody = Type.Object({

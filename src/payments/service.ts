@@ -81,7 +81,7 @@ function noWallet(): NotFoundError {
   return new NotFoundError('No payment wallet configured');
 }
 
-export function toWalletView(wallet: PaymentWallet): WalletViewData {
+function toWalletView(wallet: PaymentWallet): WalletViewData {
   return {
     wallet_address: wallet.wallet_address,
     testnet: wallet.testnet,

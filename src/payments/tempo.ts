@@ -13,12 +13,12 @@ export const PATH_USD = '0x20c0000000000000000000000000000000000000';
 export const PATH_USD_DECIMALS = 6;
 
 export const TESTNET_CHAIN_ID = tempoModerato.id; // 42431
-export const MAINNET_CHAIN_ID = tempoMainnet.id; // 4217
+const MAINNET_CHAIN_ID = tempoMainnet.id; // 4217
 
-export const PUBLIC_RPC = { testnet: 'https://rpc.moderato.tempo.xyz', mainnet: 'https://rpc.tempo.xyz' } as const;
+const PUBLIC_RPC = { testnet: 'https://rpc.moderato.tempo.xyz', mainnet: 'https://rpc.tempo.xyz' } as const;
 
 /** How long one RPC call may take, and how long a broadcast transaction may take to get its receipt. */
-export const RPC_TIMEOUT_MS = 10_000;
+const RPC_TIMEOUT_MS = 10_000;
 export const RECEIPT_TIMEOUT_MS = 10_000;
 export const RECEIPT_POLL_MS = 250;
 

@@ -11,7 +11,7 @@ export type AccessConfiguration = {
   readonly patterns: readonly string[];
 };
 
-export type RateLimitConfiguration = {
+type RateLimitConfiguration = {
   /** `<count>/<s|m|h|d>`, e.g. `10/m`. */
   readonly rate: string;
 };
@@ -30,7 +30,7 @@ export type MppConfiguration = {
   readonly currency: 'USD';
 };
 
-export type PiiFilterConfiguration = {
+type PiiFilterConfiguration = {
   /** Added to the filter's own instructions ('' when none). */
   readonly instructions: string;
 };

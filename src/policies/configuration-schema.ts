@@ -11,11 +11,11 @@ export const POLICY_TYPES = ['access', 'rate_limit', 'accounting', 'mpp', 'pii_f
 export type PolicyType = (typeof POLICY_TYPES)[number];
 
 /** `<count>/<period>`: at most 999,999,999 queries per second, minute, hour or day. */
-export const RATE_PATTERN = '^[1-9][0-9]{0,8}/(s|m|h|d)$';
+const RATE_PATTERN = '^[1-9][0-9]{0,8}/(s|m|h|d)$';
 /** What a 422 says of a rate that is not one (the pattern is for machines). */
-export const RATE_MESSAGE = 'Write a number and a period: 10/m (per minute), 100/h, 5/s or 1000/d';
+const RATE_MESSAGE = 'Write a number and a period: 10/m (per minute), 100/h, 5/s or 1000/d';
 
-export const AccessConfigurationSchema = Type.Object(
+const AccessConfigurationSchema = Type.Object(
   {
     mode: Type.Enum(['allow', 'deny'], { description: 'allow: only matching e-mails may query; deny: everyone else may' }),
     patterns: Type.Array(Type.String({ minLength: 1, maxLength: 500 }), {
@@ -29,7 +29,7 @@ export const AccessConfigurationSchema = Type.Object(
   { description: 'Who may query the endpoint, by the e-mail of the caller' },
 );
 
-export const RateLimitConfigurationSchema = Type.Object(
+const RateLimitConfigurationSchema = Type.Object(
   {
     rate: Type.String({
       pattern: RATE_PATTERN,
@@ -41,7 +41,7 @@ export const RateLimitConfigurationSchema = Type.Object(
   { description: 'How often each caller may query the endpoint' },
 );
 
-export const AccountingConfigurationSchema = Type.Object(
+const AccountingConfigurationSchema = Type.Object(
   {
     enabled: Type.Optional(Type.Boolean({ default: true })),
     require_transaction_token: Type.Optional(
@@ -52,13 +52,13 @@ export const AccountingConfigurationSchema = Type.Object(
 );
 
 /** The most an `mpp` price may be: far above any query, low enough that 6 decimals stay exact in a double. */
-export const MPP_MAX_PRICE = 1_000_000;
+const MPP_MAX_PRICE = 1_000_000;
 
 const PAYERS_RULE =
   'An entry is an exact e-mail, an e-mail glob (* any characters, ? one: *@example.org), or a case-insensitive regular expression ' +
   'that must match the whole e-mail; when several prices apply, the most specific wins (an exact e-mail before a glob)';
 
-export const MppConfigurationSchema = Type.Object(
+const MppConfigurationSchema = Type.Object(
   {
     price: Type.Number({
       minimum: 0,
@@ -97,7 +97,7 @@ export const PII_KINDS =
   'names of private persons, e-mail addresses, phone numbers, postal addresses, dates of birth, ' +
   'ID, passport, social security and tax numbers, and bank account and card numbers';
 
-export const PiiFilterConfigurationSchema = Type.Object(
+const PiiFilterConfigurationSchema = Type.Object(
   {
     instructions: Type.Optional(
       Type.String({

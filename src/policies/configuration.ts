@@ -15,7 +15,7 @@ import { payerPatternKind } from './price-tiers.ts';
 /** Decimals of an `mpp` price: pathUSD has 6 (API-CONTRACT 10.3). */
 const PRICE_DECIMALS = 6;
 
-export { POLICY_TYPES, type PolicyType } from './configuration-schema.ts';
+export type { PolicyType } from './configuration-schema.ts';
 
 /**
  * Checks a policy configuration against its type's schema (configuration-schema.ts), then that its access

@@ -109,7 +109,7 @@ export interface PolicyHook {
  * after the policies that may refuse, so that no challenge is issued, and no credential taken, for a query
  * another policy refuses. `pii_filter` refuses nothing and works on the answer: its entry comes last.
  */
-export const POLICY_ORDER: readonly PolicyType[] = ['access', 'rate_limit', 'accounting', 'mpp', 'pii_filter'];
+const POLICY_ORDER: readonly PolicyType[] = ['access', 'rate_limit', 'accounting', 'mpp', 'pii_filter'];
 
 export function inPolicyOrder<P extends Pick<PolicyRecord, 'policy_type'>>(policies: readonly P[]): P[] {
   return [...policies].sort((a, b) => POLICY_ORDER.indexOf(a.policy_type) - POLICY_ORDER.indexOf(b.policy_type));

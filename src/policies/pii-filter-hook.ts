@@ -7,7 +7,7 @@ import type { AnswerModel, GeneratedText, ModelCallBound, PolicyContext, PolicyH
 const PII = { policy_type: 'pii_filter', kind: 'transform' } as const;
 
 /** What personal data is replaced with (syft-space's placeholder). */
-export const REDACTED = '[REDACTED]';
+const REDACTED = '[REDACTED]';
 
 /**
  * The filter's own instructions, always sent; an owner's `instructions` are added after them, as syft-space

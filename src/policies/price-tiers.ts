@@ -31,7 +31,7 @@ export function globAsRegex(glob: string): string {
  * Whether an entry names this caller. A regular expression stored before patterns had a budget, and now
  * over it, names no one (the caller falls to another tier, or none): never matched for seconds.
  */
-export function matchesPayer(email: string, entry: string): boolean {
+function matchesPayer(email: string, entry: string): boolean {
   const kind = payerPatternKind(entry);
   if (kind === 'email' || kind === 'literal') return email.toLowerCase() === entry.toLowerCase();
   try {

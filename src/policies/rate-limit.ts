@@ -8,12 +8,12 @@ const RATE_LIMIT = { policy_type: 'rate_limit', kind: 'rate_limit' } as const;
 
 const PERIODS = { s: ['second', 1], m: ['minute', 60], h: ['hour', 3600], d: ['day', 86_400] } as const;
 
-export interface RateQuota extends WindowQuota {
+interface RateQuota extends WindowQuota {
   periodName: string;
 }
 
 /** `10/m` of one policy for one caller, as a fixed-window quota keyed by policy and sender e-mail. */
-export function rateQuota(policy: PolicyOfType<'rate_limit'>, senderEmail: string): RateQuota {
+function rateQuota(policy: PolicyOfType<'rate_limit'>, senderEmail: string): RateQuota {
   // The schema's pattern (configuration-schema.ts) guarantees `<count>/<s|m|h|d>`.
   const [count, unit] = policy.configuration.rate.split('/') as [string, keyof typeof PERIODS];
   const [periodName, periodSeconds] = PERIODS[unit];
@@ -24,7 +24,7 @@ export function rateQuota(policy: PolicyOfType<'rate_limit'>, senderEmail: strin
  * Every rate_limit policy of an endpoint applies, and they are checked and counted together in one
  * transaction: a refused query uses up none of them, and concurrent queries never exceed any.
  */
-export async function enforceRateLimits(windows: FixedWindows, quotas: RateQuota[]): Promise<void> {
+async function enforceRateLimits(windows: FixedWindows, quotas: RateQuota[]): Promise<void> {
   const verdict = await windows.consume(quotas);
   if (verdict.allowed) return;
   const quota = verdict.quota as RateQuota;

@@ -113,7 +113,7 @@ function checkFitsEndpoint(settings: PolicySettings, endpoint: EndpointShape): v
   }
 }
 
-export function toPolicyView(row: PolicyRecord): PolicyViewData {
+function toPolicyView(row: PolicyRecord): PolicyViewData {
   return {
     id: row.id,
     name: row.name,
