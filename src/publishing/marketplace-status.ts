@@ -17,7 +17,7 @@ export interface MarketplaceStatusDeps {
 }
 
 /** How a marketplace is doing, as the console shows it: its session, its last heartbeat, what is published there. */
-export async function marketplaceStatus(deps: MarketplaceStatusDeps, tenant: Tenant, id: string) {
+async function marketplaceStatus(deps: MarketplaceStatusDeps, tenant: Tenant, id: string) {
   const marketplace = await deps.marketplaces.get(tenant.id, id);
   if (!marketplace) throw new NotFoundError(`Marketplace '${id}' not found`);
   const heartbeat = deps.heartbeats.lastHeartbeat(marketplace.id);

@@ -19,7 +19,7 @@ type Answer = Static<typeof PublicationAnswer>;
 type Synced = Static<typeof SyncAnswer>;
 
 /** SyftHub's batch sync takes at most this many endpoints; the rest are published one by one. */
-export const HUB_SYNC_MAX = 300;
+const HUB_SYNC_MAX = 300;
 
 export interface PublishingDeps {
   endpoints: EndpointRepository;

@@ -3,7 +3,7 @@ import { ModelError } from '../llm/provider.ts';
 
 /** What a marketplace consumer reads when the endpoint's model failed or did not answer in time. */
 export const MODEL_FAILED_FOR_CONSUMERS = "The endpoint's model could not answer; its owner can see why in the endpoint's usage";
-export const MODEL_TIMED_OUT_FOR_CONSUMERS = "The endpoint's model did not answer in time; try again later";
+const MODEL_TIMED_OUT_FOR_CONSUMERS = "The endpoint's model did not answer in time; try again later";
 
 /**
  * A failure as a marketplace consumer is told of it. A model's failure names the model's server (often an

@@ -8,7 +8,7 @@ import type { PricedStreamEvent, Summary } from '../models/runner.ts';
  * models/runner.ts) define the data they answer with; these interfaces let tests and the pipeline
  * depend on the capability, not the class.
  */
-export type { PassageSurroundings, PricedStreamEvent, References, SearchOptions, Summary };
+export type { PassageSurroundings, References, Summary };
 
 /** Searches a dataset: the `references` object of a query, cost included. */
 export interface DatasetSearch {

@@ -9,14 +9,14 @@ import type { QueryOutcome } from '../policies/hooks.ts';
 import type { UsageRepository } from './usage-repository.ts';
 
 /** Where finished queries are counted besides the usage table (metrics/metrics.ts implements it). */
-export interface QueryObserver {
+interface QueryObserver {
   queryFinished(endpoint: string, outcome: string, seconds: number): void;
   policyRefused(policyType: string, outcome: string): void;
   tokensGenerated(tokens: number, seconds: number): void;
 }
 
 /** Where a recorded query's question goes (analytics/service.ts keeps its terms for the word cloud, never the text). */
-export interface QuestionObserver {
+interface QuestionObserver {
   questionAsked(asked: { tenantId: string; endpointId: string; origin: 'api' | 'playground'; question: string; at: Date }): Promise<void>;
 }
 

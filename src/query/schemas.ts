@@ -3,7 +3,7 @@ import { ReferencesView } from '../datasets/schemas.ts';
 import { MAX_TOKENS_MAX, QUERY_LIMIT_DEFAULT, QUERY_LIMIT_MAX, QUERY_THRESHOLD_DEFAULT, TEMPERATURE_MAX } from '../http/field-bounds.ts';
 import { SummaryView } from '../models/schemas.ts';
 
-export const ChatMessageSchema = Type.Object({
+const ChatMessageSchema = Type.Object({
   role: Type.Enum(['user', 'assistant', 'system']),
   content: Type.String({ maxLength: 100_000 }),
 });
@@ -69,7 +69,7 @@ export const PolicyEntryView = Type.Object({
   details: Type.Record(Type.String(), Type.Unknown()),
 });
 
-export const PolicyMetadataView = Type.Object({
+const PolicyMetadataView = Type.Object({
   outcome: Type.Enum(['success', 'payment_required', 'policy_violation', 'access_denied', 'rate_limited']),
   entries: Type.Array(PolicyEntryView),
 });

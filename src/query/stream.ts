@@ -31,7 +31,7 @@ export async function sendStream(
  * a last chunk with usage and costs beside `choices`, then `data: [DONE]`. A failure after the stream
  * began is an `event: error` before `[DONE]`. The whole answer is never sent again at the end.
  */
-export class SseWriter {
+class SseWriter {
   private readonly created = Math.floor(Date.now() / 1000);
   private id = `chatcmpl-${crypto.randomUUID()}`;
   private model = '';

@@ -19,7 +19,7 @@ export interface UsageRow {
   readonly latency_ms: number | null;
 }
 
-export interface UsageFigures {
+interface UsageFigures {
   queries: number;
   succeeded: number;
   failed: number;

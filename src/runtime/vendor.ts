@@ -14,7 +14,7 @@ import { binaryDirectory, isCompiled } from './compiled.ts';
 export type NodeLlamaCppModule = typeof import('node-llama-cpp');
 
 /** Where the binary looks for its vendored packages. */
-export function vendorDirectory(): string {
+function vendorDirectory(): string {
   return join(binaryDirectory(), 'vendor');
 }
 

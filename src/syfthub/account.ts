@@ -7,7 +7,7 @@ export function hubAccountKey(url: string, username: string): string {
   return `${normalizeHubUrl(url)} ${username.trim().toLowerCase()}`;
 }
 
-export function normalizeHubUrl(url: string): string {
+function normalizeHubUrl(url: string): string {
   try {
     const parsed = new URL(url);
     return `${parsed.protocol}//${parsed.host}${parsed.pathname.replace(/\/+$/, '')}`;

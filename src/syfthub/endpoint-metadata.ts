@@ -5,9 +5,9 @@
  * the registry, to the owner's domain (the public URL pushed with PUT /users/me).
  */
 
-export type HubEndpointType = 'model_data_source' | 'model' | 'data_source';
+type HubEndpointType = 'model_data_source' | 'model' | 'data_source';
 
-export interface HubPolicy {
+interface HubPolicy {
   type: string;
   version: '1.0';
   enabled: true;
@@ -33,7 +33,7 @@ export interface HubEndpoint {
  * Where consumers send queries: the path, joined to the satellite's base URL (or the account's domain on
  * an older hub); with multi-tenancy, the tenant, which the hub's clients send back as `X-Tenant-Name`.
  */
-export interface HubConnectConfig {
+interface HubConnectConfig {
   path: string;
   tenant_name?: string;
 }
@@ -57,16 +57,16 @@ export interface PolicyFacts {
 }
 
 /** SyftHub's limits: a longer slug is refused (knode never cuts one), a longer description is cut. */
-export const HUB_SLUG_MAX = 63;
-export const HUB_DESCRIPTION_MAX = 500;
+const HUB_SLUG_MAX = 63;
+const HUB_DESCRIPTION_MAX = 500;
 
-export function endpointType(endpoint: Pick<EndpointFacts, 'dataset_id' | 'model_id'>): HubEndpointType {
+function endpointType(endpoint: Pick<EndpointFacts, 'dataset_id' | 'model_id'>): HubEndpointType {
   if (endpoint.dataset_id && endpoint.model_id) return 'model_data_source';
   return endpoint.model_id ? 'model' : 'data_source';
 }
 
 /** SyftHub's limits on tags (API-CONTRACT 9.1): at most 10, each 1-30 of [a-z0-9-], no edge or double hyphen. */
-export const HUB_TAGS_MAX = 10;
+const HUB_TAGS_MAX = 10;
 const HUB_TAG = /^[a-z0-9](?:[a-z0-9-]{0,28}[a-z0-9])?$/;
 
 /**

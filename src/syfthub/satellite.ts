@@ -13,7 +13,7 @@ export interface VerifyingMarketplace extends StoredMarketplace {
 }
 
 /** The marketplace records a token may be checked with (marketplaces/repository.ts implements it). */
-export interface VerifyingMarketplaces {
+interface VerifyingMarketplaces {
   /**
    * Active marketplaces whose hub username or satellite id is one of `audiences` (case-insensitive), of
    * these tenants (all when undefined).

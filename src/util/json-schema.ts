@@ -25,7 +25,7 @@ export interface SchemaIssue {
 export const NOT_BLANK = '\\S';
 
 /** An absolute http(s) URL, checked the way the URLs will be used (WHATWG URL parsing). */
-export const HTTP_URL_FORMAT = 'http-url';
+const HTTP_URL_FORMAT = 'http-url';
 
 /** A URL that paths are appended to (a model's or embedder's server): no query string or fragment. */
 export const BASE_URL_FORMAT = 'base-url';
