@@ -6,7 +6,7 @@
 import { session } from './session.ts';
 import type { Issue } from './views.ts';
 
-export const API = '/api/v1';
+const API = '/api/v1';
 
 export class ApiError extends Error {
   constructor(
@@ -80,7 +80,7 @@ export async function failure(response: Response): Promise<ApiError> {
   return new ApiError(response.status, message, issues, body);
 }
 
-export async function api<T>(method: string, path: string, body?: unknown, options?: RequestOptions): Promise<T> {
+async function api<T>(method: string, path: string, body?: unknown, options?: RequestOptions): Promise<T> {
   const response = await send(method, path, body, options);
   if (!response.ok) throw await failure(response);
   const text = await response.text();

@@ -5,7 +5,7 @@ import { useSubmission } from '../lib/hooks.ts';
 import { Empty, ErrorNotice, SubmitButton, TextField } from './ui.tsx';
 
 /** Where SyftHub runs: a newcomer's marketplace, so the form starts with it (another hub's URL replaces it). */
-export const SYFTHUB_URL = 'https://syfthub.openmined.org';
+const SYFTHUB_URL = 'https://syfthub.openmined.org';
 
 /** Connects a marketplace account: knode logs in once to check it (400 with the hub's reason if refused). */
 export function ConnectMarketplace(props: {

@@ -7,7 +7,7 @@ import { Field } from './ui.tsx';
 
 export const OLLAMA_URL = 'http://127.0.0.1:11434/v1';
 
-export function isHttpUrl(text: string): boolean {
+function isHttpUrl(text: string): boolean {
   try {
     const url = new URL(text);
     return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';

@@ -2,7 +2,7 @@ import { score } from '../lib/format.ts';
 import type { Reference } from '../views.ts';
 
 /** Where a chunk comes from: its file, and the page when the parser knew it. */
-export function sourceOf(reference: Reference): string {
+function sourceOf(reference: Reference): string {
   const { source, page } = reference.metadata;
   const file = typeof source === 'string' ? source : 'unknown source';
   return page !== undefined && page !== null ? `${file}, page ${String(page)}` : file;

@@ -160,7 +160,7 @@ function hintOf(property: JsonSchema, kind: Kind): ComponentChildren {
 }
 
 /** A description's Markdown code spans (`openai:`) as code, not as raw backticks. */
-export function withCode(text: string): ComponentChildren {
+function withCode(text: string): ComponentChildren {
   if (!text.includes('`')) return text;
   return text.split('`').map((part, index) => (index % 2 === 1 ? <code key={index}>{part}</code> : part));
 }

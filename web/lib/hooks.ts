@@ -91,7 +91,7 @@ export function useSubmission() {
  * Moves the focus to a failed form's first invalid field (opening the "More settings" it may be in), else to its
  * error notice (in the form or just after it), scrolled into view below the sticky header.
  */
-export function focusFirstError(scope: HTMLElement | null): void {
+function focusFirstError(scope: HTMLElement | null): void {
   const within = scope ?? document.getElementById('main');
   if (!within) return;
   const target =

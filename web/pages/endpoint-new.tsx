@@ -161,7 +161,7 @@ function Form(props: { datasets: Dataset[]; models: Model[] }) {
 }
 
 /** The generation defaults of a new (or replacing) endpoint, shown with what they mean. */
-export function GenerationFields(props: {
+function GenerationFields(props: {
   maxTokens: string;
   setMaxTokens: (value: string) => void;
   fullAnswers: boolean;
