@@ -100,6 +100,11 @@ export class LeasedDatasets implements DatasetIngestion {
     await Promise.all(kept.map(({ keeping }) => keeping.stop()));
   }
 
+  /** Whether this replica asks for (or holds) the dataset's lease: it runs the dataset, or takes it over. */
+  keeps(datasetId: string): boolean {
+    return this.kept.has(datasetId);
+  }
+
   /** Whether this replica holds the dataset's lease now (tests and the logs ask). */
   holds(datasetId: string): boolean {
     return this.kept.get(datasetId)?.keeping.lease !== undefined;
