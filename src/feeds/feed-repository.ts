@@ -1,5 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { Db } from '../db/database.ts';
+import { nextTurn } from '../util/next-turn.ts';
+
+/** Items written in one transaction, as a folder's scan records its files (ingestion/folder-sync.ts). */
+const KEEP_BATCH = 100;
 
 /**
  * The state of a dataset's feeds and the items kept of them (migration 0019; PostgreSQL 0006). The tables
@@ -143,12 +147,20 @@ export class FeedRepository {
   }
 
   /**
-   * Keeps the items a poll found new or edited, in one transaction; an edited item's revision goes up.
+   * Keeps the items a poll found new or edited, a transaction per batch with a turn of the event loop between
+   * (a first poll of 5,000 items would otherwise hold the database in one); an edited item's revision goes up.
    * Returns each one's revision.
    */
   async keep(datasetId: string, items: readonly FoundItem[], at: string): Promise<Map<string, number>> {
     const revisions = new Map<string, number>();
-    if (items.length === 0) return revisions;
+    for (let start = 0; start < items.length; start += KEEP_BATCH) {
+      if (start > 0) await nextTurn();
+      await this.keepBatch(datasetId, items.slice(start, start + KEEP_BATCH), at, revisions);
+    }
+    return revisions;
+  }
+
+  private async keepBatch(datasetId: string, items: readonly FoundItem[], at: string, revisions: Map<string, number>): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
       for (const item of items) {
         const fields = {
@@ -171,7 +183,6 @@ export class FeedRepository {
         revisions.set(item.key, Number(row.revision));
       }
     });
-    return revisions;
   }
 
   async item(datasetId: string, key: string): Promise<KeptItem | undefined> {

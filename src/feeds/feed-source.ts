@@ -20,10 +20,12 @@ export const FEED_INTERVAL_MS: Readonly<Record<string, number>> = {
 export const FEED_WINDOW = 5_000;
 
 /**
- * The most of a feed document read: 5,000 items of a few kilobytes each, with room. Past it the feed fails with
- * the reason (outbound/fetch.ts stops reading there); an item alone may be 1 MB (feed-poller.ts).
+ * The most of a feed document read: 5,000 items of about 3 KB each. Past it the feed fails with the reason
+ * (outbound/fetch.ts stops reading there); an item alone may be 1 MB (feed-poller.ts). The document is read on
+ * the main thread (feed-xml.ts): 10 MB of RSS (5,000 items of 2 KB) took 60 to 150 ms here, so 16 MB holds
+ * the event loop a quarter of a second at worst, once per poll.
  */
-export const FEED_MAX_BYTES = 32 * ONE_MEGABYTE;
+export const FEED_MAX_BYTES = 16 * ONE_MEGABYTE;
 
 const encoder = new TextEncoder();
 
