@@ -10,7 +10,7 @@ import type { TenantRepository } from '../tenants/repository.ts';
 import type { UserRepository } from '../tenants/users-repository.ts';
 import type { TokenIssuer } from './tokens.ts';
 
-export const TENANT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+const TENANT_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
 type Credential = { kind: 'none' } | { kind: 'admin' } | { kind: 'jwt'; token: string };
 
@@ -43,39 +43,62 @@ export class CredentialGuard {
   async authenticate(request: FastifyRequest, mode: AuthMode): Promise<Principal | null> {
     if (mode === 'public') return null;
     const credential = this.credential(request);
-    // Development mode needs no credentials, but only from this machine: not through the tunnel, not from the network.
-    const trustedLocal = credential.kind === 'none' && isTrustedDevelopmentRequest(this.deps.config, request);
     switch (mode) {
       case 'registration':
-        if (registrationOpenTo(this.deps.config, request)) return null;
-        if (this.developmentMode && credential.kind === 'none') {
-          throw new ForbiddenError('Registration is open only to requests made on this machine');
-        }
-        await this.requireAdminKey(credential);
+        await this.allowRegistration(request, credential);
         return null; // the new user's tenant is the one the body names
       case 'admin':
-        if (trustedLocal) return this.adminPrincipal(request);
-        if (this.developmentMode && credential.kind === 'jwt') return this.userPrincipal(request, credential.token);
-        await this.requireAdminKey(credential);
-        return this.adminPrincipal(request);
+        return this.administrator(request, credential);
       case 'operator':
-        if (trustedLocal) return this.adminPrincipal(request);
+        if (this.isTrustedLocal(request, credential)) return this.adminPrincipal(request);
         await this.requireAdminKey(credential);
         return this.adminPrincipal(request);
       case 'user':
-        if (credential.kind === 'none') throw new UnauthorizedError('Not authenticated');
-        if (credential.kind === 'admin') throw new ForbiddenError('This operation needs a user token, not the admin key');
-        return this.userPrincipal(request, credential.token);
+        return this.user(request, credential);
       case 'tenant':
-        if (credential.kind === 'none') throw new UnauthorizedError('Not authenticated');
-        if (credential.kind === 'admin') return this.adminPrincipal(request);
-        return this.userPrincipal(request, credential.token);
+        return this.tenantMember(request, credential);
       case 'query':
-        if (credential.kind === 'none') throw new UnauthorizedError('Not authenticated');
-        if (credential.kind === 'admin') return this.adminPrincipal(request);
-        if (await this.deps.tokens.verify(credential.token)) return this.userPrincipal(request, credential.token);
-        return this.satellitePrincipal(request, credential.token);
+        return this.querier(request, credential);
     }
+  }
+
+  /** Development mode needs no credentials, but only from this machine: not through the tunnel, not from the network. */
+  private isTrustedLocal(request: FastifyRequest, credential: Credential): boolean {
+    return credential.kind === 'none' && isTrustedDevelopmentRequest(this.deps.config, request);
+  }
+
+  private async allowRegistration(request: FastifyRequest, credential: Credential): Promise<void> {
+    if (registrationOpenTo(this.deps.config, request)) return;
+    if (this.developmentMode && credential.kind === 'none') {
+      throw new ForbiddenError('Registration is open only to requests made on this machine');
+    }
+    await this.requireAdminKey(credential);
+  }
+
+  private async administrator(request: FastifyRequest, credential: Credential): Promise<Principal> {
+    if (this.isTrustedLocal(request, credential)) return this.adminPrincipal(request);
+    if (this.developmentMode && credential.kind === 'jwt') return this.userPrincipal(request, credential.token);
+    await this.requireAdminKey(credential);
+    return this.adminPrincipal(request);
+  }
+
+  private async user(request: FastifyRequest, credential: Credential): Promise<Principal> {
+    if (credential.kind === 'none') throw new UnauthorizedError('Not authenticated');
+    if (credential.kind === 'admin') throw new ForbiddenError('This operation needs a user token, not the admin key');
+    return this.userPrincipal(request, credential.token);
+  }
+
+  private async tenantMember(request: FastifyRequest, credential: Credential): Promise<Principal> {
+    if (credential.kind === 'none') throw new UnauthorizedError('Not authenticated');
+    if (credential.kind === 'admin') return this.adminPrincipal(request);
+    return this.userPrincipal(request, credential.token);
+  }
+
+  private async querier(request: FastifyRequest, credential: Credential): Promise<Principal> {
+    if (credential.kind === 'none') throw new UnauthorizedError('Not authenticated');
+    if (credential.kind === 'admin') return this.adminPrincipal(request);
+    if (await this.deps.tokens.verify(credential.token)) return this.userPrincipal(request, credential.token);
+    return this.satellitePrincipal(request, credential.token);
   }
 
   /**
