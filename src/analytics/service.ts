@@ -20,9 +20,9 @@ const BUCKET_MS: Record<Bucket, number> = { hour: 3_600_000, day: DAY_MS };
 /** The range shown when none is asked. */
 const DEFAULT_SPAN_MS = 30 * DAY_MS;
 /** The longest range: a year, whatever the bucket. */
-export const MAX_SPAN_DAYS = 366;
+const MAX_SPAN_DAYS = 366;
 /** By hour, a month at most (744 buckets: what a chart can still show). */
-export const MAX_HOURLY_SPAN_DAYS = 31;
+const MAX_HOURLY_SPAN_DAYS = 31;
 /**
  * The most usage rows one answer reads, newest first (the answer says from when it counted when the range
  * holds more), and how many one statement reads: a slice of 2,500 holds the event loop for a few
@@ -31,9 +31,9 @@ export const MAX_HOURLY_SPAN_DAYS = 31;
 export const MAX_USAGE_ROWS = 100_000;
 /** The most term rows the word cloud reads (about 10,000 questions of a few words each). */
 export const MAX_TERM_ROWS = 50_000;
-export const SLICE_ROWS = 2_500;
-export const DEFAULT_TOP_USERS = 10;
-export const DEFAULT_TERMS = 60;
+const SLICE_ROWS = 2_500;
+const DEFAULT_TOP_USERS = 10;
+const DEFAULT_TERMS = 60;
 
 export interface ReadLimits {
   sliceRows: number;
@@ -247,15 +247,7 @@ export class AnalyticsService {
           : `by hour the range may be ${MAX_HOURLY_SPAN_DAYS} days at most: narrow it or count by day`,
       );
     }
-    if (request.endpoint_id !== undefined && request.dataset_id !== undefined) {
-      throw issue('dataset_id', 'filter by an endpoint or by a dataset, not both');
-    }
-    if (request.endpoint_id !== undefined && !(await this.repository.ownsEndpoint(tenant.id, request.endpoint_id))) {
-      throw new NotFoundError(`Endpoint '${request.endpoint_id}' not found`);
-    }
-    if (request.dataset_id !== undefined && !(await this.repository.ownsDataset(tenant.id, request.dataset_id))) {
-      throw new NotFoundError(`Dataset '${request.dataset_id}' not found`);
-    }
+    await this.checkFilters(tenant, request);
     const scope: Scope = {
       tenantId: tenant.id,
       from: from.toISOString(),
@@ -268,6 +260,19 @@ export class AnalyticsService {
       scope,
       answer: { from: scope.from, to: scope.to, endpoint_id: request.endpoint_id ?? null, dataset_id: request.dataset_id ?? null },
     };
+  }
+
+  /** One filter at most (422), and the endpoint or dataset it names is the tenant's (404 otherwise). */
+  private async checkFilters(tenant: Tenant, request: AnalyticsRequest): Promise<void> {
+    if (request.endpoint_id !== undefined && request.dataset_id !== undefined) {
+      throw issue('dataset_id', 'filter by an endpoint or by a dataset, not both');
+    }
+    if (request.endpoint_id !== undefined && !(await this.repository.ownsEndpoint(tenant.id, request.endpoint_id))) {
+      throw new NotFoundError(`Endpoint '${request.endpoint_id}' not found`);
+    }
+    if (request.dataset_id !== undefined && !(await this.repository.ownsDataset(tenant.id, request.dataset_id))) {
+      throw new NotFoundError(`Dataset '${request.dataset_id}' not found`);
+    }
   }
 }
 
