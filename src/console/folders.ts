@@ -140,17 +140,20 @@ export class FolderBrowser {
         continue; // unreadable: nothing ingestion could read there either
       }
       budget.entries -= entries.length;
-      for (const entry of entries) {
-        if (entry.name.startsWith('.')) continue;
-        if (entry.isDirectory()) pending.push(join(folder, entry.name));
-        else if (entry.isFile()) {
-          const kind = this.kindOf(entry.name);
-          if (kind === 'document') counts.documents++;
-          else if (kind === 'model') counts.models++;
-        }
-      }
+      for (const entry of entries) this.count(folder, entry, counts, pending);
     }
     return counts;
+  }
+
+  /** Counts one visible file by its kind, or queues one visible folder for the walk. */
+  private count(folder: string, entry: Dirent, counts: FolderEntry, pending: string[]): void {
+    if (entry.name.startsWith('.')) return;
+    if (entry.isDirectory()) pending.push(join(folder, entry.name));
+    else if (entry.isFile()) {
+      const kind = this.kindOf(entry.name);
+      if (kind === 'document') counts.documents++;
+      else if (kind === 'model') counts.models++;
+    }
   }
 }
 
