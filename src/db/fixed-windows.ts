@@ -64,17 +64,7 @@ export class SqliteFixedWindows implements FixedWindows {
     const nowSeconds = Math.floor(nowMs / 1000);
     const verdict = sqlite
       .transaction((): WindowVerdict => {
-        let refusal: WindowVerdict = { allowed: true };
-        for (const quota of quotas) {
-          const start = nowSeconds - (nowSeconds % quota.periodSeconds);
-          const used = read.get(quota.key, start)?.count ?? 0;
-          if (used >= quota.limit) {
-            const retryAfterSeconds = start + quota.periodSeconds - nowMs / 1000;
-            if (refusal.allowed || retryAfterSeconds > refusal.retryAfterSeconds) {
-              refusal = { allowed: false, quota, retryAfterSeconds };
-            }
-          }
-        }
+        const refusal = longestRefusal(quotas, nowMs, (quota, start) => read.get(quota.key, start)?.count ?? 0);
         if (!refusal.allowed || !count) return refusal;
         for (const quota of quotas) {
           bump.run(quota.key, nowSeconds - (nowSeconds % quota.periodSeconds));
@@ -88,4 +78,23 @@ export class SqliteFixedWindows implements FixedWindows {
     }
     return verdict;
   }
+}
+
+/** Of the quotas already used up in their current window, the one whose window ends last (allowed when none is). */
+function longestRefusal(
+  quotas: readonly WindowQuota[],
+  nowMs: number,
+  usedIn: (quota: WindowQuota, windowStart: number) => number,
+): WindowVerdict {
+  const nowSeconds = Math.floor(nowMs / 1000);
+  let refusal: WindowVerdict = { allowed: true };
+  for (const quota of quotas) {
+    const start = nowSeconds - (nowSeconds % quota.periodSeconds);
+    if (usedIn(quota, start) < quota.limit) continue;
+    const retryAfterSeconds = start + quota.periodSeconds - nowMs / 1000;
+    if (refusal.allowed || retryAfterSeconds > refusal.retryAfterSeconds) {
+      refusal = { allowed: false, quota, retryAfterSeconds };
+    }
+  }
+  return refusal;
 }
