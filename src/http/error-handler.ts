@@ -15,7 +15,7 @@ const BODY_PARSE_ERRORS = new Set([
 ]);
 
 /** The one table from an error's kind to its HTTP status. */
-export const STATUS_OF_KIND: Readonly<Record<ErrorKind, number>> = {
+const STATUS_OF_KIND: Readonly<Record<ErrorKind, number>> = {
   bad_request: 400,
   unauthenticated: 401,
   payment_required: 402,
@@ -50,6 +50,23 @@ function sendDomainError(reply: FastifyReply, error: DomainError): FastifyReply 
   return reply.send({ detail: error.detail });
 }
 
+/** Fastify's own errors (media type, unparsable body, its 4xx), and anything else as a logged 500. */
+function sendFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    return reply.code(415).send({ detail: 'Content-Type must be application/json' });
+  }
+  if (error.code && BODY_PARSE_ERRORS.has(error.code)) {
+    const msg = error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 'Body must be JSON' : 'Body is not valid JSON';
+    return reply.code(422).send({ detail: [{ loc: ['body'], msg, type: 'json_invalid' }] });
+  }
+  const status = error.statusCode ?? 500;
+  if (status >= 400 && status < 500) {
+    return reply.code(status).send({ detail: error.message });
+  }
+  request.log.error({ err: error }, 'request failed');
+  return reply.code(500).send({ detail: 'Internal server error' });
+}
+
 export function registerErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     if (error instanceof DomainError) return sendDomainError(reply, error);
@@ -57,19 +74,7 @@ export function registerErrorHandler(app: FastifyInstance): void {
       const context = error.validationContext ?? 'body';
       return reply.code(422).send({ detail: schemaIssues([LOCATION[context] ?? context], error.validation as ErrorObject[]) });
     }
-    if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-      return reply.code(415).send({ detail: 'Content-Type must be application/json' });
-    }
-    if (error.code && BODY_PARSE_ERRORS.has(error.code)) {
-      const msg = error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 'Body must be JSON' : 'Body is not valid JSON';
-      return reply.code(422).send({ detail: [{ loc: ['body'], msg, type: 'json_invalid' }] });
-    }
-    const status = error.statusCode ?? 500;
-    if (status >= 400 && status < 500) {
-      return reply.code(status).send({ detail: error.message });
-    }
-    request.log.error({ err: error }, 'request failed');
-    return reply.code(500).send({ detail: 'Internal server error' });
+    return sendFrameworkError(error, request, reply);
   });
 
   app.setNotFoundHandler((request, reply) => {
