@@ -268,9 +268,40 @@ describe('two knode replicas behind one address', () => {
       }
     });
 
+    test('the single-instance work runs on one replica each: heartbeats, reconciler, calibrator', async () => {
+      const { rows } = await sql<{ name: string; holder: string }>`
+        SELECT name, holder FROM coordination_leases WHERE name LIKE 'singleton:%' AND expires_at > clock_timestamp() ORDER BY name`.execute(
+        database.db,
+      );
+      expect(rows.map((row) => row.name)).toEqual(['singleton:calibrator', 'singleton:heartbeats', 'singleton:reconciler']);
+      for (const row of rows) expect(replicaOf(row.holder)).toBeDefined();
+    });
+
+    test('a stop and a start made through the replica that does not hold the dataset reach the one that does', async () => {
+      const holder = replicaOf((await leaseHolder()) as string) as KnodeProcess;
+      const other = replicas.find((replica) => replica !== holder) as KnodeProcess;
+      const stopped = await call(other.url, 'POST', `/datasets/${datasetId}/stop`, { token });
+      expect(stopped.status).toBe(200);
+      expect(stopped.body.status).toBe('stopped');
+      // The holder heard of it through the change log: it let the lease go and watches the folder no more.
+      await waitFor('the lease released', async () => (await leaseHolder()) === undefined, 10_000);
+      writeFileSync(join(folder, 'hake.md'), '# hake\n\nThe hake came while the handbook was stopped.\n');
+      await Bun.sleep(1_500);
+      expect(await found(proxy.url, 'hake')).toHaveLength(0);
+      const startsBefore = startsOf(other, datasetId);
+      const started = await call(other.url, 'POST', `/datasets/${datasetId}/start`, { token });
+      expect(started.status).toBe(200);
+      // Started through `other`, which now holds the lease and reconciles the folder with the index.
+      await waitFor('the file added while stopped searchable', async () => (await found(proxy.url, 'hake')).length === 1, 30_000);
+      expect(replicaOf((await leaseHolder()) as string)).toBe(other);
+      expect(startsOf(other, datasetId)).toBe(startsBefore + 1);
+      expect(await found(proxy.url, 'amberjack')).toHaveLength(1);
+    }, 60_000);
+
     test('kill -9 of the lease holder: the other replica takes the dataset over and indexes a new file within the TTL and a margin', async () => {
       const holder = replicaOf((await leaseHolder()) as string) as KnodeProcess;
       const survivor = replicas.find((replica) => replica !== holder) as KnodeProcess;
+      const survivorStarts = startsOf(survivor, datasetId);
       holder.process.kill('SIGKILL');
       await holder.process.exited;
       const killedAt = Date.now();
@@ -281,9 +312,19 @@ describe('two knode replicas behind one address', () => {
       expect(handedOverInMs).toBeLessThan(LEASE_TTL_MS + 15_000);
       console.log(`dataset handed over and the new file indexed ${handedOverInMs} ms after kill -9 (lease TTL ${LEASE_TTL_MS} ms)`);
       expect(replicaOf((await leaseHolder()) as string)).toBe(survivor);
-      expect(startsOf(survivor, datasetId)).toBe(1);
+      expect(startsOf(survivor, datasetId)).toBe(survivorStarts + 1);
       // The files indexed before the kill are not indexed again by the survivor: each still has one chunk.
       expect(await found(proxy.url, 'amberjack')).toHaveLength(1);
+      // And the single-instance work the killed replica held is the survivor's too, once its leases lapsed.
+      await waitFor(
+        'every singleton lease held by the survivor',
+        async () => {
+          const { rows } = await sql<{ holder: string }>`
+            SELECT holder FROM coordination_leases WHERE name LIKE 'singleton:%' AND expires_at > clock_timestamp()`.execute(database.db);
+          return rows.length === 3 && rows.every((row) => replicaOf(row.holder) === survivor);
+        },
+        LEASE_TTL_MS + 5_000,
+      );
     }, 90_000);
   });
 });
