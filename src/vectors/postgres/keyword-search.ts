@@ -129,10 +129,16 @@ function bm25Sql(tables: PostgresTables, keyword: PostingsQuery, blocks: string,
   const term =
     `q.idf * ((f.value * (${K1}::float8 + 1.0::float8)) / ` +
     `(f.value + ${K1}::float8 * (1::float8 - ${B}::float8 + ${B}::float8 * p.tokens::float8 / $2::float8)))`;
+  // Added in the query's order, as fts5_aux.c adds them, from 0 and with 0 for a term the row lacks (FTS5
+  // adds its 0 too): the same number as an ordered sum, without sorting every posting for it.
+  const inOrder = keyword.phrases.reduce(
+    (sum, _, position) => `(${sum} + coalesce(max(CASE WHEN q.position = ${position} THEN ${term} END), 0::float8))`,
+    '0::float8',
+  );
   return {
     sql:
       'WITH q AS MATERIALIZED (SELECT (e->>0)::int AS position, e->>1 AS term, (e->>2)::float8 AS idf FROM json_array_elements($1::text::json) e) ' +
-      `SELECT p.row_id, sum(${term} ORDER BY q.position) AS score ` +
+      `SELECT p.row_id, ${inOrder} AS score ` +
       `FROM q ${postingsOf(tables, 'q.term', blocks)}` +
       `CROSS JOIN LATERAL (SELECT ${frequency} AS value) f ${where ? `WHERE ${where} ` : ''}GROUP BY p.row_id`,
     params: [jsonRows(keyword.phrases.map((phrase, position) => [position, phrase.term, phrase.idf])), keyword.averageLength],
