@@ -83,11 +83,16 @@ export function ggufFileProblem(path: string): string | null {
     if (read < 4 || magic.toString('latin1') !== 'GGUF') return 'is not a GGUF file (wrong magic bytes)';
     return null;
   } catch (error) {
-    const code = error instanceof Error && 'code' in error ? String(error.code) : '';
-    if (code === 'ENOENT' || code === 'ENOTDIR') return 'file does not exist';
-    if (code === 'EACCES' || code === 'EPERM') return 'file is not readable';
-    return 'file cannot be read';
+    return readProblem(error);
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
+}
+
+/** A file system error said the way the console shows it. */
+function readProblem(error: unknown): string {
+  const code = error instanceof Error && 'code' in error ? String(error.code) : '';
+  if (code === 'ENOENT' || code === 'ENOTDIR') return 'file does not exist';
+  if (code === 'EACCES' || code === 'EPERM') return 'file is not readable';
+  return 'file cannot be read';
 }
