@@ -103,29 +103,44 @@ export class MarketplaceService {
 
   async update(tenant: Tenant, id: string, body: Static<typeof UpdateMarketplaceBody>): Promise<View> {
     const row = await this.require(tenant, id);
-    if (Object.values(body).every((value) => value === undefined)) {
-      throw ValidationError.body([], 'At least one field to change is required', 'missing');
-    }
-    if (body.is_default === false && row.is_default) {
-      throw ValidationError.body('is_default', 'A tenant always has a default marketplace: make another one the default instead');
-    }
+    checkUpdate(body, row);
     const url = body.url?.replace(/\/+$/, '');
     await this.checkAddresses(tenant, { url, accounting_url: body.accounting_url });
     const username = body.username ?? row.username;
     const password = body.password ?? this.box.decrypt(row.password);
     const account = hubAccountKey(url ?? row.url, username);
-    // A record deactivated as a duplicate (migration 0005) has no account until it proves it is free.
-    const claimsAccount = account !== row.account && (row.account !== null || body.is_active === true || row.is_active);
+    const claimsAccount = claimsAnAccount(row, account, body.is_active);
     if (claimsAccount) await this.requireFreeAccount(tenant, account, id);
     const otherAccount = (url !== undefined && url !== row.url) || username !== row.username;
     const credentials = otherAccount || body.password !== undefined;
     if (credentials) {
       await this.hubs.connect(id, { name: body.name ?? row.name, url: url ?? row.url, username, password }, tenant.id);
     }
-    const changes: Partial<MarketplaceRecord> = { updated_at: now() };
+    const changes = this.fieldChanges(body, url);
     // A satellite belongs to one account of one hub: another account starts without one.
     if (otherAccount) Object.assign(changes, { satellite_id: null, satellite_url: null });
     if (claimsAccount) changes.account = account;
+    await this.save(tenant, id, changes, body.is_default === true, body.name ?? row.name);
+    if (connectsAnew(row, body.is_active, credentials)) await this.hooks?.connected(tenant, id);
+    return this.get(tenant, id);
+  }
+
+  /** Writes an update, making the record the default in the same transaction; 409 for a name or account already taken. */
+  private async save(tenant: Tenant, id: string, changes: Partial<MarketplaceRecord>, makeDefault: boolean, name: string): Promise<void> {
+    await conflictAs(`Marketplace named '${name}', or this hub account, is already connected`, () =>
+      inTransaction(this.db, async (trx) => {
+        if (makeDefault) {
+          await this.marketplaces.clearDefault(tenant.id, trx);
+          changes.is_default = true;
+        }
+        await this.marketplaces.update(tenant.id, id, changes, trx);
+      }),
+    );
+  }
+
+  /** The record's columns the body sets (secrets sealed, addresses without a trailing slash), stamped now. */
+  private fieldChanges(body: Static<typeof UpdateMarketplaceBody>, url: string | undefined): Partial<MarketplaceRecord> {
+    const changes: Partial<MarketplaceRecord> = { updated_at: now() };
     if (body.name !== undefined) changes.name = body.name;
     if (url !== undefined) changes.url = url;
     if (body.username !== undefined) changes.username = body.username;
@@ -137,18 +152,7 @@ export class MarketplaceService {
     if (body.accounting_password !== undefined) {
       changes.accounting_password = body.accounting_password ? this.box.encrypt(body.accounting_password) : null;
     }
-    await conflictAs(`Marketplace named '${body.name ?? row.name}', or this hub account, is already connected`, () =>
-      inTransaction(this.db, async (trx) => {
-        if (body.is_default === true) {
-          await this.marketplaces.clearDefault(tenant.id, trx);
-          changes.is_default = true;
-        }
-        await this.marketplaces.update(tenant.id, id, changes, trx);
-      }),
-    );
-    const activated = body.is_active === true && !row.is_active;
-    if ((credentials || activated) && (body.is_active ?? row.is_active)) await this.hooks?.connected(tenant, id);
-    return this.get(tenant, id);
+    return changes;
   }
 
   /** Removing the default marketplace makes the oldest remaining one the default. */
@@ -229,4 +233,28 @@ function toView(row: MarketplaceRecord): View {
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
+}
+
+/**
+ * Whether an update moves the record to another hub account, which must then be free. A record deactivated as a
+ * duplicate (migration 0005) has no account until it proves it is free.
+ */
+function claimsAnAccount(row: MarketplaceRecord, account: string, activate: boolean | undefined): boolean {
+  return account !== row.account && (row.account !== null || activate === true || row.is_active);
+}
+
+/** Whether an update leaves the marketplace active with new credentials, or switches it on. */
+function connectsAnew(row: MarketplaceRecord, activate: boolean | undefined, credentials: boolean): boolean {
+  const activated = activate === true && !row.is_active;
+  return (credentials || activated) && (activate ?? row.is_active);
+}
+
+/** 422 for an update that changes nothing, or that would leave the tenant without a default marketplace. */
+function checkUpdate(body: Static<typeof UpdateMarketplaceBody>, row: MarketplaceRecord): void {
+  if (Object.values(body).every((value) => value === undefined)) {
+    throw ValidationError.body([], 'At least one field to change is required', 'missing');
+  }
+  if (body.is_default === false && row.is_default) {
+    throw ValidationError.body('is_default', 'A tenant always has a default marketplace: make another one the default instead');
+  }
 }
