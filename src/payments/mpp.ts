@@ -150,31 +150,10 @@ export class MppGateway {
    * already paid. Throws a PaymentRefusal, or a BadGatewayError when the RPC cannot be reached.
    */
   async accept(wallet: PaymentWallet, terms: PaymentTerms, header: string, caller: PaymentCaller): Promise<AcceptedPayment> {
-    let credential: Credential.Credential;
-    try {
-      credential = Credential.deserialize(header);
-    } catch {
-      throw new PaymentRefusal('The X-Payment header is not a Payment credential');
-    }
+    const credential = parseCredential(header);
     const { challenge } = credential;
-    if (!Challenge.verify(challenge, { secretKey: wallet.challenge_secret })) {
-      throw new PaymentRefusal("The payment's challenge was not issued by this endpoint's owner");
-    }
-    if (challenge.method !== 'tempo' || challenge.intent !== 'charge') throw new PaymentRefusal('Only Tempo charge payments are accepted');
-    if (challenge.realm !== terms.realm)
-      throw new PaymentRefusal(`The payment's challenge was issued for another endpoint ('${challenge.realm}')`);
-    const expected = PaymentRequest.fromMethod(Methods.charge, requestInput(wallet, terms.amount));
-    if (PaymentRequest.serialize(challenge.request) !== PaymentRequest.serialize(expected)) {
-      throw new PaymentRefusal(
-        `The payment is not for what this query costs now ($${formatUsd(terms.amount)} to ${wallet.wallet_address})`,
-      );
-    }
-    const payload = credential.payload as { type?: unknown; signature?: unknown };
-    // A transaction the consumer broadcast itself (`hash`) would be paid before the answer exists.
-    if (payload?.type !== 'transaction' || typeof payload.signature !== 'string' || !/^0x[0-9a-fA-F]+$/.test(payload.signature)) {
-      throw new PaymentRefusal('The payment must carry a signed transaction (payload type "transaction")');
-    }
-    const signed = payload.signature as Hex;
+    checkChallenge(challenge, wallet, terms);
+    const signed = signedTransaction(credential);
     const transaction = decodeTransaction(signed);
     checkTransfer(transaction, wallet, terms);
     // Nodes hash the canonical encoding: broadcast that one, so that the hash knode keeps is the node's
@@ -431,4 +410,36 @@ function translate(error: unknown, refusal: string): Error {
 
 function firstLine(text: string): string {
   return text.split('\n')[0]?.trim() ?? text;
+}
+
+function parseCredential(header: string): Credential.Credential {
+  try {
+    return Credential.deserialize(header);
+  } catch {
+    throw new PaymentRefusal('The X-Payment header is not a Payment credential');
+  }
+}
+
+/** The challenge a credential answers: issued by this tenant (HMAC), a Tempo charge, for this endpoint, for what this query costs. */
+function checkChallenge(challenge: Credential.Credential['challenge'], wallet: PaymentWallet, terms: PaymentTerms): void {
+  if (!Challenge.verify(challenge, { secretKey: wallet.challenge_secret })) {
+    throw new PaymentRefusal("The payment's challenge was not issued by this endpoint's owner");
+  }
+  if (challenge.method !== 'tempo' || challenge.intent !== 'charge') throw new PaymentRefusal('Only Tempo charge payments are accepted');
+  if (challenge.realm !== terms.realm)
+    throw new PaymentRefusal(`The payment's challenge was issued for another endpoint ('${challenge.realm}')`);
+  const expected = PaymentRequest.fromMethod(Methods.charge, requestInput(wallet, terms.amount));
+  if (PaymentRequest.serialize(challenge.request) !== PaymentRequest.serialize(expected)) {
+    throw new PaymentRefusal(`The payment is not for what this query costs now ($${formatUsd(terms.amount)} to ${wallet.wallet_address})`);
+  }
+}
+
+/** The signed transaction a credential carries. */
+function signedTransaction(credential: Credential.Credential): Hex {
+  const payload = credential.payload as { type?: unknown; signature?: unknown };
+  // A transaction the consumer broadcast itself (`hash`) would be paid before the answer exists.
+  if (payload?.type !== 'transaction' || typeof payload.signature !== 'string' || !/^0x[0-9a-fA-F]+$/.test(payload.signature)) {
+    throw new PaymentRefusal('The payment must carry a signed transaction (payload type "transaction")');
+  }
+  return payload.signature as Hex;
 }
