@@ -1,6 +1,6 @@
 import { BaseError } from 'viem';
 import type { SettlementEntry, SettlementJournal } from './settlement-journal.ts';
-import { PATH_USD, type RpcFetcher, TempoRpc, verdictOf } from './tempo.ts';
+import { PATH_USD, type RpcFetcher, type RpcReceipt, TempoRpc, verdictOf } from './tempo.ts';
 
 /**
  * Finishes the settlements the query that made them could not (API-CONTRACT 10.3 point 6): a receipt that
@@ -102,38 +102,45 @@ export class SettlementReconciler {
     if (entry.state === 'sending' && !earlier) return; // being sent right now
     const rpc = new TempoRpc({ rpcUrl: entry.rpc_url, testnet: entry.testnet, fetch: await this.deps.outbound(entry.tenant_id) });
     const receipt = await rpc.receipt(entry.transaction_hash);
-    if (receipt) {
-      const verdict = verdictOf(receipt, { currency: PATH_USD, from: entry.payer, to: entry.recipient, amount: entry.amount });
-      if (verdict.status === 'confirmed') {
-        await journal.confirmed(entry.challenge_id);
-        this.deps.log.info({ challenge: entry.challenge_id, transaction: entry.transaction_hash }, 'a pending payment was confirmed');
-      } else {
-        await journal.failed(entry.challenge_id, verdict.reason);
-        if (entry.usage_written) await this.deps.paymentFailed(entry, verdict.reason);
-        this.deps.log.warn({ challenge: entry.challenge_id, reason: verdict.reason }, 'a pending payment failed on chain');
-      }
-      return;
-    }
+    if (receipt) return this.recordReceipt(entry, receipt);
     const known = await rpc.knows(entry.transaction_hash);
-    if (entry.state === 'sending') {
-      if (known) {
-        await journal.sent(entry.challenge_id);
-      } else {
-        await journal.release(entry.challenge_id);
-        this.deps.log.info({ challenge: entry.challenge_id }, 'released a payment the node never received (its process stopped)');
-      }
-      return;
+    if (entry.state === 'sending') return this.settleSending(entry, known);
+    if (!known) await this.resend(entry, rpc);
+  }
+
+  /** The chain has the transaction: the payment is confirmed, or failed (and its usage row says so). */
+  private async recordReceipt(entry: SettlementEntry, receipt: RpcReceipt): Promise<void> {
+    const verdict = verdictOf(receipt, { currency: PATH_USD, from: entry.payer, to: entry.recipient, amount: entry.amount });
+    if (verdict.status === 'confirmed') {
+      await this.deps.journal.confirmed(entry.challenge_id);
+      this.deps.log.info({ challenge: entry.challenge_id, transaction: entry.transaction_hash }, 'a pending payment was confirmed');
+    } else {
+      await this.deps.journal.failed(entry.challenge_id, verdict.reason);
+      if (entry.usage_written) await this.deps.paymentFailed(entry, verdict.reason);
+      this.deps.log.warn({ challenge: entry.challenge_id, reason: verdict.reason }, 'a pending payment failed on chain');
     }
-    if (!known) {
-      try {
-        await rpc.send(entry.raw_transaction);
-      } catch (error) {
-        if (!(error instanceof BaseError)) throw error;
-        // The node refuses the very transaction it took before (its nonce was spent otherwise): it paid nothing.
-        const reason = `The payment transaction ${entry.transaction_hash} was dropped: ${error.shortMessage}`;
-        await journal.failed(entry.challenge_id, reason);
-        if (entry.usage_written) await this.deps.paymentFailed(entry, reason);
-      }
+  }
+
+  /** A payment a stopped process was sending: sent when the node knows it, released when it never received it. */
+  private async settleSending(entry: SettlementEntry, known: boolean): Promise<void> {
+    if (known) {
+      await this.deps.journal.sent(entry.challenge_id);
+    } else {
+      await this.deps.journal.release(entry.challenge_id);
+      this.deps.log.info({ challenge: entry.challenge_id }, 'released a payment the node never received (its process stopped)');
+    }
+  }
+
+  /** A sent payment the node has forgotten is sent again; one the node refuses failed. */
+  private async resend(entry: SettlementEntry, rpc: TempoRpc): Promise<void> {
+    try {
+      await rpc.send(entry.raw_transaction);
+    } catch (error) {
+      if (!(error instanceof BaseError)) throw error;
+      // The node refuses the very transaction it took before (its nonce was spent otherwise): it paid nothing.
+      const reason = `The payment transaction ${entry.transaction_hash} was dropped: ${error.shortMessage}`;
+      await this.deps.journal.failed(entry.challenge_id, reason);
+      if (entry.usage_written) await this.deps.paymentFailed(entry, reason);
     }
   }
 }
