@@ -69,45 +69,82 @@ export function tooComplex(size: number): string {
  * a pattern is compiled only when this estimate is within bounds; its real size is checked after.
  */
 export function estimatedProgramSize(pattern: string): number {
-  const frames = [{ total: 0, last: 0 }];
-  const top = () => frames[frames.length - 1] as { total: number; last: number };
-  const atom = (size: number) => {
-    top().total += size;
-    top().last = size;
-  };
+  const tally = new ProgramSizeTally();
   let i = 0;
-  while (i < pattern.length) {
+  while (i < pattern.length) i = tally.read(pattern, i);
+  return tally.total();
+}
+
+/** The running estimate of estimatedProgramSize: one frame per open group, each with its size and its last item's. */
+class ProgramSizeTally {
+  private readonly frames = [{ total: 0, last: 0 }];
+
+  /** Counts the item at `i` and says where the next one starts. */
+  read(pattern: string, i: number): number {
     const character = pattern[i];
     if (character === '\\') {
-      // \x{...}, \p{...} and \P{...} hold braces that are not repetitions.
-      const braced = 'xpP'.includes(pattern[i + 1] ?? '') && pattern[i + 2] === '{';
-      const end = braced ? pattern.indexOf('}', i + 3) : -1;
-      i = braced ? (end < 0 ? pattern.length : end + 1) : i + 2;
-      atom(1);
-    } else if (character === '[') {
-      i = classEnd(pattern, i) + 1;
-      atom(1);
-    } else if (character === '(') {
-      frames.push({ total: 0, last: 0 });
-      i++;
-    } else if (character === ')') {
-      const group = frames.length > 1 ? frames.pop() : undefined;
-      atom((group?.total ?? 0) + 2);
-      i++;
-    } else if (character === '{' && /^\{\d+(,\d*)?\}/.test(pattern.slice(i, i + 12))) {
-      const [text, min, comma, max] = /^\{(\d+)(,(\d*))?\}/.exec(pattern.slice(i, i + 12)) as RegExpExecArray;
-      const times = Math.max(1, comma === undefined ? Number(min) : max === '' ? Number(min) + 1 : Number(max));
-      const repeated = top().last * times + times;
-      top().total += repeated - top().last;
-      top().last = repeated;
-      i += text.length;
-    } else {
-      atom(1);
-      i++;
+      this.atom(1);
+      return escapeEnd(pattern, i);
     }
+    if (character === '[') {
+      this.atom(1);
+      return classEnd(pattern, i) + 1;
+    }
+    if (character === '(') {
+      this.frames.push({ total: 0, last: 0 });
+      return i + 1;
+    }
+    if (character === ')') {
+      const group = this.frames.length > 1 ? this.frames.pop() : undefined;
+      this.atom((group?.total ?? 0) + 2);
+      return i + 1;
+    }
+    const counted = character === '{' ? countedRepetition(pattern, i) : undefined;
+    if (counted) {
+      this.repeatLast(counted.times);
+      return i + counted.length;
+    }
+    this.atom(1);
+    return i + 1;
   }
-  while (frames.length > 1) atom((frames.pop()?.total ?? 0) + 2);
-  return top().total;
+
+  /** The whole pattern's estimate, groups left open closed. */
+  total(): number {
+    while (this.frames.length > 1) this.atom((this.frames.pop()?.total ?? 0) + 2);
+    return this.top().total;
+  }
+
+  private top(): { total: number; last: number } {
+    return this.frames[this.frames.length - 1] as { total: number; last: number };
+  }
+
+  private atom(size: number): void {
+    this.top().total += size;
+    this.top().last = size;
+  }
+
+  private repeatLast(times: number): void {
+    const repeated = this.top().last * times + times;
+    this.top().total += repeated - this.top().last;
+    this.top().last = repeated;
+  }
+}
+
+/** Where an escape starting at `start` ends: \x{...}, \p{...} and \P{...} hold braces that are not repetitions. */
+function escapeEnd(pattern: string, start: number): number {
+  const braced = 'xpP'.includes(pattern[start + 1] ?? '') && pattern[start + 2] === '{';
+  if (!braced) return start + 2;
+  const end = pattern.indexOf('}', start + 3);
+  return end < 0 ? pattern.length : end + 1;
+}
+
+/** A counted repetition ({2}, {2,}, {2,5}) at `start`: its length in the pattern and the most times it repeats (at least 1). */
+function countedRepetition(pattern: string, start: number): { length: number; times: number } | undefined {
+  const match = /^\{(\d+)(,(\d*))?\}/.exec(pattern.slice(start, start + 12));
+  if (!match) return undefined;
+  const [text, min, comma, max] = match;
+  const times = Math.max(1, comma === undefined ? Number(min) : max === '' ? Number(min) + 1 : Number(max));
+  return { length: text.length, times };
 }
 
 /** Where a character class opened at `start` closes (a `]` first is literal, `[:alpha:]` is one item). */
