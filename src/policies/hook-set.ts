@@ -49,23 +49,37 @@ export class PolicyHooks {
 
     const hooks: PolicyHook[] = [];
     for (const policy of policies) {
-      if (policy.policy_type === 'access') {
-        hooks.push(new AccessHook(policy.configuration));
-      } else if (policy.policy_type === 'rate_limit') {
-        // All rate limits are one hook: they are checked and counted together.
-        if (policy === rateLimits[0]) hooks.push(new RateLimitHook(this.deps.windows, rateLimits));
-      } else if (policy.policy_type === 'mpp') {
-        // All prices are one hook too: the caller's tier is the first that applies to it.
-        if (policy === prices[0]) hooks.push(new MppHook(prices, this.deps.payments));
-      } else if (policy.policy_type === 'pii_filter') {
-        // One filter however many policies: one call of the model, with every policy's instructions.
-        if (policy === filters[0]) hooks.push(new PiiFilterHook(filters));
-      } else {
-        hooks.push(new AccountingHook(policy.configuration, await this.deps.accounting.accountingFor(tenant)));
-      }
+      const hook = await this.hookOf(policy, { rateLimits, prices, filters }, tenant);
+      if (hook) hooks.push(hook);
     }
     return new HookSet(hooks);
   }
+
+  /** One policy's hook; a policy whose type has one hook for all is built once, at the first of them (undefined after). */
+  private async hookOf(policy: PolicyRecord, grouped: GroupedPolicies, tenant: Tenant): Promise<PolicyHook | undefined> {
+    switch (policy.policy_type) {
+      case 'access':
+        return new AccessHook(policy.configuration);
+      case 'rate_limit':
+        // All rate limits are one hook: they are checked and counted together.
+        return policy === grouped.rateLimits[0] ? new RateLimitHook(this.deps.windows, grouped.rateLimits) : undefined;
+      case 'mpp':
+        // All prices are one hook too: the caller's tier is the first that applies to it.
+        return policy === grouped.prices[0] ? new MppHook(grouped.prices, this.deps.payments) : undefined;
+      case 'pii_filter':
+        // One filter however many policies: one call of the model, with every policy's instructions.
+        return policy === grouped.filters[0] ? new PiiFilterHook(grouped.filters) : undefined;
+      default:
+        return new AccountingHook(policy.configuration, await this.deps.accounting.accountingFor(tenant));
+    }
+  }
+}
+
+/** The policies of the types built as one hook for all of them. */
+interface GroupedPolicies {
+  rateLimits: PolicyOfType<'rate_limit'>[];
+  prices: PolicyOfType<'mpp'>[];
+  filters: PolicyOfType<'pii_filter'>[];
 }
 
 /**
