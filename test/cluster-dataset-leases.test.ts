@@ -23,19 +23,25 @@ const TTL_MS = 1_000;
 
 class RecordingEngine implements DatasetIngestion {
   readonly calls: string[] = [];
+  constructor(private readonly name = '') {}
   async start(datasetId: string): Promise<void> {
     this.calls.push(`start ${datasetId}`);
   }
   async stop(datasetId: string, status: 'stopped' | null = 'stopped'): Promise<void> {
     this.calls.push(`stop ${datasetId} ${status}`);
+    everything.push(`${this.name} stop ${datasetId} ${status}`);
   }
   async remove(datasetId: string): Promise<void> {
     this.calls.push(`remove ${datasetId}`);
+    everything.push(`${this.name} remove ${datasetId}`);
   }
   async reindex(datasetId: string): Promise<void> {
     this.calls.push(`reindex ${datasetId}`);
   }
 }
+
+/** Every replica's stops and removals, in the order they happened. */
+const everything: string[] = [];
 
 const quiet = { warn: () => undefined, info: () => undefined };
 
@@ -112,7 +118,7 @@ describe('two replicas on one PostgreSQL', () => {
     const leases = new PostgresLeases(pool.db, { holder, ttlMs: TTL_MS, ...(clock ? { clock } : {}) });
     const changes = new PostgresChangeLog(pool.db, { url: postgres.url, pollEveryMs: 200 });
     await changes.start();
-    const engine = new RecordingEngine();
+    const engine = new RecordingEngine(holder);
     const datasets = new LeasedDatasets({ leases, changes, engine, activeDatasets: async () => [], log: quiet, announces: true });
     return {
       leases,
@@ -156,6 +162,25 @@ describe('two replicas on one PostgreSQL', () => {
       expect(b.engine.calls.at(-1)).toBe(`start ${DATASET}`);
       await Bun.sleep(300);
       expect(a.engine.calls.filter((call) => call === `start ${DATASET}`)).toHaveLength(1);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
+  test('a dataset deleted through the other replica is dropped only once its holder stopped it', async () => {
+    const [poolA, poolB] = pools as [OpenedPostgres, OpenedPostgres];
+    const dataset = '3f1c8f0e-0000-4000-8000-000000000003';
+    const a = await replica('a4', poolA);
+    const b = await replica('b4', poolB);
+    try {
+      await a.datasets.start(dataset);
+      await waitFor('B keeping the dataset', async () => b.datasets.keeps(dataset));
+      everything.length = 0;
+      await b.datasets.remove(dataset);
+      expect(everything).toEqual([`a4 stop ${dataset} null`, `b4 remove ${dataset}`]);
+      expect(a.datasets.keeps(dataset)).toBe(false);
+      expect(b.datasets.keeps(dataset)).toBe(false);
     } finally {
       await a.close();
       await b.close();

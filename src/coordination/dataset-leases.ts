@@ -1,6 +1,6 @@
 import type { ChangeEntry, ChangeLog } from './change-log.ts';
 import { keepLease, type LeaseKeeping } from './lease-keeper.ts';
-import type { Leases } from './leases.ts';
+import { DEFAULT_LEASE_TTL_MS, type Lease, type Leases } from './leases.ts';
 
 /**
  * Which replica ingests a dataset: the one holding the lease `dataset:<id>` runs its watcher, scans, keyword
@@ -71,14 +71,44 @@ export class LeasedDatasets implements DatasetIngestion {
   }
 
   async stop(datasetId: string, status: 'stopped' | null = 'stopped'): Promise<void> {
-    await this.stopHere(datasetId, status);
+    await this.deps.engine.stop(datasetId, status);
     await this.tell('dataset.stopped', datasetId);
+    await this.forget(datasetId);
   }
 
+  /**
+   * Before the dataset is deleted: its runtime stops wherever it runs, then its index is dropped. The holder
+   * elsewhere is told first and releases the lease once stopped; the index is dropped under that lease (or once
+   * a dead holder's lapsed), so that no runtime writes to tables being dropped.
+   */
   async remove(datasetId: string): Promise<void> {
+    const kept = this.kept.get(datasetId);
+    await kept?.firstAttempt;
+    if (kept?.keeping.lease) {
+      await this.deps.engine.remove(datasetId);
+      await this.tell('dataset.stopped', datasetId);
+      await this.forget(datasetId);
+      return;
+    }
     await this.forget(datasetId);
-    await this.deps.engine.remove(datasetId);
     await this.tell('dataset.stopped', datasetId);
+    const lease = await this.leaseOnceFree(datasetId);
+    try {
+      await this.deps.engine.remove(datasetId);
+    } finally {
+      await lease?.release();
+    }
+  }
+
+  /** Takes the dataset's lease as soon as its holder lets it go; undefined if still held after a TTL (dropped anyway). */
+  private async leaseOnceFree(datasetId: string): Promise<Lease | undefined> {
+    const deadline = Date.now() + DEFAULT_LEASE_TTL_MS + 1_000;
+    for (;;) {
+      const acquisition = await this.deps.leases.acquire(datasetLeaseName(datasetId));
+      if (acquisition.acquired) return acquisition.lease;
+      if (Date.now() >= deadline) return undefined;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(acquisition.retryInMs + 50, 250, deadline - Date.now())));
+    }
   }
 
   /** The holder reindexes: here when this replica holds the lease, otherwise the holder once it hears of it. */
@@ -118,12 +148,16 @@ export class LeasedDatasets implements DatasetIngestion {
     if (kept.keeping.lease) await this.deps.engine.start(datasetId);
   }
 
-  private async stopHere(datasetId: string, status: 'stopped' | null): Promise<void> {
+  /**
+   * Another replica stopped the dataset (and wrote its status): the runtime stops here, then the lease is
+   * released, and not before, so that no replica takes the dataset up while it still runs here.
+   */
+  private async stopHeard(datasetId: string): Promise<void> {
+    await this.deps.engine.stop(datasetId, null);
     await this.forget(datasetId);
-    await this.deps.engine.stop(datasetId, status);
   }
 
-  /** Stops asking for the dataset's lease, releasing it if held (its runtime stops with it). */
+  /** Stops asking for the dataset's lease, releasing it if held (whoever calls it stopped the runtime first). */
   private async forget(datasetId: string): Promise<void> {
     const kept = this.kept.get(datasetId);
     if (!kept) return;
@@ -201,7 +235,7 @@ export class LeasedDatasets implements DatasetIngestion {
         return;
       case 'dataset.stopped':
         // The status was written by the replica that stopped (or removed) it: only the runtime stops here.
-        void this.stopHere(datasetId, null).catch(this.failed(entry));
+        void this.stopHeard(datasetId).catch(this.failed(entry));
         return;
       case 'dataset.reindex':
         if (this.holds(datasetId)) void this.deps.engine.reindex(datasetId).catch(this.failed(entry));
