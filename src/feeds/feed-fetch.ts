@@ -42,46 +42,66 @@ export async function fetchFeed(feedUrl: string, validators: FeedValidators, opt
   for (let hop = 0; ; hop++) {
     const refused = feedUrlRefusal(url);
     if (refused) throw new FeedFetchError(hop === 0 ? refused : `redirected to ${url.toString()}: ${refused}`);
-    const headers: Record<string, string> = {
-      accept: 'application/rss+xml, application/atom+xml, application/rdf+xml, application/xml;q=0.9, text/xml;q=0.8, */*;q=0.5',
-    };
-    if (validators.etag) headers['if-none-match'] = validators.etag;
-    if (validators.lastModified) headers['if-modified-since'] = validators.lastModified;
-    let response: Response;
-    try {
-      response = await options.fetch(url.toString(), {
-        headers,
-        signal: options.signal,
-        ...(options.tls ? { tls: options.tls } : {}),
-      } as RequestInit);
-    } catch (error) {
-      throw new FeedFetchError(`${url.host}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-    }
+    const response = await call(url, validators, options);
     if (response.status === 304) {
-      await response.body?.cancel().catch(() => undefined);
+      await discard(response);
       return { unchanged: true };
     }
-    const location = response.headers.get('location');
-    if (response.status >= 300 && response.status < 400 && location) {
-      await response.body?.cancel().catch(() => undefined);
+    const next = redirectOf(response, url);
+    if (next) {
+      await discard(response);
       if (hop + 1 >= MAX_HOPS) throw new FeedFetchError(`more than ${MAX_HOPS} redirects`);
-      try {
-        url = new URL(location, url);
-      } catch {
-        throw new FeedFetchError(`redirected to an address that is not a URL: ${location.slice(0, 200)}`);
-      }
+      url = next;
       continue;
     }
-    if (!response.ok) {
-      await response.body?.cancel().catch(() => undefined);
-      throw new FeedFetchError(`${url.host} answered ${response.status}${response.statusText ? ` ${response.statusText}` : ''}`);
-    }
-    let body: string;
-    try {
-      body = await response.text();
-    } catch (error) {
-      throw new FeedFetchError(`${url.host}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-    }
-    return { unchanged: false, body, etag: response.headers.get('etag'), lastModified: response.headers.get('last-modified') };
+    return read(response, url);
   }
+}
+
+/** One GET through the outbound module, conditional on what the last answer said. */
+async function call(url: URL, validators: FeedValidators, options: FeedFetchOptions): Promise<Response> {
+  const headers: Record<string, string> = {
+    accept: 'application/rss+xml, application/atom+xml, application/rdf+xml, application/xml;q=0.9, text/xml;q=0.8, */*;q=0.5',
+  };
+  if (validators.etag) headers['if-none-match'] = validators.etag;
+  if (validators.lastModified) headers['if-modified-since'] = validators.lastModified;
+  const init = { headers, signal: options.signal, ...(options.tls ? { tls: options.tls } : {}) };
+  try {
+    return await options.fetch(url.toString(), init as RequestInit);
+  } catch (error) {
+    throw new FeedFetchError(`${url.host}: ${errorText(error)}`, { cause: error });
+  }
+}
+
+/** Where a redirect leads (resolved against the URL asked), or undefined when the answer is not one. */
+function redirectOf(response: Response, url: URL): URL | undefined {
+  const location = response.headers.get('location');
+  if (response.status < 300 || response.status >= 400 || !location) return undefined;
+  try {
+    return new URL(location, url);
+  } catch {
+    throw new FeedFetchError(`redirected to an address that is not a URL: ${location.slice(0, 200)}`);
+  }
+}
+
+/** The feed document of a successful answer, with the validators for the next poll. */
+async function read(response: Response, url: URL): Promise<FeedAnswer> {
+  if (!response.ok) {
+    await discard(response);
+    throw new FeedFetchError(`${url.host} answered ${response.status}${response.statusText ? ` ${response.statusText}` : ''}`);
+  }
+  try {
+    const body = await response.text();
+    return { unchanged: false, body, etag: response.headers.get('etag'), lastModified: response.headers.get('last-modified') };
+  } catch (error) {
+    throw new FeedFetchError(`${url.host}: ${errorText(error)}`, { cause: error });
+  }
+}
+
+async function discard(response: Response): Promise<void> {
+  await response.body?.cancel().catch(() => undefined);
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

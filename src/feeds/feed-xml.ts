@@ -52,101 +52,122 @@ function localName(qualified: string): string {
 
 /** Parses a feed document into its root element; a document that is not well-formed enough fails with FeedFormatError. */
 export function parseXml(source: string): XmlElement {
-  const root: XmlElement = {
-    name: '#document',
-    qualified: '#document',
-    attributes: {},
-    children: [],
-    text: '',
-    innerStart: 0,
-    innerEnd: 0,
-  };
-  const stack: XmlElement[] = [root];
-  let elements = 0;
-  let at = 0;
-  const top = () => stack[stack.length - 1] as XmlElement;
-  const skipPast = (marker: string, what: string) => {
-    const end = source.indexOf(marker, at);
-    if (end < 0) throw new FeedFormatError(`unterminated ${what}`);
-    at = end + marker.length;
-    return end;
-  };
-  while (at < source.length) {
-    const open = source.indexOf('<', at);
-    if (open < 0) {
-      top().text += decodeEntities(source.slice(at));
-      break;
-    }
-    if (open > at) top().text += decodeEntities(source.slice(at, open));
-    at = open;
-    if (source.startsWith('<!--', at)) skipPast('-->', 'comment');
-    else if (source.startsWith('<![CDATA[', at)) {
-      const start = at + 9;
-      const end = skipPast(']]>', 'CDATA section');
-      top().text += source.slice(start, end);
-    } else if (source.startsWith('<?', at)) skipPast('?>', 'processing instruction');
-    else if (source.startsWith('<!', at)) skipDeclaration();
-    else if (source.startsWith('</', at)) {
-      const end = skipPast('>', 'end tag');
-      const name = source.slice(open + 2, end).trim();
-      const element = top();
-      if (stack.length === 1 || element.qualified !== name) throw new FeedFormatError(`unexpected </${name}>`);
-      element.innerEnd = open;
-      stack.pop();
-    } else openElement();
-  }
-  if (stack.length > 1) throw new FeedFormatError(`<${top().qualified}> is never closed`);
-  const first = root.children[0];
-  if (!first) throw new FeedFormatError('no root element');
-  return first;
+  return new XmlReader(source).read();
+}
 
-  function skipDeclaration(): void {
-    // <!DOCTYPE name [ ...internal subset... ]>: skipped whole, brackets included; nothing in it is defined.
+/** One pass over a document: `at` moves through it, the stack holds the elements open there. */
+class XmlReader {
+  private readonly root: XmlElement = newElement('#document', {}, 0);
+  private readonly stack: XmlElement[] = [this.root];
+  private elements = 0;
+  private at = 0;
+
+  constructor(private readonly source: string) {}
+
+  read(): XmlElement {
+    const { source } = this;
+    while (this.at < source.length) {
+      const open = source.indexOf('<', this.at);
+      if (open < 0) {
+        this.top().text += decodeEntities(source.slice(this.at));
+        break;
+      }
+      if (open > this.at) this.top().text += decodeEntities(source.slice(this.at, open));
+      this.at = open;
+      this.markup();
+    }
+    if (this.stack.length > 1) throw new FeedFormatError(`<${this.top().qualified}> is never closed`);
+    const first = this.root.children[0];
+    if (!first) throw new FeedFormatError('no root element');
+    return first;
+  }
+
+  /** What starts with `<` at `at`: a comment, CDATA, a processing instruction, a declaration, an end tag or an element. */
+  private markup(): void {
+    const { source, at } = this;
+    if (source.startsWith('<!--', at)) this.skipPast('-->', 'comment');
+    else if (source.startsWith('<![CDATA[', at)) {
+      const end = this.skipPast(']]>', 'CDATA section');
+      this.top().text += source.slice(at + 9, end);
+    } else if (source.startsWith('<?', at)) this.skipPast('?>', 'processing instruction');
+    else if (source.startsWith('<!', at)) this.skipDeclaration();
+    else if (source.startsWith('</', at)) this.closeElement();
+    else this.openElement();
+  }
+
+  private top(): XmlElement {
+    return this.stack[this.stack.length - 1] as XmlElement;
+  }
+
+  /** Moves past the next `marker`; returns where it starts. */
+  private skipPast(marker: string, what: string): number {
+    const end = this.source.indexOf(marker, this.at);
+    if (end < 0) throw new FeedFormatError(`unterminated ${what}`);
+    this.at = end + marker.length;
+    return end;
+  }
+
+  /** <!DOCTYPE name [ ...internal subset... ]>: skipped whole, brackets included; nothing in it is defined. */
+  private skipDeclaration(): void {
     let depth = 0;
-    for (let i = at + 2; i < source.length; i++) {
-      const char = source[i];
+    for (let i = this.at + 2; i < this.source.length; i++) {
+      const char = this.source[i];
       if (char === '[') depth++;
       else if (char === ']') depth--;
       else if (char === '>' && depth <= 0) {
-        at = i + 1;
+        this.at = i + 1;
         return;
       }
     }
     throw new FeedFormatError('unterminated declaration');
   }
 
-  function openElement(): void {
-    NAME.lastIndex = at + 1;
+  private closeElement(): void {
+    const open = this.at;
+    const end = this.skipPast('>', 'end tag');
+    const name = this.source.slice(open + 2, end).trim();
+    const element = this.top();
+    if (this.stack.length === 1 || element.qualified !== name) throw new FeedFormatError(`unexpected </${name}>`);
+    element.innerEnd = open;
+    this.stack.pop();
+  }
+
+  private openElement(): void {
+    const { source } = this;
+    NAME.lastIndex = this.at + 1;
     const name = NAME.exec(source)?.[0];
     if (!name) throw new FeedFormatError('an element without a name');
-    let cursor = at + 1 + name.length;
-    const attributes: Record<string, string> = {};
-    for (;;) {
-      ATTRIBUTE.lastIndex = cursor;
-      const attribute = ATTRIBUTE.exec(source);
-      if (!attribute) break;
-      const [whole, key, quoted] = attribute as unknown as [string, string, string];
-      attributes[localName(key)] = decodeEntities(quoted.slice(1, -1));
-      cursor += whole.length;
-    }
-    while (cursor < source.length && /\s/.test(source[cursor] as string)) cursor++;
-    const selfClosing = source.startsWith('/>', cursor);
-    if (!selfClosing && source[cursor] !== '>') throw new FeedFormatError(`malformed <${name}>`);
-    at = cursor + (selfClosing ? 2 : 1);
-    if (++elements > MAX_ELEMENTS) throw new FeedFormatError(`more than ${MAX_ELEMENTS} elements`);
-    if (stack.length > MAX_DEPTH) throw new FeedFormatError(`nested deeper than ${MAX_DEPTH} elements`);
-    const element: XmlElement = {
-      name: localName(name),
-      qualified: name,
-      attributes,
-      children: [],
-      text: '',
-      innerStart: at,
-      innerEnd: at,
-    };
-    top().children.push(element);
-    if (!selfClosing) stack.push(element);
+    const { attributes, end } = readAttributes(source, this.at + 1 + name.length);
+    const selfClosing = source.startsWith('/>', end);
+    if (!selfClosing && source[end] !== '>') throw new FeedFormatError(`malformed <${name}>`);
+    this.at = end + (selfClosing ? 2 : 1);
+    if (++this.elements > MAX_ELEMENTS) throw new FeedFormatError(`more than ${MAX_ELEMENTS} elements`);
+    if (this.stack.length > MAX_DEPTH) throw new FeedFormatError(`nested deeper than ${MAX_DEPTH} elements`);
+    const element = newElement(name, attributes, this.at);
+    this.top().children.push(element);
+    if (!selfClosing) this.stack.push(element);
   }
+}
+
+function newElement(qualified: string, attributes: Record<string, string>, innerStart: number): XmlElement {
+  const name = qualified === '#document' ? qualified : localName(qualified);
+  return { name, qualified, attributes, children: [], text: '', innerStart, innerEnd: innerStart };
+}
+
+/** The attributes from `cursor` on (local names, values decoded), and where the tag's end should be. */
+function readAttributes(source: string, cursor: number): { attributes: Record<string, string>; end: number } {
+  const attributes: Record<string, string> = {};
+  let at = cursor;
+  for (;;) {
+    ATTRIBUTE.lastIndex = at;
+    const attribute = ATTRIBUTE.exec(source);
+    if (!attribute) break;
+    const [whole, key, quoted] = attribute as unknown as [string, string, string];
+    attributes[localName(key)] = decodeEntities(quoted.slice(1, -1));
+    at += whole.length;
+  }
+  while (at < source.length && /\s/.test(source[at] as string)) at++;
+  return { attributes, end: at };
 }
 
 /** The first child named `name` (local name), if any. */

@@ -13,7 +13,7 @@ import type { ClaimedFile, FileRepository } from './files-repository.ts';
 import type { FolderSync } from './folder-sync.ts';
 import type { KeyedSourceHandle, KeyedSources } from './keyed-sources.ts';
 import { keyedQueue } from './keyed-sync.ts';
-import type { IngestionDatasets } from './ports.ts';
+import type { IngestedDataset, IngestionDatasets } from './ports.ts';
 import { ProgressLog } from './progress-log.ts';
 
 /**
@@ -22,6 +22,9 @@ import { ProgressLog } from './progress-log.ts';
  * no longer be read, and all stopped when knode closes. The parts of ingestion (folder-sync.ts,
  * claim-loop.ts, keyword-phase.ts, embedding-phase.ts) act on the runtimes registered here.
  */
+
+/** Where a keyed dataset's documents are read from: no folder, no roots (they are handed over as bytes). */
+const NO_FOLDER = { real: '', roots: [] as readonly string[] };
 
 /** How long closing waits for datasets still starting (loading their embedder). */
 const STARTING_WAIT_MS = 2_000;
@@ -152,17 +155,17 @@ export class DatasetRuntimes {
   }
 
   private async startNow(datasetId: string): Promise<void> {
-    const { datasets, files, store, config, log, closing, folders, embedding } = this.deps;
+    const { datasets, files, store, config, log, closing, embedding } = this.deps;
     const row = await datasets.getAnyTenant(datasetId);
     if (!row) return;
     await datasets.setStatus(datasetId, 'starting');
     let runtime: DatasetRuntime | undefined;
     try {
       const { configuration } = row;
-      const keyed = row.dtype !== undefined && this.deps.keyed?.handles(row.dtype) ? this.deps.keyed : undefined;
+      const keyed = this.keyedSourceOf(row);
       const configuredPath = keyed ? '' : configuration.ingestionPath;
       // A keyed dataset has no folder: its documents come from its source, read through `keyed`.
-      const folder = keyed ? { real: '', roots: [] } : await this.checkFolder(row.tenant_id, configuredPath);
+      const folder = keyed ? NO_FOLDER : await this.checkFolder(row.tenant_id, configuredPath);
       if ('refused' in folder) {
         log.warn({ dataset: datasetId, reason: folder.refused }, 'dataset folder refused');
         await datasets.setStatus(datasetId, 'error', folder.refused);
@@ -197,16 +200,7 @@ export class DatasetRuntimes {
         stopped: false,
         ...(keyed ? { keyed } : {}),
       };
-      if (keyed) {
-        this.runtimes.set(datasetId, runtime);
-        const queue = keyedQueue(runtime, { files, store, log, closing, queued: () => this.deps.kick() });
-        runtime.source = await keyed.open(row, queue);
-      } else {
-        // Watch first, then scan: a file saved while the scan runs is seen by one or the other.
-        runtime.watcher = await folders.watch(runtime);
-        this.runtimes.set(datasetId, runtime);
-        await folders.reconcile(runtime);
-      }
+      await this.openDocuments(runtime, row);
       if (runtime.stopped || closing.aborted) return; // stopped (or the engine closed) while the folder was scanned
       await embedding.resume(datasetId, runtime.lane);
       await datasets.setStatus(datasetId, 'running');
@@ -218,6 +212,28 @@ export class DatasetRuntimes {
       if (runtime) await this.shutDown(runtime, 'stopped');
       await datasets.setStatus(datasetId, 'error', `the dataset could not start: ${errorMessage(error)}`);
     }
+  }
+
+  /** The keyed source of a dataset whose documents are kept by key (an `rss` dataset's feeds), if it is one. */
+  private keyedSourceOf(row: IngestedDataset): KeyedSources | undefined {
+    return row.dtype !== undefined && this.deps.keyed?.handles(row.dtype) ? this.deps.keyed : undefined;
+  }
+
+  /**
+   * Registers the runtime and starts seeing its documents: a folder is watched, then scanned (a file saved
+   * while the scan runs is seen by one or the other); a keyed source (a feed's poller) is opened.
+   */
+  private async openDocuments(runtime: DatasetRuntime, row: IngestedDataset): Promise<void> {
+    const { files, store, log, closing, folders } = this.deps;
+    if (runtime.keyed) {
+      this.runtimes.set(runtime.datasetId, runtime);
+      const queue = keyedQueue(runtime, { files, store, log, closing, queued: () => this.deps.kick() });
+      runtime.source = await runtime.keyed.open(row, queue);
+      return;
+    }
+    runtime.watcher = await folders.watch(runtime);
+    this.runtimes.set(runtime.datasetId, runtime);
+    await folders.reconcile(runtime);
   }
 
   /**

@@ -55,25 +55,34 @@ export function FeedStatus(props: { dataset: Dataset }) {
             </thead>
             <tbody>
               {feeds.map((feed) => (
-                <tr key={feed.url} class={feed.error ? 'row-bad' : undefined}>
-                  <td class="path">
-                    {feed.url}
-                    {feed.error && <div class="error-text">{feed.error}</div>}
-                  </td>
-                  <td>
-                    <span class={`state state-${feed.error ? 'failed' : feed.succeeded_at ? 'indexed' : 'queued'}`}>
-                      {feed.error ? 'failing' : feed.succeeded_at ? 'read' : 'waiting'}
-                    </span>
-                  </td>
-                  <td class="num">{count(feed.items)}</td>
-                  <td class="nowrap">{feed.polled_at ? date(feed.polled_at) : '–'}</td>
-                </tr>
+                <FeedRow key={feed.url} feed={feed} />
               ))}
             </tbody>
           </table>
         </div>
       )}
     </section>
+  );
+}
+
+/** One feed: its URL (and why its last poll failed), its state, its items and when it was last polled. */
+function FeedRow(props: { feed: FeedState }) {
+  const { feed } = props;
+  const state = feed.error ? 'failing' : feed.succeeded_at ? 'read' : 'waiting';
+  // The file list's colours: failed, indexed, queued.
+  const tone = feed.error ? 'failed' : feed.succeeded_at ? 'indexed' : 'queued';
+  return (
+    <tr class={feed.error ? 'row-bad' : undefined}>
+      <td class="path">
+        {feed.url}
+        {feed.error && <div class="error-text">{feed.error}</div>}
+      </td>
+      <td>
+        <span class={`state state-${tone}`}>{state}</span>
+      </td>
+      <td class="num">{count(feed.items)}</td>
+      <td class="nowrap">{feed.polled_at ? date(feed.polled_at) : '–'}</td>
+    </tr>
   );
 }
 
