@@ -141,6 +141,18 @@ function toIssue(prefix: Location, error: ErrorObject): SchemaIssue {
  * there is one) says what is wrong. Never empty: a failure without errors is one issue at `prefix`.
  */
 export function schemaIssues(prefix: Location, errors: readonly ErrorObject[]): SchemaIssue[] {
+  // One issue per location: the first rule broken says enough (an empty name is not also "blank").
+  const byLoc = new Map<string, SchemaIssue>();
+  for (const issue of tellingErrors(errors).map((error) => toIssue(prefix, error))) {
+    const key = JSON.stringify(issue.loc);
+    if (!byLoc.has(key)) byLoc.set(key, issue);
+  }
+  const mapped = [...byLoc.values()];
+  return mapped.length > 0 ? mapped : [{ loc: [...prefix], msg: 'Invalid value', type: 'value_error' }];
+}
+
+/** The errors worth telling: those outside unions as they are, and of each union's branches the one that got furthest. */
+function tellingErrors(errors: readonly ErrorObject[]): ErrorObject[] {
   const unionPaths = new Set(errors.filter((e) => e.keyword === 'anyOf').map((e) => e.instancePath));
   // A branch that got inside the value (e.g. a list whose item is wrong) says more than "not a string".
   const wentDeeper = (path: string) => errors.some((e) => e.instancePath.startsWith(`${path}/`));
@@ -157,14 +169,7 @@ export function schemaIssues(prefix: Location, errors: readonly ErrorObject[]): 
     if (!previous || (previous.keyword === 'type' && error.keyword !== 'type')) chosen.set(error.instancePath, error);
   }
   result.push(...chosen.values());
-  // One issue per location: the first rule broken says enough (an empty name is not also "blank").
-  const byLoc = new Map<string, SchemaIssue>();
-  for (const issue of result.map((error) => toIssue(prefix, error))) {
-    const key = JSON.stringify(issue.loc);
-    if (!byLoc.has(key)) byLoc.set(key, issue);
-  }
-  const mapped = [...byLoc.values()];
-  return mapped.length > 0 ? mapped : [{ loc: [...prefix], msg: 'Invalid value', type: 'value_error' }];
+  return result;
 }
 
 // Configurations are JSON as sent: "5" is not a number, "true" is not a boolean.
