@@ -162,14 +162,45 @@ export interface CountedWord {
 /** Each word with how many chunks hold it; words that no chunk holds are left out (they cannot match). */
 export function countWords(sqlite: SqliteDatabase, tables: DatasetTables, words: readonly string[]): CountedWord[] {
   const stems = stemsOf(sqlite, words);
+  const counts = stemCounts(sqlite, tables);
   const documentsWith = sqlite.query(`SELECT doc FROM ${tables.vocabulary} WHERE term = ?`);
+  const chunksWith = (stem: string) => {
+    let chunks = counts.get(stem);
+    if (chunks === undefined) {
+      chunks = (documentsWith.get(stem) as { doc: number } | null)?.doc ?? 0;
+      counts.set(stem, chunks);
+    }
+    return chunks;
+  };
   return words
-    .map((word, index) => {
-      const wordStems = stems.get(index + 1) ?? [];
-      const chunks = Math.max(0, ...wordStems.map((stem) => (documentsWith.get(stem) as { doc: number } | null)?.doc ?? 0));
-      return { word, chunks };
-    })
+    .map((word, index) => ({ word, chunks: Math.max(0, ...(stems.get(index + 1) ?? []).map(chunksWith)) }))
     .filter((entry) => entry.chunks > 0);
+}
+
+/**
+ * Counting a stem's chunks reads all its postings (fts5vocab walks its whole doclist): for a common word at
+ * 100,000 chunks, more than the rest of the search, and more since every chunk also holds its document's lead
+ * (layout 3). Counts are kept per keyword table while the table is unchanged: FTS5 rewrites its structure
+ * record (row 10 of the table's `_data`) whenever rows are added or deleted, so a different record drops them.
+ * The costly words are the common ones, which many different questions share.
+ */
+const countsByDatabase = new WeakMap<SqliteDatabase, Map<string, { structure: string; counts: Map<string, number> }>>();
+/** Stems kept per keyword table (a few hundred kilobytes at most); past it, the table's counts start again. */
+const MAX_COUNTED_STEMS = 10_000;
+
+function stemCounts(sqlite: SqliteDatabase, tables: DatasetTables): Map<string, number> {
+  let tablesCounts = countsByDatabase.get(sqlite);
+  if (!tablesCounts) {
+    tablesCounts = new Map();
+    countsByDatabase.set(sqlite, tablesCounts);
+  }
+  const row = sqlite.query(`SELECT block FROM ${tables.keywords}_data WHERE id = 10`).get() as { block: Uint8Array } | null;
+  const structure = row ? Buffer.from(row.block).toString('base64') : '';
+  const kept = tablesCounts.get(tables.keywords);
+  if (kept && kept.structure === structure && kept.counts.size < MAX_COUNTED_STEMS) return kept.counts;
+  const counts = new Map<string, number>();
+  tablesCounts.set(tables.keywords, { structure, counts });
+  return counts;
 }
 
 /** The rarest words while their postings fit the budget; words in more than half of the chunks add nothing. */
