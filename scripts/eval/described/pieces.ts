@@ -3,8 +3,8 @@
  * today's, which USE-lite makes from the chunk's first 128 tokens? Reads the chunks of the described set's
  * index (run `run.ts` first), embeds each chunk whole and as window-sized pieces (at word boundaries), and
  * prints vector search's recall@1, recall@5 and MRR@10 per split, documents ranked by their best chunk, with a
- * chunk's similarity: its opening's cosine (today), the mean of its pieces' vectors, its best piece, the best
- * of both. Results are in the README ("Retrieval").
+ * chunk's similarity: its opening's cosine (today), the normalised mean of its pieces' vectors (plain, weighted
+ * by the pieces' lengths, or with the opening counted twice), its best piece, the best of both. Results are in the README ("Retrieval").
  *
  * Usage: bun scripts/eval/described/pieces.ts [--window 400]
  */
@@ -53,16 +53,26 @@ const chunkPieces = pieceTexts.map((list) => {
   return vectors;
 });
 const dot = (a: Float32Array, b: Float32Array) => a.reduce((sum, value, i) => sum + value * (b[i] as number), 0);
-const mean = chunkPieces.map((vectors) => {
-  const sum = new Float32Array(vectors[0]?.length ?? 0);
-  for (const vector of vectors) for (let i = 0; i < sum.length; i++) sum[i] = (sum[i] as number) + (vector[i] as number);
-  const norm = Math.hypot(...sum) || 1;
-  return sum.map((value) => value / norm);
-});
+/** The chunk's vector as the normalised weighted sum of its pieces' vectors (one vector per chunk, as stored today). */
+const pooled = (weight: (piece: string, index: number) => number) =>
+  chunkPieces.map((vectors, chunk) => {
+    const sum = new Float32Array(vectors[0]?.length ?? 0);
+    for (const [index, vector] of vectors.entries()) {
+      const w = weight((pieceTexts[chunk] as string[])[index] as string, index);
+      for (let i = 0; i < sum.length; i++) sum[i] = (sum[i] as number) + w * (vector[i] as number);
+    }
+    const norm = Math.hypot(...sum) || 1;
+    return sum.map((value) => value / norm);
+  });
+const mean = pooled(() => 1);
+const byLength = pooled((piece) => piece.length);
+const openingFirst = pooled((_, index) => (index === 0 ? 2 : 1));
 const questions = await embedder.embed(set.answerable.map((question) => question.question));
 const schemes: [string, (query: Float32Array, chunk: number) => number][] = [
   ['opening (today)', (query, chunk) => dot(query, whole[chunk] as Float32Array)],
   ['mean of pieces', (query, chunk) => dot(query, mean[chunk] as Float32Array)],
+  ['pieces weighted by length', (query, chunk) => dot(query, byLength[chunk] as Float32Array)],
+  ['opening twice, then pieces', (query, chunk) => dot(query, openingFirst[chunk] as Float32Array)],
   ['best piece', (query, chunk) => Math.max(...(chunkPieces[chunk] as Float32Array[]).map((vector) => dot(query, vector)))],
   [
     'best of opening and pieces',
