@@ -4,8 +4,9 @@ import type { Database } from '../db/schema.ts';
 import { type Clock, systemClock } from '../util/clock.ts';
 
 /**
- * The change log: what one replica changed that the others must act on (a dataset stopped or to be
- * reindexed, a marketplace or an endpoint changed), delivered to every replica's subscribers, the one that
+ * The change log: what one replica changed that the others must act on (a dataset started, stopped or to
+ * be reindexed: dataset-leases.ts; a marketplace connected or deleted: services.ts; `endpoint.changed` is
+ * not announced yet, since every replica reads endpoints from the database), delivered to every replica's subscribers, the one that
  * made the change included, in the order the changes were committed. The same contract on both engines:
  * `LocalChangeLog` below (a single SQLite node delivers in-process), `coordination/postgres/change-log.ts`
  * (cluster mode: a table written in the change's own transaction, NOTIFY as the wake-up).
