@@ -73,14 +73,8 @@ function Gate() {
   // Where the person must be: the first run's page, the login page, or where they were going.
   useEffect(() => {
     if (!status) return;
-    if (!status.has_users && !token) {
-      if (path !== '/setup') route('/setup', true);
-    } else if (!token) {
-      if (path !== '/login') route(path === '/' || PUBLIC_PAGES.has(path) ? '/login' : `/login?next=${encodeURIComponent(url)}`, true);
-    } else if (PUBLIC_PAGES.has(path)) {
-      const next = query.next;
-      route(next?.startsWith('/') && !next.startsWith('//') ? next : '/', true);
-    }
+    const destination = redirectFor(status, Boolean(token), path, url, query.next);
+    if (destination !== undefined) route(destination, true);
   }, [status, token, path]);
 
   if (statusError) {
@@ -93,17 +87,15 @@ function Gate() {
   if (!status) return <Loading />;
 
   if (!token) {
-    if (path === '/setup' && !status.has_users)
-      return (
-        <Setup
-          registrationOpen={status.registration_open}
-          onDone={() => {
-            void loadStatus();
-          }}
-        />
-      );
-    if (path === '/login') return <Login />;
-    return <Loading />;
+    return (
+      <SignedOut
+        status={status}
+        path={path}
+        onSetupDone={() => {
+          void loadStatus();
+        }}
+      />
+    );
   }
   if (!me) return <Loading what="your account" />;
   return (
@@ -125,6 +117,29 @@ function Gate() {
       </Router>
     </Layout>
   );
+}
+
+/**
+ * Where a visitor must go, or undefined to stay: the first run's page while there is no user, the login page
+ * without a token (with the page to return to), and from a public page with a token to where they were going.
+ */
+function redirectFor(status: SetupStatus, signedIn: boolean, path: string, url: string, next: string | undefined): string | undefined {
+  if (!status.has_users && !signedIn) return path !== '/setup' ? '/setup' : undefined;
+  if (!signedIn) {
+    if (path === '/login') return undefined;
+    return path === '/' || PUBLIC_PAGES.has(path) ? '/login' : `/login?next=${encodeURIComponent(url)}`;
+  }
+  if (!PUBLIC_PAGES.has(path)) return undefined;
+  return next?.startsWith('/') && !next.startsWith('//') ? next : '/';
+}
+
+/** Without a token: the first run's page, the login page, or a wait while the redirect happens. */
+function SignedOut(props: { status: SetupStatus; path: string; onSetupDone: () => void }) {
+  if (props.path === '/setup' && !props.status.has_users) {
+    return <Setup registrationOpen={props.status.registration_open} onDone={props.onSetupDone} />;
+  }
+  if (props.path === '/login') return <Login />;
+  return <Loading />;
 }
 
 const NAV = [
