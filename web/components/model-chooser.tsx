@@ -16,6 +16,30 @@ function isHttpUrl(text: string): boolean {
   }
 }
 
+/**
+ * What the chooser says of the discovery: a hint while asking or when there is nothing to list, and an unreachable
+ * server as a problem to fix (its address, or starting it), said beside the control, not as a hint.
+ */
+function discoveryMessages(
+  loading: boolean,
+  found: DiscoveredModels | undefined,
+  typed: boolean,
+  list: DiscoveredModels['models'] | undefined,
+): { status?: string; unreachable?: string } {
+  if (loading) return { status: 'Asking the server for its models…' };
+  if (found && !found.reachable) {
+    if (!typed)
+      return { status: `Give your server's base URL (Ollama: ${OLLAMA_URL}), or an API key for OpenAI: its models are listed here.` };
+    const reason = found.error ? ` (${found.error})` : '';
+    return {
+      unreachable: `knode cannot get the list of models from ${found.base_url}${reason}. Check that the server is running, its base URL (Ollama: ${OLLAMA_URL}) and its API key, then load the list again.`,
+    };
+  }
+  if (found?.reachable && found.models.length === 0) return { status: 'The server lists no model: type its name.' };
+  if (list) return { status: `${list.length} models on ${found?.base_url}.` };
+  return {};
+}
+
 /** Asks the server at `baseUrl` for its models (`POST /api/v1/models/discover`); never throws for a dead server. */
 export function discover(baseUrl: string, apiKey?: string): Promise<DiscoveredModels> {
   return post<DiscoveredModels>('/models/discover', { base_url: baseUrl, ...(apiKey ? { api_key: apiKey } : {}) });
@@ -57,23 +81,9 @@ export function ModelChooser(props: WidgetProps) {
   }, [settled, attempt]);
 
   const list = found?.reachable && found.models.length > 0 && !typing ? found.models : undefined;
-  // An unreachable server is a problem to fix (its address, or starting it), said beside the control, not a hint.
   // Before anything is typed the default server (OpenAI's) is asked without a key: its refusal is no mistake yet.
   const typed = (typeof props.values.base_url === 'string' && props.values.base_url.trim() !== '') || key !== '';
-  const failed = !loading && found && !found.reachable;
-  const unreachable =
-    failed && typed
-      ? `knode cannot get the list of models from ${found.base_url}${found.error ? ` (${found.error})` : ''}. Check that the server is running, its base URL (Ollama: ${OLLAMA_URL}) and its API key, then load the list again.`
-      : undefined;
-  const status = loading
-    ? 'Asking the server for its models…'
-    : failed && !typed
-      ? `Give your server's base URL (Ollama: ${OLLAMA_URL}), or an API key for OpenAI: its models are listed here.`
-      : found?.reachable && found.models.length === 0
-        ? 'The server lists no model: type its name.'
-        : list
-          ? `${list.length} models on ${found?.base_url}.`
-          : undefined;
+  const { status, unreachable } = discoveryMessages(loading, found, typed, list);
   // The list or the text box replaces the button pressed ("Load the list", "Type a name"): the focus follows.
   const row = useRef<HTMLDivElement>(null);
   const focusControl = () => row.current?.querySelector<HTMLElement>('select, input')?.focus();
