@@ -114,41 +114,52 @@ export function toConfiguration(
   const errors: Record<string, string> = {};
   const required = new Set(schema.required ?? []);
   for (const [name, property] of Object.entries(schema.properties ?? {})) {
-    const kind = kindOf(property);
-    const value = values[name];
     delete configuration[name];
-    if (kind === 'boolean') {
-      configuration[name] = value === true;
-      continue;
-    }
-    const text = typeof value === 'string' ? value.trim() : '';
-    if (text === '') {
-      if (kind === 'lines' && required.has(name)) configuration[name] = [];
-      continue;
-    }
-    if (kind === 'number' || kind === 'integer') {
-      const number = Number(text);
-      if (Number.isFinite(number)) configuration[name] = number;
-      else errors[name] = 'Enter a number';
-    } else if (kind === 'lines') {
-      configuration[name] = text
-        .split('\n')
-        .map((line) => line.trim())
-        .filter(Boolean);
-    } else if (kind === 'json') {
-      try {
-        configuration[name] = JSON.parse(text);
-      } catch {
-        errors[name] = 'Enter valid JSON';
-      }
-    } else if (kind === 'enum' && typeof property.enum?.[0] !== 'string' && property.enum !== undefined) {
-      configuration[name] = JSON.parse(text);
-    } else {
-      // Free text keeps its spaces (a system prompt); a one-line value is trimmed.
-      configuration[name] = typeof value === 'string' && value.includes('\n') ? value : text;
-    }
+    const parsed = fieldValue(property, values[name], required.has(name));
+    if (parsed === undefined) continue;
+    if ('error' in parsed) errors[name] = parsed.error;
+    else configuration[name] = parsed.value;
   }
   return { configuration, errors };
+}
+
+/** A field's configuration value, or what is wrong with it; undefined for an empty optional field (left out). */
+function fieldValue(
+  property: JsonSchema,
+  value: string | boolean | undefined,
+  isRequired: boolean,
+): { value: unknown } | { error: string } | undefined {
+  const kind = kindOf(property);
+  if (kind === 'boolean') return { value: value === true };
+  const text = typeof value === 'string' ? value.trim() : '';
+  if (text === '') return kind === 'lines' && isRequired ? { value: [] } : undefined;
+  return parseText(kind, property, value, text);
+}
+
+/** A field's non-empty text as its configuration value, or what is wrong with it. */
+function parseText(kind: Kind, property: JsonSchema, value: unknown, text: string): { value: unknown } | { error: string } {
+  if (kind === 'number' || kind === 'integer') {
+    const number = Number(text);
+    return Number.isFinite(number) ? { value: number } : { error: 'Enter a number' };
+  }
+  if (kind === 'lines') {
+    return {
+      value: text
+        .split('\n')
+        .map((line) => line.trim())
+        .filter(Boolean),
+    };
+  }
+  if (kind === 'json') {
+    try {
+      return { value: JSON.parse(text) };
+    } catch {
+      return { error: 'Enter valid JSON' };
+    }
+  }
+  if (kind === 'enum' && typeof property.enum?.[0] !== 'string' && property.enum !== undefined) return { value: JSON.parse(text) };
+  // Free text keeps its spaces (a system prompt); a one-line value is trimmed.
+  return { value: typeof value === 'string' && value.includes('\n') ? value : text };
 }
 
 function hintOf(property: JsonSchema, kind: Kind): ComponentChildren {
@@ -208,65 +219,89 @@ function Control(props: {
           'aria-invalid': invalid || undefined,
           required,
         };
-        if (kind === 'enum') {
-          const options = property.enum ?? [property.const];
-          return (
-            <select {...common} value={text} onChange={(event) => props.onChange(event.currentTarget.value)}>
-              {!required && (
-                <option value="">{property.default !== undefined ? `Default (${String(property.default)})` : 'Not set'}</option>
-              )}
-              {options.map((option) => (
-                <option key={String(option)} value={typeof option === 'string' ? option : JSON.stringify(option)}>
-                  {String(option)}
-                </option>
-              ))}
-            </select>
-          );
-        }
-        if (kind === 'number' || kind === 'integer') {
-          return (
-            <input
-              {...common}
-              type="number"
-              inputMode={kind === 'integer' ? 'numeric' : 'decimal'}
-              step={kind === 'integer' ? 1 : 'any'}
-              min={property.minimum}
-              max={property.maximum}
-              placeholder={placeholderOf(property)}
-              value={text}
-              onInput={(event) => props.onChange(event.currentTarget.value)}
-            />
-          );
-        }
-        const long =
-          kind === 'lines' || kind === 'json' || /prompt|description|readme|instructions/i.test(name) || (property.maxLength ?? 0) > 5000;
-        if (long) {
-          return (
-            <textarea
-              {...common}
-              rows={kind === 'json' ? 5 : 3}
-              placeholder={placeholderOf(property)}
-              value={text}
-              onInput={(event) => props.onChange(event.currentTarget.value)}
-            />
-          );
-        }
-        // A password field for exactly the keys the server masks and seals (one list: src/security/secret-words.ts).
-        const secret = isSecretKey(name);
-        return (
-          <input
-            {...common}
-            type={secret ? 'password' : property.format === 'uri' || /url$/i.test(name) ? 'url' : 'text'}
-            autoComplete={secret ? 'off' : undefined}
-            spellcheck={false}
-            maxLength={property.maxLength}
-            placeholder={placeholderOf(property)}
-            value={text}
-            onInput={(event) => props.onChange(event.currentTarget.value)}
-          />
-        );
+        const onText = (value: string) => props.onChange(value);
+        if (kind === 'enum') return enumSelect(common, property, text, required, onText);
+        if (kind === 'number' || kind === 'integer') return numberInput(common, property, kind, text, onText);
+        return textInput(common, name, property, kind, text, onText);
       }}
     </Field>
+  );
+}
+
+/** The attributes every control of a field has: its id, name, descriptions, validity and whether it is required. */
+interface CommonAttributes {
+  id: string;
+  name: string;
+  'aria-describedby': string | undefined;
+  'aria-invalid': true | undefined;
+  required: boolean;
+}
+
+function enumSelect(common: CommonAttributes, property: JsonSchema, text: string, required: boolean, onText: (value: string) => void) {
+  const options = property.enum ?? [property.const];
+  return (
+    <select {...common} value={text} onChange={(event) => onText(event.currentTarget.value)}>
+      {!required && <option value="">{property.default !== undefined ? `Default (${String(property.default)})` : 'Not set'}</option>}
+      {options.map((option) => (
+        <option key={String(option)} value={typeof option === 'string' ? option : JSON.stringify(option)}>
+          {String(option)}
+        </option>
+      ))}
+    </select>
+  );
+}
+
+function numberInput(common: CommonAttributes, property: JsonSchema, kind: Kind, text: string, onText: (value: string) => void) {
+  return (
+    <input
+      {...common}
+      type="number"
+      inputMode={kind === 'integer' ? 'numeric' : 'decimal'}
+      step={kind === 'integer' ? 1 : 'any'}
+      min={property.minimum}
+      max={property.maximum}
+      placeholder={placeholderOf(property)}
+      value={text}
+      onInput={(event) => onText(event.currentTarget.value)}
+    />
+  );
+}
+
+/** Long text (lines, JSON, prompts and descriptions) in a text area; else one line, a password for a secret. */
+function textInput(
+  common: CommonAttributes,
+  name: string,
+  property: JsonSchema,
+  kind: Kind,
+  text: string,
+  onText: (value: string) => void,
+) {
+  const long =
+    kind === 'lines' || kind === 'json' || /prompt|description|readme|instructions/i.test(name) || (property.maxLength ?? 0) > 5000;
+  if (long) {
+    return (
+      <textarea
+        {...common}
+        rows={kind === 'json' ? 5 : 3}
+        placeholder={placeholderOf(property)}
+        value={text}
+        onInput={(event) => onText(event.currentTarget.value)}
+      />
+    );
+  }
+  // A password field for exactly the keys the server masks and seals (one list: src/security/secret-words.ts).
+  const secret = isSecretKey(name);
+  return (
+    <input
+      {...common}
+      type={secret ? 'password' : property.format === 'uri' || /url$/i.test(name) ? 'url' : 'text'}
+      autoComplete={secret ? 'off' : undefined}
+      spellcheck={false}
+      maxLength={property.maxLength}
+      placeholder={placeholderOf(property)}
+      value={text}
+      onInput={(event) => onText(event.currentTarget.value)}
+    />
   );
 }
 
