@@ -18,11 +18,23 @@ const TABS = [
   { id: 'usage', label: 'Usage' },
 ] as const;
 
+/** The page's title: the endpoint's name, and the tab's unless it is the playground (the endpoint's own address). */
+function titleOf(endpoint: Endpoint | undefined, tab: (typeof TABS)[number] | undefined): string {
+  if (!endpoint) return 'Endpoint';
+  return tab?.id ? `${endpoint.name} · ${tab.label}` : endpoint.name;
+}
+
+function StateBadge(props: { endpoint: Endpoint }) {
+  if (props.endpoint.archived) return <Badge tone="muted">archived</Badge>;
+  if (props.endpoint.published) return <Badge tone="good">published</Badge>;
+  return <Badge tone="muted">private</Badge>;
+}
+
 /** An endpoint: its playground, policies, settings and usage, each at its own address (`/endpoints/<slug>/<tab>`). */
 export function EndpointPage(props: { slug: string; tab?: string }) {
   const endpoint = useResource<Endpoint>(apiPath`/endpoints/${props.slug}`);
   const tab = TABS.find((candidate) => candidate.id === (props.tab ?? ''));
-  useTitle(endpoint.data ? `${endpoint.data.name}${tab?.id ? ` · ${tab.label}` : ''}` : 'Endpoint');
+  useTitle(titleOf(endpoint.data, tab));
   if (!tab) return <NotFound />;
   if (endpoint.error && !endpoint.data) return <ErrorNotice error={endpoint.error} />;
   if (!endpoint.data) return <Loading what="the endpoint" />;
@@ -34,14 +46,7 @@ export function EndpointPage(props: { slug: string; tab?: string }) {
       <PageHeader
         title={
           <>
-            {data.name}{' '}
-            {data.archived ? (
-              <Badge tone="muted">archived</Badge>
-            ) : data.published ? (
-              <Badge tone="good">published</Badge>
-            ) : (
-              <Badge tone="muted">private</Badge>
-            )}
+            {data.name} <StateBadge endpoint={data} />
           </>
         }
         subtitle={`${RESPONSE_TYPE_LABELS[data.response_type]}: ${parts.join(', ')}. POST /api/v1/endpoints/${data.slug}/query`}
