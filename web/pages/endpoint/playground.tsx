@@ -53,17 +53,108 @@ async function* events(response: Response): AsyncGenerator<{ event: string | und
     if (done) break;
     buffer += value.replace(/\r\n/g, '\n');
     for (let at = buffer.indexOf('\n\n'); at >= 0; at = buffer.indexOf('\n\n')) {
-      const block = buffer.slice(0, at);
+      const parsed = eventOf(buffer.slice(0, at));
       buffer = buffer.slice(at + 2);
-      let event: string | undefined;
-      const data: string[] = [];
-      for (const line of block.split('\n')) {
-        if (line.startsWith('event:')) event = line.slice(6).trim();
-        else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
-      }
-      if (data.length > 0) yield { event, data: data.join('\n') };
+      if (parsed) yield parsed;
     }
   }
+}
+
+/** One block of Server-Sent Events: its event name and its data lines joined; undefined when it has no data. */
+function eventOf(block: string): { event: string | undefined; data: string } | undefined {
+  let event: string | undefined;
+  const data: string[] = [];
+  for (const line of block.split('\n')) {
+    if (line.startsWith('event:')) event = line.slice(6).trim();
+    else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
+  }
+  return data.length > 0 ? { event, data: data.join('\n') } : undefined;
+}
+
+/** The query's body: the conversation so far (a search endpoint takes the question alone) and the options set. */
+function queryBody(turns: Turn[], text: string, hasModel: boolean, options: QueryOptions): Record<string, unknown> {
+  const history = turns.filter((turn) => !turn.error && turn.answer);
+  const messages = hasModel
+    ? [
+        ...history.flatMap((turn) => [
+          { role: 'user', content: turn.question },
+          { role: 'assistant', content: turn.answer },
+        ]),
+        { role: 'user', content: text },
+      ]
+    : text;
+  const body: Record<string, unknown> = { messages, stream: true };
+  if (options.limit) body.limit = Number(options.limit);
+  if (options.threshold) body.similarity_threshold = Number(options.threshold);
+  if (options.maxTokens) body.max_tokens = Number(options.maxTokens);
+  if (options.temperature) body.temperature = Number(options.temperature);
+  if (options.mode) body.extras = { reference_options: { mode: options.mode } };
+  return body;
+}
+
+/** The query options as typed (empty: the endpoint's own). */
+interface QueryOptions {
+  mode: string;
+  limit: string;
+  threshold: string;
+  maxTokens: string;
+  temperature: string;
+}
+
+/**
+ * What one streamed event changes in its turn: the references, an error, or a piece of the answer (`answer` is
+ * the text so far; its first piece times the first token) and, last, the usage, cost and policies.
+ */
+function streamedChange(name: string | undefined, parsed: StreamedEvent, answer: string, elapsedMs: number): Partial<Turn> {
+  if (name === 'references') {
+    const references = parsed.references as NonNullable<StreamedEvent['references']>;
+    return { references: references.documents, referencesCost: references.cost };
+  }
+  if (name === 'error') return { error: parsed.detail ?? 'The answer failed' };
+  const change: Partial<Turn> = {};
+  const delta = parsed.choices?.[0]?.delta?.content;
+  if (typeof delta === 'string' && delta !== '') {
+    if (answer === '') change.firstTokenMs = elapsedMs;
+    change.answer = answer + delta;
+  }
+  if (parsed.usage) {
+    Object.assign(change, {
+      usage: parsed.usage,
+      cost: parsed.cost,
+      totalCost: parsed.total_cost,
+      policies: parsed.policy_metadata?.entries ?? [],
+    });
+  }
+  return change;
+}
+
+/** The fields of a streamed event's JSON the playground reads (API-CONTRACT 6). */
+interface StreamedEvent {
+  references?: { documents: Reference[]; cost: number };
+  detail?: string;
+  choices?: { delta?: { content?: unknown } }[];
+  usage?: ModelAnswer['usage'];
+  cost?: number;
+  total_cost?: number;
+  policy_metadata?: { entries?: PolicyEntry[] };
+}
+
+/** Reads a streamed answer into its turn, piece by piece, until the stream ends. */
+async function streamInto(response: Response, started: number, update: (change: Partial<Turn>) => void): Promise<void> {
+  let answer = '';
+  for await (const { event: name, data } of events(response)) {
+    if (data === '[DONE]') break;
+    const change = streamedChange(name, JSON.parse(data), answer, performance.now() - started);
+    answer = change.answer ?? answer;
+    if (Object.keys(change).length > 0) update(change);
+  }
+}
+
+/** A refused or failed query's turn: the message, and the policies' entries when a policy refused it. */
+async function refusalOf(response: Response): Promise<Partial<Turn>> {
+  const error = await failure(response);
+  const entries = (error.body as { policy_metadata?: { entries?: PolicyEntry[] } } | undefined)?.policy_metadata?.entries;
+  return { error: error.message, done: true, ...(entries ? { policies: entries } : {}) };
 }
 
 /** Conversations per endpoint, kept while the console is open (switching tabs does not lose them). */
@@ -107,23 +198,7 @@ export function Playground(props: { endpoint: Endpoint }) {
     event?.preventDefault();
     const text = question.trim();
     if (!text || asking) return;
-    const history = turns.filter((turn) => !turn.error && turn.answer);
-    const messages = hasModel
-      ? [
-          ...history.flatMap((turn) => [
-            { role: 'user', content: turn.question },
-            { role: 'assistant', content: turn.answer },
-          ]),
-          { role: 'user', content: text },
-        ]
-      : text;
-    const body: Record<string, unknown> = { messages, stream: true };
-    if (limit) body.limit = Number(limit);
-    if (threshold) body.similarity_threshold = Number(threshold);
-    if (maxTokens) body.max_tokens = Number(maxTokens);
-    if (temperature) body.temperature = Number(temperature);
-    if (mode) body.extras = { reference_options: { mode } };
-
+    const body = queryBody(turns, text, hasModel, { mode, limit, threshold, maxTokens, temperature });
     const index = turns.length;
     setTurns([...turns, { question: text, answer: '', done: false, threshold: threshold ? Number(threshold) : QUERY_THRESHOLD_DEFAULT }]);
     setQuestion('');
@@ -131,7 +206,6 @@ export function Playground(props: { endpoint: Endpoint }) {
     const controller = new AbortController();
     abort.current = controller;
     const started = performance.now();
-    let answer = '';
     try {
       // Marked as the playground's, so the usage analytics can leave the owner's own questions out.
       const response = await send('POST', apiPath`/endpoints/${endpoint.slug}/query`, body, {
@@ -139,35 +213,10 @@ export function Playground(props: { endpoint: Endpoint }) {
         headers: { 'x-knode-origin': 'playground' },
       });
       if (!response.ok) {
-        const error = await failure(response);
-        const entries = (error.body as { policy_metadata?: { entries?: PolicyEntry[] } } | undefined)?.policy_metadata?.entries;
-        update(index, { error: error.message, done: true, ...(entries ? { policies: entries } : {}) });
+        update(index, await refusalOf(response));
         return;
       }
-      for await (const { event: name, data } of events(response)) {
-        if (data === '[DONE]') break;
-        const parsed = JSON.parse(data);
-        if (name === 'references') {
-          update(index, { references: parsed.references.documents, referencesCost: parsed.references.cost });
-        } else if (name === 'error') {
-          update(index, { error: parsed.detail ?? 'The answer failed' });
-        } else {
-          const delta = parsed.choices?.[0]?.delta?.content;
-          if (typeof delta === 'string' && delta !== '') {
-            if (answer === '') update(index, { firstTokenMs: performance.now() - started });
-            answer += delta;
-            update(index, { answer });
-          }
-          if (parsed.usage) {
-            update(index, {
-              usage: parsed.usage,
-              cost: parsed.cost,
-              totalCost: parsed.total_cost,
-              policies: parsed.policy_metadata?.entries ?? [],
-            });
-          }
-        }
-      }
+      await streamInto(response, started, (change) => update(index, change));
       update(index, { done: true, ms: performance.now() - started });
     } catch (error) {
       const stopped = (error as Error).name === 'AbortError';
@@ -188,62 +237,7 @@ export function Playground(props: { endpoint: Endpoint }) {
       )}
       <ol class="conversation">
         {turns.map((turn, index) => (
-          <li key={index} class="turn">
-            <div class="bubble question">
-              <span class="visually-hidden">You asked: </span>
-              {turn.question}
-            </div>
-            <div class="bubble answer-bubble" aria-live="polite" aria-busy={!turn.done}>
-              {turn.error && <Notice kind="error">{turn.error}</Notice>}
-              {turn.error && <Refusal entries={turn.policies} endpoint={endpoint} />}
-              {hasModel && (turn.answer || !turn.error) && (
-                <p class="answer-text">
-                  {turn.answer}
-                  {!turn.done && <span class="cursor" aria-hidden="true" />}
-                </p>
-              )}
-              {!hasModel && !turn.done && !turn.references && <p>Searching…</p>}
-              {turn.references && (
-                <details class="sources" open={!hasModel || undefined}>
-                  <summary>
-                    {turn.references.length === 0
-                      ? 'No passage found'
-                      : `${turn.references.length} source${turn.references.length === 1 ? '' : 's'}`}
-                  </summary>
-                  <References documents={turn.references} />
-                  {turn.references.length === 0 && (
-                    <p class="hint" data-threshold-note>
-                      Passages scoring below {turn.threshold ?? QUERY_THRESHOLD_DEFAULT} are left out: lower the threshold in the query
-                      options to see weaker matches (the dataset's own search shows every result).
-                    </p>
-                  )}
-                </details>
-              )}
-              {turn.done && !turn.error && (
-                <p class="meta">
-                  {hasModel && turn.usage && `${turn.usage.prompt_tokens} prompt + ${turn.usage.completion_tokens} completion tokens · `}
-                  cost {money(turn.totalCost ?? turn.referencesCost ?? 0)}
-                  {hasModel &&
-                    turn.cost !== undefined &&
-                    turn.referencesCost !== undefined &&
-                    ` (search ${money(turn.referencesCost)}, model ${money(turn.cost)})`}
-                  {turn.firstTokenMs !== undefined && ` · first token ${Math.round(turn.firstTokenMs)} ms`}
-                  {turn.ms !== undefined && ` · ${Math.round(turn.ms)} ms`}
-                </p>
-              )}
-              {turn.policies && turn.policies.length > 0 && (
-                <ul class="policy-entries" aria-label="Policies">
-                  {turn.policies.map((entry, at) => (
-                    <li key={at}>
-                      {entry.policy_type}: {entry.status}
-                      {entry.amount !== null && entry.amount !== undefined ? ` ${money(entry.amount)}` : ''}
-                      {entry.reason ? ` (${entry.reason})` : ''}
-                    </li>
-                  ))}
-                </ul>
-              )}
-            </div>
-          </li>
+          <TurnView key={index} turn={turn} endpoint={endpoint} hasModel={hasModel} />
         ))}
       </ol>
       <form class="ask card" onSubmit={ask}>
@@ -338,6 +332,77 @@ export function Playground(props: { endpoint: Endpoint }) {
         </div>
       </form>
     </section>
+  );
+}
+
+/** One question and its answer: the refusal or error, the streamed text, the sources, the cost and timings, the policies. */
+function TurnView(props: { turn: Turn; endpoint: Endpoint; hasModel: boolean }) {
+  const { turn, hasModel } = props;
+  return (
+    <li class="turn">
+      <div class="bubble question">
+        <span class="visually-hidden">You asked: </span>
+        {turn.question}
+      </div>
+      <div class="bubble answer-bubble" aria-live="polite" aria-busy={!turn.done}>
+        {turn.error && <Notice kind="error">{turn.error}</Notice>}
+        {turn.error && <Refusal entries={turn.policies} endpoint={props.endpoint} />}
+        {hasModel && (turn.answer || !turn.error) && (
+          <p class="answer-text">
+            {turn.answer}
+            {!turn.done && <span class="cursor" aria-hidden="true" />}
+          </p>
+        )}
+        {!hasModel && !turn.done && !turn.references && <p>Searching…</p>}
+        {turn.references && <Sources references={turn.references} threshold={turn.threshold} open={!hasModel} />}
+        {turn.done && !turn.error && <TurnMeta turn={turn} hasModel={hasModel} />}
+        {turn.policies && turn.policies.length > 0 && (
+          <ul class="policy-entries" aria-label="Policies">
+            {turn.policies.map((entry, at) => (
+              <li key={at}>
+                {entry.policy_type}: {entry.status}
+                {entry.amount !== null && entry.amount !== undefined ? ` ${money(entry.amount)}` : ''}
+                {entry.reason ? ` (${entry.reason})` : ''}
+              </li>
+            ))}
+          </ul>
+        )}
+      </div>
+    </li>
+  );
+}
+
+/** The passages an answer used, open for a search; none found says why (the threshold) and how to see weaker ones. */
+function Sources(props: { references: Reference[]; threshold: number | undefined; open: boolean }) {
+  const count = props.references.length;
+  return (
+    <details class="sources" open={props.open || undefined}>
+      <summary>{count === 0 ? 'No passage found' : `${count} source${count === 1 ? '' : 's'}`}</summary>
+      <References documents={props.references} />
+      {count === 0 && (
+        <p class="hint" data-threshold-note>
+          Passages scoring below {props.threshold ?? QUERY_THRESHOLD_DEFAULT} are left out: lower the threshold in the query options to see
+          weaker matches (the dataset's own search shows every result).
+        </p>
+      )}
+    </details>
+  );
+}
+
+/** A finished answer's tokens, cost (search and model apart when both are known) and timings. */
+function TurnMeta(props: { turn: Turn; hasModel: boolean }) {
+  const { turn, hasModel } = props;
+  return (
+    <p class="meta">
+      {hasModel && turn.usage && `${turn.usage.prompt_tokens} prompt + ${turn.usage.completion_tokens} completion tokens · `}
+      cost {money(turn.totalCost ?? turn.referencesCost ?? 0)}
+      {hasModel &&
+        turn.cost !== undefined &&
+        turn.referencesCost !== undefined &&
+        ` (search ${money(turn.referencesCost)}, model ${money(turn.cost)})`}
+      {turn.firstTokenMs !== undefined && ` · first token ${Math.round(turn.firstTokenMs)} ms`}
+      {turn.ms !== undefined && ` · ${Math.round(turn.ms)} ms`}
+    </p>
   );
 }
 
