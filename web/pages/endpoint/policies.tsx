@@ -163,20 +163,7 @@ function PolicyForm(props: {
       return;
     }
     await run(async () => {
-      // The list saved is the one checked: the live check's answer when it was for this very list, else asked now.
-      if (checksEmails && props.owner && hasPatterns(built.configuration)) {
-        const shown =
-          ownerCheck && 'check' in ownerCheck && ownerCheck.asked === JSON.stringify(built.configuration) ? ownerCheck.check : undefined;
-        const check =
-          shown ?? (await post<AccessCheckResult>('/policies/access/check', { configuration: built.configuration, email: props.owner }));
-        if (
-          !check.allowed &&
-          !confirm(
-            `This list refuses you (${props.owner}): your own questions, the playground's included, will be answered 403 until you change it. Save it anyway?`,
-          )
-        )
-          return;
-      }
+      if (checksEmails && props.owner && !(await ownerMaySave(built.configuration, props.owner, ownerCheck))) return;
       await props.onSubmit(name.trim() || props.defaultName || 'policy', built.configuration);
     });
   };
@@ -212,6 +199,22 @@ function PolicyForm(props: {
         </SubmitButton>
       </div>
     </form>
+  );
+}
+
+/**
+ * Whether an access list may be saved for its owner: yes when it lets them in (or has no pattern), else when they
+ * confirm. The list saved is the one checked: the live check's answer when it was for this very list, else asked now.
+ */
+async function ownerMaySave(configuration: Record<string, unknown>, owner: string, ownerCheck: CheckAnswer | undefined): Promise<boolean> {
+  if (!hasPatterns(configuration)) return true;
+  const shown = ownerCheck && 'check' in ownerCheck && ownerCheck.asked === JSON.stringify(configuration) ? ownerCheck.check : undefined;
+  const check = shown ?? (await post<AccessCheckResult>('/policies/access/check', { configuration, email: owner }));
+  return (
+    check.allowed ||
+    confirm(
+      `This list refuses you (${owner}): your own questions, the playground's included, will be answered 403 until you change it. Save it anyway?`,
+    )
   );
 }
 
