@@ -217,6 +217,11 @@ interface Replaced {
   steps: string[];
 }
 
+/** Whether a replacement would make the endpoint as it is: the same dataset, model and answer type. */
+function isCurrentChoice(endpoint: Endpoint, datasetId: string, modelId: string, responseType: Endpoint['response_type']): boolean {
+  return datasetId === (endpoint.dataset?.id ?? '') && modelId === (endpoint.model?.id ?? '') && responseType === endpoint.response_type;
+}
+
 function ReplaceForm(props: { endpoint: Endpoint; reload: () => Promise<void>; onClose: () => void }) {
   const { endpoint } = props;
   const datasets = useResource<Dataset[]>('/datasets/');
@@ -237,7 +242,7 @@ function ReplaceForm(props: { endpoint: Endpoint; reload: () => Promise<void>; o
 
   const submit = async (event: Event) => {
     event.preventDefault();
-    if (datasetId === (endpoint.dataset?.id ?? '') && modelId === (endpoint.model?.id ?? '') && chosenType === endpoint.response_type) {
+    if (isCurrentChoice(endpoint, datasetId, modelId, chosenType)) {
       setErrors({ _: 'Nothing to replace: choose another dataset, model or answer type.' });
       return;
     }
@@ -265,12 +270,7 @@ function ReplaceForm(props: { endpoint: Endpoint; reload: () => Promise<void>; o
       <h2 id="replace-title" tabIndex={-1} ref={heading}>
         Replace the dataset, model or answer type
       </h2>
-      <Notice kind="warning">
-        The endpoint is deleted and made again at the same address (<code>{endpoint.slug}</code>): its name, summary, description,
-        generation defaults, {endpoint.policies?.length ?? 0} {endpoint.policies?.length === 1 ? 'policy' : 'policies'} and its publication
-        on {endpoint.published_to.length} {endpoint.published_to.length === 1 ? 'marketplace' : 'marketplaces'} are copied. Its usage
-        history is deleted with the old one.
-      </Notice>
+      <ReplaceWarning endpoint={endpoint} />
       <SelectField
         label="Dataset"
         value={datasetId}
@@ -313,6 +313,20 @@ function ReplaceForm(props: { endpoint: Endpoint; reload: () => Promise<void>; o
         </button>
       </div>
     </form>
+  );
+}
+
+/** What a replacement keeps (name, texts, defaults, policies, publication) and what it loses (the usage history). */
+function ReplaceWarning(props: { endpoint: Endpoint }) {
+  const { endpoint } = props;
+  const policies = endpoint.policies?.length ?? 0;
+  const marketplaces = endpoint.published_to.length;
+  return (
+    <Notice kind="warning">
+      The endpoint is deleted and made again at the same address (<code>{endpoint.slug}</code>): its name, summary, description, generation
+      defaults, {policies} {policies === 1 ? 'policy' : 'policies'} and its publication on {marketplaces}{' '}
+      {marketplaces === 1 ? 'marketplace' : 'marketplaces'} are copied. Its usage history is deleted with the old one.
+    </Notice>
   );
 }
 
