@@ -10,7 +10,7 @@ import type { AnalyticsSeriesView, AnalyticsSummaryView, TermsView, TopUsersView
 import type { AccessToken as AccessTokenView, Me as MeView, SetupView } from '../src/auth/schemas.ts';
 import type { FolderListingView } from '../src/console/schemas.ts';
 import type { FeedStateView } from '../src/datasets/feed-schemas.ts';
-import type { DatasetFileView, DatasetView, IngestionCounters, ReferencesView, StorageView } from '../src/datasets/schemas.ts';
+import type { DatasetFileView, DatasetView, ReferencesView, StorageView } from '../src/datasets/schemas.ts';
 import type {
   CreatedEndpointView,
   EndpointDetail,
@@ -49,7 +49,6 @@ export type AccessToken = Static<typeof AccessTokenView>;
 export type Member = Static<typeof MemberView>;
 
 export type Dataset = Static<typeof DatasetView>;
-export type Ingestion = Static<typeof IngestionCounters>;
 export type DatasetFile = Static<typeof DatasetFileView>;
 export type FeedState = Static<typeof FeedStateView>;
 export type References = Static<typeof ReferencesView>;
@@ -82,7 +81,6 @@ export type PolicyEntry = Static<typeof PolicyEntryView>;
 
 export type Usage = Static<typeof UsageRecordView>;
 export type UsageSummary = Static<typeof UsageSummaryView>;
-export type UsageFigures = UsageSummary['totals'];
 
 /** The tenant's analytics (`GET /analytics/...`): every endpoint's queries, or one endpoint's or one dataset's. */
 export type AnalyticsSummary = Static<typeof AnalyticsSummaryView>;
