@@ -238,6 +238,50 @@ describe('rss datasets', () => {
   });
 });
 
+describe('rss datasets across a restart', () => {
+  test('the poller resumes on its interval from the last poll, and the items stay found', async () => {
+    server.feed('/restart.xml', 'rss', [item(40)]);
+    const first = await createTestApp({}, undefined, { feedTls: { ca: server.ca } });
+    const user = await first.user('restarter');
+    const created = await first.request({
+      method: 'POST',
+      url: '/api/v1/datasets/',
+      token: user.token,
+      payload: { name: 'kept', dtype: 'rss', configuration: { feeds: [`${server.origin}/restart.xml`] } },
+    });
+    const id = created.json().id;
+    await waitFor('the first item', async () => {
+      const rows = (await first.request({ method: 'GET', url: `/api/v1/datasets/${id}/files`, token: user.token })).json();
+      return rows.length === 1 && rows[0].status === 'indexed';
+    });
+    await first.close({ keepData: true });
+
+    const again = await createTestApp({}, first.dataDir, { clock: first.clock, feedTls: { ca: server.ca } });
+    try {
+      const login = await again.request({
+        method: 'POST',
+        url: '/api/v1/auth/login',
+        payload: { email: user.email, password: user.password },
+      });
+      const token = login.json().access_token;
+      await Bun.sleep(300);
+      expect(server.answers('/restart.xml')).toEqual([200]); // not due yet: polled an interval after the last poll
+      again.clock.advance(HOUR);
+      await waitFor('the poll after the restart', async () => server.answers('/restart.xml').length === 2);
+      expect(server.answers('/restart.xml')).toEqual([200, 304]);
+      const hits = await again.request({
+        method: 'POST',
+        url: `/api/v1/datasets/${id}/search`,
+        token,
+        payload: { query: 'marmalade40', mode: 'keyword' },
+      });
+      expect(hits.json().documents[0]?.metadata.title).toBe('Post number 40');
+    } finally {
+      await again.close();
+    }
+  });
+});
+
 describe('rss configuration', () => {
   test('a non-https feed, an unknown interval or no feed at all is a 422 naming the field', async () => {
     const http = await createFeedDataset('plain http', { feeds: ['http://example.com/feed.xml'] });
