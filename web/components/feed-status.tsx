@@ -86,13 +86,6 @@ function FeedRow(props: { feed: FeedState }) {
   );
 }
 
-/** Where a dataset's documents come from, as its page's subtitle: a folder's path, or the feeds it reads. */
-export function datasetSource(dataset: Dataset): string {
-  const feeds = dataset.configuration.feeds;
-  if (Array.isArray(feeds)) return feeds.length === 1 ? String(feeds[0]) : `${feeds.length} feeds`;
-  return String(dataset.configuration.ingestionPath ?? '');
-}
-
 const INTERVALS: Record<string, string> = { '15m': 'every 15 minutes', '1h': 'every hour', '6h': 'every 6 hours', '1d': 'daily' };
 
 function intervalLabel(interval: unknown): string {

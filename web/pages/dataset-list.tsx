@@ -1,5 +1,6 @@
 import { DatasetStatus, isBusy } from '../components/dataset-status.tsx';
 import { Empty, ErrorNotice, Loading, PageHeader, ProgressBar } from '../components/ui.tsx';
+import { datasetSource } from '../lib/datasets.ts';
 import { count } from '../lib/format.ts';
 import { useFirstRender, usePoll, useResource, useTitle } from '../lib/hooks.ts';
 import type { Dataset } from '../views.ts';
@@ -60,7 +61,7 @@ function Table(props: { datasets: Dataset[] }) {
               <td>
                 <a href={`/datasets/${dataset.id}`}>{dataset.name}</a>
               </td>
-              <td class="path">{String(dataset.configuration.ingestionPath ?? '')}</td>
+              <td class="path">{datasetSource(dataset)}</td>
               <td>
                 <DatasetStatus dataset={dataset} />
               </td>
