@@ -148,17 +148,7 @@ function Progress(props: { dataset: Dataset }) {
   const samples = useRef<Sample[]>([]);
   const done = ingestion.files_indexed + ingestion.files_failed;
   const embedded = ingestion.chunks_embedded ?? ingestion.chunks;
-  const now = performance.now();
-  const list = samples.current;
-  const last = list[list.length - 1];
-  if (!last || last.done !== done || last.chunks !== embedded || now - last.at > 1500) {
-    list.push({ at: now, done, chunks: embedded });
-    while (list.length > 2 && now - (list[0]?.at ?? now) > 30_000) list.shift();
-  }
-  const first = list[0];
-  const seconds = first ? (now - first.at) / 1000 : 0;
-  const filesPerSecond = first && seconds > 1 ? (done - first.done) / seconds : 0;
-  const chunksPerSecond = first && seconds > 1 ? (embedded - first.chunks) / seconds : 0;
+  const { filesPerSecond, chunksPerSecond } = ratesOver(samples.current, done, embedded, performance.now());
   const busy = ingestion.files_pending > 0 && props.dataset.status === 'running';
   const left = busy && filesPerSecond > 0 ? ingestion.files_pending / filesPerSecond : Number.POSITIVE_INFINITY;
   const searchable = ingestion.files_searchable;
@@ -205,14 +195,7 @@ function Progress(props: { dataset: Dataset }) {
         </div>
         <div data-stat="rate">
           <dt>Rate</dt>
-          {busy && (filesPerSecond > 0 || chunksPerSecond > 0) ? (
-            <dd>
-              {rate(filesPerSecond, 'files')}
-              <span class="of block">{rate(chunksPerSecond, 'chunks')}</span>
-            </dd>
-          ) : (
-            <dd>–</dd>
-          )}
+          <RateFigures busy={busy} filesPerSecond={filesPerSecond} chunksPerSecond={chunksPerSecond} />
         </div>
         <div data-stat="left">
           <dt>Time left</dt>
@@ -220,6 +203,33 @@ function Progress(props: { dataset: Dataset }) {
         </div>
       </dl>
     </section>
+  );
+}
+
+/**
+ * Adds a sample to `list` when the counts moved (or 1.5 s went by) and keeps the last half minute of them;
+ * the rates of files and chunks over it (0 until it spans a second).
+ */
+function ratesOver(list: Sample[], done: number, chunks: number, now: number): { filesPerSecond: number; chunksPerSecond: number } {
+  const last = list[list.length - 1];
+  if (!last || last.done !== done || last.chunks !== chunks || now - last.at > 1500) {
+    list.push({ at: now, done, chunks });
+    while (list.length > 2 && now - (list[0]?.at ?? now) > 30_000) list.shift();
+  }
+  const first = list[0];
+  const seconds = first ? (now - first.at) / 1000 : 0;
+  if (!first || seconds <= 1) return { filesPerSecond: 0, chunksPerSecond: 0 };
+  return { filesPerSecond: (done - first.done) / seconds, chunksPerSecond: (chunks - first.chunks) / seconds };
+}
+
+/** The rates while files are being indexed and something moves; a dash otherwise. */
+function RateFigures(props: { busy: boolean; filesPerSecond: number; chunksPerSecond: number }) {
+  if (!props.busy || (props.filesPerSecond <= 0 && props.chunksPerSecond <= 0)) return <dd>–</dd>;
+  return (
+    <dd>
+      {rate(props.filesPerSecond, 'files')}
+      <span class="of block">{rate(props.chunksPerSecond, 'chunks')}</span>
+    </dd>
   );
 }
 
