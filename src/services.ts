@@ -14,6 +14,7 @@ import { LeasedDatasets } from './coordination/dataset-leases.ts';
 import { type Leases, LocalLeases } from './coordination/leases.ts';
 import { PostgresChangeLog } from './coordination/postgres/change-log.ts';
 import { PostgresLeases } from './coordination/postgres/leases.ts';
+import { keepReplicaAlive, LocalReplicaLiveness, PostgresReplicaLiveness, type ReplicaLiveness } from './coordination/replica-liveness.ts';
 import { DatasetCalibrator } from './datasets/calibrator.ts';
 import { DatasetRepository } from './datasets/repository.ts';
 import { DatasetSearchService } from './datasets/search.ts';
@@ -180,6 +181,8 @@ export async function createServices(config: Config, options: ServiceOptions = {
   const coordination = openCoordination(config, state, log);
   const { leases, changes } = coordination;
   const clusterWork = new ClusterWork(leases, log);
+  // Held before anything is recorded under this replica's id, so no other replica takes its rows for a dead one's.
+  const alive = await keepReplicaAlive(leases, (error) => log.warn({ err: error }, 'the liveness lease of this replica could not be held'));
 
   const userRepository = new UserRepository(db);
   const tenantRepository = new TenantRepository(db);
@@ -330,7 +333,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     outbound,
   );
   const walletRepository = new WalletRepository(db, box);
-  const journal = new SettlementJournal(database.db);
+  const journal = new SettlementJournal(database.db, leases.holder);
   const payments = new MppGateway({
     wallets: walletRepository,
     consumed: new ConsumedStore(database.db),
@@ -340,6 +343,8 @@ export async function createServices(config: Config, options: ServiceOptions = {
   });
   const settlements = new SettlementReconciler({
     journal,
+    replicas: coordination.liveness,
+    adoptsUnderLease: true,
     writeUsage: (entry) => usageRepository.recordSettlement(entry),
     paymentFailed: (entry, reason) => usageRepository.paymentFailed(entry, reason),
     log,
@@ -448,6 +453,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
       await ingestion.close();
       await datasetLeases.close(); // after the engine: the datasets are taken over once they stopped here
       await changes.stop();
+      await alive.stop(); // last: the other replicas finish this one's payments from here on
       await leases.close();
       await pool.close();
       await closeEmbedders();
@@ -468,8 +474,10 @@ export async function createServices(config: Config, options: ServiceOptions = {
     start: () => (heartbeatTerms++ === 0 ? publishingTasks.start() : publishingTasks.resume()),
     stop: () => publishingTasks.pause(),
   });
-  // Payments a stopped process left in the journal are finished (or released) from the chain, in the background.
-  clusterWork.keep(SINGLETON.reconciler, { start: () => settlements.start(), stop: () => settlements.close() });
+  // This replica's late receipts are confirmed here; the payments a stopped replica left in the journal are
+  // finished (or released) from the chain by one replica at a time, in the background.
+  settlements.start();
+  clusterWork.keep(SINGLETON.reconciler, { start: () => settlements.adopt(), stop: () => settlements.relinquish() });
   return services;
 }
 
@@ -479,17 +487,26 @@ export interface Coordination {
   readonly changes: ChangeLog;
   /** Whether other replicas share the state (cluster mode): only then are changes announced. */
   readonly shared: boolean;
+  /** Which replicas are gone (their `replica:<id>` lease lapsed or released; on a single node, earlier processes). */
+  readonly liveness: ReplicaLiveness;
 }
 
 function openCoordination(config: Config, state: State, log: Logger): Coordination {
   if (config.databaseUrl === undefined) {
-    return { leases: new LocalLeases(), changes: new LocalChangeLog(state.database.db), shared: false };
+    const leases = new LocalLeases();
+    const liveness = new LocalReplicaLiveness(leases.holder);
+    return { leases, changes: new LocalChangeLog(state.database.db), shared: false, liveness };
   }
   const onError = (error: unknown) => log.warn({ err: error }, 'cluster coordination');
+  const leases = new PostgresLeases(state.database.db, {
+    onError,
+    ...(config.leaseTtlMs !== undefined ? { ttlMs: config.leaseTtlMs } : {}),
+  });
   return {
-    leases: new PostgresLeases(state.database.db, { onError, ...(config.leaseTtlMs !== undefined ? { ttlMs: config.leaseTtlMs } : {}) }),
+    leases,
     changes: new PostgresChangeLog(state.database.db, { url: config.databaseUrl, onError }),
     shared: true,
+    liveness: new PostgresReplicaLiveness(state.database.db, leases.holder),
   };
 }
 

@@ -15,6 +15,13 @@ import { PATH_USD, type RpcFetcher, type RpcReceipt, TempoRpc, verdictOf } from 
  *   no longer knows (dropped from its pool) is sent again: the same signed bytes can only be mined once,
  *   and the caller has its answer.
  * And every paid answer (`sent` or `confirmed`) gets its usage row if its process died before writing it.
+ *
+ * Whose rows: a row is acted on only once the replica that made it is gone (`ReplicaLiveness`): on a single
+ * node, an earlier process; in cluster mode, a replica whose `replica:<id>` lease lapsed or was released,
+ * never a live one's row, however old. A replica's own `sent` rows (late receipts) are its own reconciler's
+ * job, on every replica; the rows of gone replicas are one replica's at a time (`adopt`, under the
+ * `singleton:reconciler` lease in services.ts). A row that names no replica (made before they were
+ * recorded) is judged by its age, as before: created before this reconciler started, it is an earlier process's.
  */
 
 /** How often the journal is looked at for rows still on their way. */
@@ -26,8 +33,26 @@ interface ReconcilerLog {
   error(object: object, message: string): void;
 }
 
+/** Which replicas are gone (coordination/replica-liveness.ts implements it for both engines). */
+export interface ReplicaLiveness {
+  /** This replica's id, as its journal writes it in the rows it makes. */
+  readonly self: string;
+  /** Of these other replicas, the ones gone: stopped (a single node's earlier processes), or whose liveness lease lapsed. */
+  gone(replicas: readonly string[]): Promise<ReadonlySet<string>>;
+}
+
+/** A row's maker: this replica (its late receipts only), a gone one (everything), or another live one (nothing). */
+type Owner = 'own' | 'gone' | 'live';
+
 export interface SettlementReconcilerDeps {
   journal: SettlementJournal;
+  /** Who made each row and whether it is gone; without it, a row is an earlier process's when created before this reconciler. */
+  replicas?: ReplicaLiveness;
+  /**
+   * Rows of gone replicas are reconciled only between `adopt()` and `relinquish()` (one replica at a time, under
+   * a lease); false (the default): always, as a lone process does.
+   */
+  adoptsUnderLease?: boolean;
   /** Writes the usage row of a paid answer whose process did not, once (query/ implements it). */
   writeUsage(entry: SettlementEntry): Promise<void>;
   /** Notes in the usage row of a `pending` answer that its payment failed on chain. */
@@ -43,8 +68,12 @@ export class SettlementReconciler {
   private readonly startedAt = new Date().toISOString();
   private timer: ReturnType<typeof setInterval> | undefined;
   private running: Promise<void> | undefined;
+  /** Whether this replica reconciles gone replicas' rows now. */
+  private adopting: boolean;
 
-  constructor(private readonly deps: SettlementReconcilerDeps) {}
+  constructor(private readonly deps: SettlementReconcilerDeps) {
+    this.adopting = !deps.adoptsUnderLease;
+  }
 
   /** Reconciles now (start-up), then every interval, in the background. */
   start(): void {
@@ -56,6 +85,19 @@ export class SettlementReconciler {
   async close(): Promise<void> {
     clearInterval(this.timer);
     this.timer = undefined;
+    this.adopting = false;
+    await this.running;
+  }
+
+  /** From now on the rows of gone replicas are this replica's to finish (it took the lease): a pass starts at once. */
+  adopt(): void {
+    this.adopting = true;
+    void (this.running ?? Promise.resolve()).then(() => this.reconcile());
+  }
+
+  /** Gone replicas' rows are no longer this replica's (the lease was lost); resolves once no pass acts on one. */
+  async relinquish(): Promise<void> {
+    this.adopting = false;
     await this.running;
   }
 
@@ -69,16 +111,24 @@ export class SettlementReconciler {
 
   private async pass(): Promise<void> {
     try {
-      for (const entry of await this.deps.journal.unsettled()) {
+      const unsettled = await this.deps.journal.unsettled();
+      const ownerOf = await this.owners(unsettled);
+      for (const entry of unsettled) {
+        const owner = ownerOf(entry);
+        // `adopting` is read at each row: the lease may be lost in the middle of a pass.
+        if (owner === 'live' || (owner === 'gone' && !this.adopting) || (owner === 'own' && entry.state !== 'sent')) continue;
         try {
-          await this.settle(entry);
+          await this.settle(entry, owner);
         } catch (error) {
           // The RPC may be down: the row stays as it is and the next pass tries again.
           this.deps.log.warn({ err: error, challenge: entry.challenge_id, state: entry.state }, 'a payment could not be reconciled yet');
         }
       }
-      // This process's queries write their own usage rows; only a stopped process's are written here.
-      for (const entry of (await this.deps.journal.withoutUsage()).filter((row) => row.created_at < this.startedAt)) {
+      // A live replica's queries write their own usage rows; only a gone one's are written here.
+      const withoutUsage = this.adopting ? await this.deps.journal.withoutUsage() : [];
+      const usageOwnerOf = await this.owners(withoutUsage);
+      for (const entry of withoutUsage.filter((row) => usageOwnerOf(row) === 'gone')) {
+        if (!this.adopting) break;
         try {
           await this.deps.writeUsage(entry);
         } catch (error) {
@@ -90,16 +140,33 @@ export class SettlementReconciler {
     }
   }
 
-  private async settle(entry: SettlementEntry): Promise<void> {
-    const earlier = entry.created_at < this.startedAt;
+  /**
+   * Sorts rows by who made them: the liveness of the other replicas named is asked once per pass, and only
+   * while adopting (otherwise their rows are left alone whether they are gone or not).
+   */
+  private async owners(rows: readonly SettlementEntry[]): Promise<(entry: SettlementEntry) => Owner> {
+    const replicas = this.deps.replicas;
+    const named = replicas && this.adopting ? rows.map((row) => row.replica) : [];
+    const others = [...new Set(named)].filter((id) => id !== null && id !== replicas?.self);
+    const gone = replicas && others.length > 0 ? await replicas.gone(others as string[]) : new Set<string>();
+    return (entry) => {
+      if (!replicas || entry.replica === null) return entry.created_at < this.startedAt ? 'gone' : 'own';
+      if (entry.replica === replicas.self) return 'own';
+      return gone.has(entry.replica) ? 'gone' : 'live';
+    };
+  }
+
+  /** A gone replica's row (any state), or this replica's own `sent` one (its late receipt). */
+  private async settle(entry: SettlementEntry, owner: Owner): Promise<void> {
     const journal = this.deps.journal;
+    if (owner !== 'gone' && entry.state !== 'sent') return; // a query of a live replica is running with it, or sending it now
     if (entry.state === 'reserved') {
-      if (!earlier) return; // a query of this process is running with it
-      await journal.release(entry.challenge_id);
-      this.deps.log.info({ challenge: entry.challenge_id }, 'released a payment reservation left by a stopped process');
+      // Only while still reserved: its replica, taken for gone, might have sent it meanwhile.
+      if (await journal.releaseFrom(entry.challenge_id, ['reserved'])) {
+        this.deps.log.info({ challenge: entry.challenge_id }, 'released a payment reservation left by a stopped process');
+      }
       return;
     }
-    if (entry.state === 'sending' && !earlier) return; // being sent right now
     const rpc = new TempoRpc({ rpcUrl: entry.rpc_url, testnet: entry.testnet, fetch: await this.deps.outbound(entry.tenant_id) });
     const receipt = await rpc.receipt(entry.transaction_hash);
     if (receipt) return this.recordReceipt(entry, receipt);
@@ -125,8 +192,7 @@ export class SettlementReconciler {
   private async settleSending(entry: SettlementEntry, known: boolean): Promise<void> {
     if (known) {
       await this.deps.journal.sent(entry.challenge_id);
-    } else {
-      await this.deps.journal.release(entry.challenge_id);
+    } else if (await this.deps.journal.releaseFrom(entry.challenge_id, ['sending'])) {
       this.deps.log.info({ challenge: entry.challenge_id }, 'released a payment the node never received (its process stopped)');
     }
   }

@@ -14,6 +14,10 @@ import { claimKeysIn, removeKeys } from './consumed-store.ts';
  * A row is written in the same transaction as its single-use keys are claimed (consumed-store.ts: one
  * claim of a key wins, on SQLite and across PostgreSQL replicas alike), and released in the same one as
  * they are freed: the keys and the journal never disagree.
+ *
+ * Each row names the replica that made it (migration 0020), so that the reconciler leaves a live replica's
+ * rows alone; the moves that race with a reconciler (reserved → sending, and a release) change a row only
+ * from the state its caller saw, so a reservation released meanwhile is never broadcast.
  */
 
 export type SettlementState = 'reserved' | 'sending' | 'sent' | 'confirmed' | 'failed' | 'released';
@@ -42,14 +46,24 @@ export interface SettlementEntry {
   readonly failure: string | null;
   /** The challenge's expiry, ms since the epoch. */
   readonly expires_at: number;
+  /** The lease holder id of the replica (process) that reserved it; null when made before replicas were recorded. */
+  readonly replica: string | null;
   readonly created_at: string;
   readonly updated_at: string;
 }
 
 export type NewSettlement = Omit<
   SettlementEntry,
-  'state' | 'usage' | 'usage_written' | 'delivered_at' | 'failure' | 'created_at' | 'updated_at'
+  'state' | 'usage' | 'usage_written' | 'delivered_at' | 'failure' | 'replica' | 'created_at' | 'updated_at'
 >;
+
+/** Thrown when a reservation moved on before it could be sent (a reconciler released it): nothing is broadcast. */
+export class SettlementMovedOn extends Error {
+  constructor(readonly challengeId: string) {
+    super(`the payment reservation ${challengeId} was released before its transaction could be sent`);
+    this.name = 'SettlementMovedOn';
+  }
+}
 
 /** The journal's table (migration 0012), known to this module only: its rows are read and written here. */
 interface SettlementTable {
@@ -72,6 +86,7 @@ interface SettlementTable {
   delivered_at: string | null;
   failure: string | null;
   expires_at: number;
+  replica: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -91,7 +106,11 @@ class KeyInUse extends Error {}
 export class SettlementJournal {
   private readonly db: JournalDb;
 
-  constructor(private readonly database: Db) {
+  /** `replica`: this process's lease holder id, written in every row it reserves (null: none recorded). */
+  constructor(
+    private readonly database: Db,
+    private readonly replica: string | null = null,
+  ) {
     this.db = withJournal(database);
   }
 
@@ -129,6 +148,7 @@ export class SettlementJournal {
             rpc_url: entry.rpc_url,
             consumed_keys: JSON.stringify(entry.consumed_keys),
             expires_at: entry.expires_at,
+            replica: this.replica,
             created_at: time,
             updated_at: time,
           })
@@ -185,9 +205,19 @@ export class SettlementJournal {
     return rows.map(toEntry);
   }
 
-  /** The answer is ready and the transaction goes out now; `usage` is the row the answer will write. */
-  sending(challengeId: string, usage: Record<string, unknown>): Promise<void> {
-    return this.update(challengeId, 'sending', { usage: JSON.stringify(usage) });
+  /**
+   * The answer is ready and the transaction goes out now; `usage` is the row the answer will write. Only a
+   * row still `reserved` moves: one a reconciler released meanwhile (its replica was taken for gone) throws
+   * `SettlementMovedOn`, and its transaction must not be sent, since the credential may already pay again.
+   */
+  async sending(challengeId: string, usage: Record<string, unknown>): Promise<void> {
+    const result = await this.db
+      .updateTable('payment_settlements')
+      .set({ state: 'sending', usage: JSON.stringify(usage), updated_at: new Date().toISOString() })
+      .where('challenge_id', '=', challengeId)
+      .where('state', '=', 'reserved')
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) === 0) throw new SettlementMovedOn(challengeId);
   }
 
   sent(challengeId: string): Promise<void> {
@@ -203,18 +233,28 @@ export class SettlementJournal {
     return this.update(challengeId, 'failed', { failure: reason });
   }
 
-  /** Nothing was broadcast: the row is `released` and the credential's keys freed, at once. */
+  /**
+   * Nothing was broadcast: the row is `released` and the credential's keys freed, at once. A row that moved on
+   * meanwhile (sent, or released and reserved again by another caller) is left as it is, and so are its keys.
+   */
   async release(challengeId: string): Promise<void> {
-    await inTransaction(this.database, async (transaction) => {
+    await this.releaseFrom(challengeId, ['reserved', 'sending']);
+  }
+
+  /** `release`, only when the row is still in one of `from` (the state a reconciler saw); whether it was released. */
+  releaseFrom(challengeId: string, from: readonly SettlementState[]): Promise<boolean> {
+    return inTransaction(this.database, async (transaction) => {
       const trx = withJournal(transaction);
-      const entry = await read(trx, challengeId);
-      if (!entry) return;
-      await removeKeys(transaction, entry.consumed_keys);
-      await trx
+      const result = await trx
         .updateTable('payment_settlements')
         .set({ state: 'released', updated_at: new Date().toISOString() })
         .where('challenge_id', '=', challengeId)
-        .execute();
+        .where('state', 'in', [...from])
+        .returning('consumed_keys')
+        .executeTakeFirst();
+      if (!result) return false;
+      await removeKeys(transaction, JSON.parse(result.consumed_keys) as string[]);
+      return true;
     });
   }
 

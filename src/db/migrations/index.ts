@@ -18,6 +18,7 @@ import * as queryTerms from './0016-query-terms.ts';
 import * as piiFilterPolicy from './0017-pii-filter-policy.ts';
 import * as endpointArchive from './0018-endpoint-archive.ts';
 import * as feeds from './0019-feeds.ts';
+import * as settlementReplica from './0020-settlement-replica.ts';
 
 /**
  * Every migration, in order. They are imported (not read from disk) so the compiled binary carries them.
@@ -43,4 +44,5 @@ export const migrations: Record<string, Migration> = {
   '0017-pii-filter-policy': piiFilterPolicy,
   '0018-endpoint-archive': endpointArchive,
   '0019-feeds': feeds,
+  '0020-settlement-replica': settlementReplica,
 };

@@ -5,6 +5,7 @@ import * as coordination from './0003-coordination.ts';
 import * as piiFilterPolicy from './0004-pii-filter-policy.ts';
 import * as endpointArchive from './0005-endpoint-archive.ts';
 import * as feeds from './0006-feeds.ts';
+import * as settlementReplica from './0007-settlement-replica.ts';
 
 /**
  * PostgreSQL's migrations, in order (cluster mode). They are not SQLite's translated one by one: a new
@@ -19,4 +20,5 @@ export const postgresMigrations: Record<string, Migration> = {
   '0004-pii-filter-policy': piiFilterPolicy,
   '0005-endpoint-archive': endpointArchive,
   '0006-feeds': feeds,
+  '0007-settlement-replica': settlementReplica,
 };
