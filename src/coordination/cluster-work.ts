@@ -12,7 +12,11 @@ export interface SingleInstanceWork {
   stop(): Promise<void>;
 }
 
-/** The lease names of the single-instance work (`dataset:<id>` is dataset-leases.ts's). */
+/**
+ * The lease names of the single-instance work (`dataset:<id>` is dataset-leases.ts's, `replica:<id>`, held by
+ * every replica while it runs, replica-liveness.ts's). `singleton:reconciler` finishes the payments of gone
+ * replicas only: each replica confirms its own late receipts, lease or not (payments/reconciler.ts).
+ */
 export const SINGLETON = {
   heartbeats: 'singleton:heartbeats',
   reconciler: 'singleton:reconciler',
