@@ -13,6 +13,7 @@ import { References } from '../../components/references.tsx';
 import { Notice, SelectField, TextField } from '../../components/ui.tsx';
 import { money } from '../../lib/format.ts';
 import { useFirstRender } from '../../lib/hooks.ts';
+import { events } from '../../lib/server-sent-events.ts';
 import type { Endpoint, ModelAnswer, PolicyEntry, Reference } from '../../views.ts';
 
 /**
@@ -41,34 +42,6 @@ interface Turn {
   ms?: number;
   /** The threshold the question was asked with. */
   threshold?: number;
-}
-
-/** Server-Sent Events of a fetch response: `{event, data}` per block (API-CONTRACT 6). */
-async function* events(response: Response): AsyncGenerator<{ event: string | undefined; data: string }> {
-  if (!response.body) return;
-  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += value.replace(/\r\n/g, '\n');
-    for (let at = buffer.indexOf('\n\n'); at >= 0; at = buffer.indexOf('\n\n')) {
-      const parsed = eventOf(buffer.slice(0, at));
-      buffer = buffer.slice(at + 2);
-      if (parsed) yield parsed;
-    }
-  }
-}
-
-/** One block of Server-Sent Events: its event name and its data lines joined; undefined when it has no data. */
-function eventOf(block: string): { event: string | undefined; data: string } | undefined {
-  let event: string | undefined;
-  const data: string[] = [];
-  for (const line of block.split('\n')) {
-    if (line.startsWith('event:')) event = line.slice(6).trim();
-    else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
-  }
-  return data.length > 0 ? { event, data: data.join('\n') } : undefined;
 }
 
 /** The query's body: the conversation so far (a search endpoint takes the question alone) and the options set. */
