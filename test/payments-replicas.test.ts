@@ -12,7 +12,7 @@ import type { PaymentWallet } from '../src/payments/codec.ts';
 import { ConsumedStore } from '../src/payments/consumed-store.ts';
 import { MppGateway, toBaseUnits } from '../src/payments/mpp.ts';
 import { SettlementReconciler } from '../src/payments/reconciler.ts';
-import { SettlementJournal } from '../src/payments/settlement-journal.ts';
+import { SettlementJournal, SettlementMovedOn } from '../src/payments/settlement-journal.ts';
 import { UsageRepository } from '../src/query/usage-repository.ts';
 import { type FakeHubWallet, startFakeHubWallet } from './fakes/hub-wallet.ts';
 import { type FakeTempoRpc, startFakeTempoRpc } from './fakes/tempo-rpc.ts';
@@ -26,7 +26,8 @@ import { waitFor } from './helpers/wait.ts';
  * late; replica B, this process, holds `singleton:reconciler`. While A lives, B's reconciler leaves all three
  * rows alone, however old; once A is killed (kill -9) and its `replica:<id>` lease lapses, B finishes them:
  * the reservation released, the transaction the node never got released, the sent one confirmed from the
- * chain with its usage row written once. B's own late receipt is its own reconciler's, lease or not.
+ * chain with its usage row written once. B's own late receipt is its own reconciler's, lease or not. And a
+ * reservation released under a replica that was only stalled is refused at `sending`: never broadcast.
  *
  * Leases live 3 s here (what SVC_TEST_LEASE_TTL_MS sets in a knode process; 30 s in production).
  */
@@ -267,6 +268,23 @@ describe('the settlement reconciler across replicas on PostgreSQL', () => {
       await replicaB.leases.close();
     }
   }, 60_000);
+
+  test('a reservation released while its query ran (its replica taken for gone) is never broadcast', async () => {
+    const journal = new SettlementJournal(database.db, 'replica-stalled');
+    const gateway = new MppGateway({ wallets: { get: async () => wallet }, consumed: new ConsumedStore(database.db), journal, outbound });
+    const credential = await hub.pay(hub.addConsumer('eve').token, gateway.challenge(wallet, terms).header);
+    const accepted = await gateway.accept(wallet, terms, credential, caller);
+    // What the survivor's reconciler does to a reservation of a replica whose liveness lease lapsed.
+    expect(await new SettlementJournal(database.db, REPLICA_B).releaseFrom(accepted.challengeId, ['reserved'])).toBe(true);
+    const broadcasts = rpc.broadcasts.length;
+    const refused = await accepted.settle({}).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(SettlementMovedOn);
+    expect(rpc.broadcasts).toHaveLength(broadcasts);
+    expect((await journal.get(accepted.challengeId))?.state).toBe('released');
+    // Its query's clean-up releases nothing more; the credential pays again, once.
+    await accepted.release();
+    expect(await gateway.accept(wallet, terms, credential, caller)).toMatchObject({ challengeId: accepted.challengeId });
+  });
 
   test('a replica that stopped gracefully (its lease released) is gone at once; a live one is not', async () => {
     const db = database.db;
