@@ -12,6 +12,7 @@ import { consoleRoutes } from './console/routes.ts';
 import { feedRoutes } from './datasets/feed-routes.ts';
 import { datasetRoutes } from './datasets/routes.ts';
 import { datasetSearchRoutes } from './datasets/search-routes.ts';
+import { selectionRoutes } from './datasets/selection-routes.ts';
 import { endpointRoutes } from './endpoints/routes.ts';
 import { typeRoutes } from './endpoints/types-routes.ts';
 import { healthRoutes } from './health/routes.ts';
@@ -118,6 +119,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       await api.register(tenantRoutes(services.tenants));
       await api.register(datasetRoutes(services.datasets, services.vectorStoreVersion));
       await api.register(feedRoutes(services.datasets));
+      await api.register(selectionRoutes(services.selections));
       await api.register(modelRoutes(services.models, services.modelRunner));
       await api.register(endpointRoutes(services.endpoints));
       await api.register(publishingRoutes(services.publishing));

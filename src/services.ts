@@ -18,6 +18,7 @@ import { keepReplicaAlive, LocalReplicaLiveness, PostgresReplicaLiveness, type R
 import { DatasetCalibrator } from './datasets/calibrator.ts';
 import { DatasetRepository } from './datasets/repository.ts';
 import { DatasetSearchService } from './datasets/search.ts';
+import { DatasetSelectionService } from './datasets/selection-service.ts';
 import { DatasetService } from './datasets/service.ts';
 import { StorageService } from './datasets/storage-service.ts';
 import { type OpenedDatabase, openDatabase } from './db/database.ts';
@@ -114,6 +115,8 @@ export interface Services {
   readonly auth: AuthService;
   readonly tenants: TenantService;
   readonly datasets: DatasetService;
+  /** A local_file dataset's files and folders (its selection); changes reach this replica's engine. */
+  readonly selections: DatasetSelectionService;
   readonly ingestion: IngestionEngine;
   /** Which replica ingests each dataset (its lease), in front of the engine: what the datasets service calls. */
   readonly datasetLeases: LeasedDatasets;
@@ -407,6 +410,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
       store,
       feedRepository,
     ),
+    selections: new DatasetSelectionService(db, datasetRepository, ingestionRoots, ingestion),
     ingestion,
     datasetLeases,
     coordination,

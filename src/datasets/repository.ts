@@ -3,8 +3,10 @@ import { countRows } from '../db/counts.ts';
 import { type DbOrTransaction, now } from '../db/database.ts';
 import { insertWithinQuota } from '../db/quotas.ts';
 import { type Window, windowed } from '../db/windows.ts';
+import type { SelectedEntry } from '../ingestion/selection-entries.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import { DATASET_COLUMNS, DatasetCodec, type DatasetRecord, type DatasetStatus } from './codec.ts';
+import { insertEntries, selectionOf } from './selection-repository.ts';
 
 /**
  * A file is `searchable` (its chunks are in the keyword index) before it is `indexed` (their vectors
@@ -42,11 +44,33 @@ export class DatasetRepository {
     this.codec = new DatasetCodec(box);
   }
 
-  /** Inserts the record while its tenant holds fewer than `limit` datasets (0: no limit; db/quotas.ts). */
+  /**
+   * Inserts the record while its tenant holds fewer than `limit` datasets (0: no limit; db/quotas.ts); a
+   * `local_file` dataset's folder becomes the first entry of its selection (prefix '', selection-entries.ts).
+   */
   async insert(record: DatasetRecord, limit = 0): Promise<void> {
-    await insertWithinQuota(this.db, { quota: 'datasets', limit, column: 'tenant_id', owner: record.tenant_id }, (db) =>
-      db.insertInto('datasets').values(this.codec.toRow(record)).execute(),
-    );
+    await insertWithinQuota(this.db, { quota: 'datasets', limit, column: 'tenant_id', owner: record.tenant_id }, async (db) => {
+      await db.insertInto('datasets').values(this.codec.toRow(record)).execute();
+      if (record.dtype !== 'local_file') return;
+      const entry = { path: record.configuration.ingestionPath, kind: 'folder', prefix: '', addedAt: record.created_at } as const;
+      await insertEntries(db, record.id, [entry]);
+    });
+  }
+
+  /** A `local_file` dataset's selection, oldest first (ingestion/ports.ts; the caller has the dataset's id). */
+  selection(id: string): Promise<SelectedEntry[]> {
+    return selectionOf(this.db, id);
+  }
+
+  /**
+   * `configuration.ingestionPath` follows the selection: the oldest entry's path, or '' once none is left
+   * (API-CONTRACT 4, "Selections"), so clients that know only that key still see where the dataset reads.
+   */
+  async setIngestionPath(tenantId: string, id: string, ingestionPath: string): Promise<void> {
+    const record = await this.get(tenantId, id);
+    if (!record || record.configuration.ingestionPath === ingestionPath) return;
+    const configuration = this.codec.sealConfiguration({ ...record.configuration, ingestionPath });
+    await this.db.updateTable('datasets').set({ configuration }).where('tenant_id', '=', tenantId).where('id', '=', id).execute();
   }
 
   /** The tenant's datasets, oldest first; with a window, only those rows. */

@@ -85,8 +85,10 @@ export class ClaimLoop {
     if (runtime.keyed) return !runtime.stopped; // no folder: its documents are read from its source
     const roots = await this.deps.roots.of(runtime.tenantId);
     if (runtime.stopped) return false;
-    if (!isInsideAny(roots, runtime.root)) {
-      await this.deps.refuse(runtime, `the folder '${runtime.configuredPath}' is no longer inside this tenant's ingestion roots`);
+    const outside = runtime.entries.find((entry) => !isInsideAny(roots, entry.path));
+    if (outside) {
+      const noun = outside.kind === 'file' ? 'file' : 'folder';
+      await this.deps.refuse(runtime, `the ${noun} '${outside.configured}' is no longer inside this tenant's ingestion roots`);
       return false;
     }
     runtime.roots = roots;

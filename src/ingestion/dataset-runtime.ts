@@ -15,6 +15,7 @@ import type { KeyedSourceHandle, KeyedSources } from './keyed-sources.ts';
 import { keyedQueue } from './keyed-sync.ts';
 import type { IngestedDataset, IngestionDatasets } from './ports.ts';
 import { ProgressLog } from './progress-log.ts';
+import { entryOf, type SelectedEntry } from './selection-entries.ts';
 
 /**
  * A running dataset (its runtime) and the lifecycle of runtimes: started (folder checked, embedder
@@ -24,7 +25,7 @@ import { ProgressLog } from './progress-log.ts';
  */
 
 /** Where a keyed dataset's documents are read from: no folder, no roots (they are handed over as bytes). */
-const NO_FOLDER = { real: '', roots: [] as readonly string[] };
+const NO_FOLDER = { entries: [] as RuntimeEntry[], roots: [] as readonly string[] };
 
 /** How long closing waits for datasets still starting (loading their embedder). */
 const STARTING_WAIT_MS = 2_000;
@@ -38,10 +39,11 @@ export interface TenantRoots {
 export interface DatasetRuntime {
   readonly datasetId: string;
   readonly tenantId: string;
-  /** The ingestionPath as configured: what reasons name. */
-  readonly configuredPath: string;
-  /** Its real path, checked against the tenant's roots at start: watched, scanned and read from. */
-  readonly root: string;
+  /**
+   * The files and folders of its selection (selection-entries.ts), each checked against the tenant's roots at
+   * start (or when added): watched, scanned and read from. Entries come and go while it runs.
+   */
+  readonly entries: RuntimeEntry[];
   /** The tenant's roots (real paths), refreshed whenever files are claimed. */
   roots: readonly string[];
   readonly fileTypes: ReadonlySet<string>;
@@ -55,12 +57,17 @@ export interface DatasetRuntime {
   /** Searchable files waiting for their vectors (the embedding phase). */
   readonly lane: EmbeddingLane;
   readonly progress: ProgressLog;
-  watcher?: FSWatcher;
   /** Set for a dataset whose documents are kept by key (a feed's items): they are read from it, not from `root`. */
   readonly keyed?: KeyedSources;
   /** The keyed source's poller, stopped with the dataset. */
   source?: KeyedSourceHandle;
   stopped: boolean;
+}
+
+/** A selected file or folder of a running dataset: `path` is its real path now, `configured` as stored. */
+export interface RuntimeEntry extends SelectedEntry {
+  readonly configured: string;
+  watcher?: FSWatcher;
 }
 
 /** One claimed file on its way through parsing and the keyword index. */
@@ -163,9 +170,8 @@ export class DatasetRuntimes {
     try {
       const { configuration } = row;
       const keyed = this.keyedSourceOf(row);
-      const configuredPath = keyed ? '' : configuration.ingestionPath;
       // A keyed dataset has no folder: its documents come from its source, read through `keyed`.
-      const folder = keyed ? NO_FOLDER : await this.checkFolder(row.tenant_id, configuredPath);
+      const folder = keyed ? NO_FOLDER : await this.checkSelection(row.tenant_id, await datasets.selection(datasetId));
       if ('refused' in folder) {
         log.warn({ dataset: datasetId, reason: folder.refused }, 'dataset folder refused');
         await datasets.setStatus(datasetId, 'error', folder.refused);
@@ -186,8 +192,7 @@ export class DatasetRuntimes {
       runtime = {
         datasetId,
         tenantId: row.tenant_id,
-        configuredPath,
-        root: folder.real,
+        entries: folder.entries,
         roots: folder.roots,
         fileTypes: new Set(keyed ? [] : configuration.fileTypes),
         chunkSize: configuration.chunkSize,
@@ -204,7 +209,8 @@ export class DatasetRuntimes {
       if (runtime.stopped || closing.aborted) return; // stopped (or the engine closed) while the folder was scanned
       await embedding.resume(datasetId, runtime.lane);
       await datasets.setStatus(datasetId, 'running');
-      log.info({ dataset: datasetId, folder: runtime.root, embedder: embedder.id }, 'dataset ingestion started');
+      const selection = runtime.entries.map((entry) => entry.path);
+      log.info({ dataset: datasetId, selection, embedder: embedder.id }, 'dataset ingestion started');
       this.deps.kick();
     } catch (error) {
       if (closing.aborted && !runtime) return; // the database may be closed already
@@ -231,33 +237,68 @@ export class DatasetRuntimes {
       runtime.source = await runtime.keyed.open(row, queue);
       return;
     }
-    runtime.watcher = await folders.watch(runtime);
+    for (const entry of runtime.entries) entry.watcher = await folders.watch(runtime, entry);
     this.runtimes.set(runtime.datasetId, runtime);
-    await folders.reconcile(runtime);
+    await folders.reconcile(runtime, runtime.entries);
+  }
+
+  /** Every entry of the selection checked now (checkEntry); the first refused one refuses the dataset. */
+  private async checkSelection(
+    tenantId: string,
+    selection: readonly SelectedEntry[],
+  ): Promise<{ entries: RuntimeEntry[]; roots: readonly string[] } | { refused: string }> {
+    const roots = await this.deps.roots.of(tenantId);
+    const entries: RuntimeEntry[] = [];
+    for (const selected of selection) {
+      const checked = await checkEntry(roots, selected);
+      if ('refused' in checked) return checked;
+      entries.push(checked);
+    }
+    return { entries, roots };
   }
 
   /**
-   * The dataset folder's real path, checked against the tenant's roots now: the folder (or one above
-   * it) may have been swapped for a symbolic link since the dataset was created or last started.
+   * The dataset's selection changed (datasets/selection-service.ts): entries added are checked, watched and
+   * scanned; entries removed stop being watched and their files leave the index (work on them cancelled). The
+   * other entries go on untouched. A dataset that is not running only loses the files no entry holds any more.
    */
-  private async checkFolder(
-    tenantId: string,
-    configured: string,
-  ): Promise<{ real: string; roots: readonly string[] } | { refused: string }> {
-    const roots = await this.deps.roots.of(tenantId);
-    let real: string;
-    try {
-      real = await realpath(configured);
-    } catch {
-      return { refused: `the folder '${configured}' does not exist or cannot be read` };
+  async selectionChanged(datasetId: string, removed: readonly SelectedEntry[] = []): Promise<void> {
+    await this.starting.get(datasetId);
+    const { datasets, folders } = this.deps;
+    const row = await datasets.getAnyTenant(datasetId);
+    if (!row || this.keyedSourceOf(row)) return;
+    const selection = await datasets.selection(datasetId);
+    const runtime = this.runtimes.get(datasetId);
+    if (!runtime) return folders.dropEntries(datasetId, [...selection, ...removed], removed);
+    const key = (entry: SelectedEntry) => `${entry.prefix}\0${entry.path}`;
+    const runningKey = (entry: RuntimeEntry) => `${entry.prefix}\0${entry.configured}`;
+    const before = [...runtime.entries];
+    const kept = new Set(selection.map(key));
+    const dropped = before.filter((entry) => !kept.has(runningKey(entry)));
+    for (const entry of dropped) {
+      runtime.entries.splice(runtime.entries.indexOf(entry), 1);
+      await entry.watcher?.close();
     }
-    if (!isInsideAny(roots, real)) {
-      const where = real === configured ? 'is' : `now resolves to '${real}',`;
-      return { refused: `the folder '${configured}' ${where} outside this tenant's ingestion roots` };
+    const wasDropped = (path: string) => {
+      const entry = entryOf(before, path);
+      return entry !== undefined && dropped.includes(entry);
+    };
+    cancelJobs(runtime, 'removed', (job) => wasDropped(job.file.path));
+    runtime.lane.forget((waiting) => wasDropped(waiting.path));
+    await folders.dropEntries(datasetId, before, dropped, runtime);
+    const running = new Set(runtime.entries.map(runningKey));
+    const added: RuntimeEntry[] = [];
+    for (const selected of selection) {
+      if (running.has(key(selected))) continue;
+      const checked = await checkEntry(runtime.roots, selected);
+      if ('refused' in checked) return this.refuse(runtime, checked.refused);
+      checked.watcher = await folders.watch(runtime, checked);
+      if (runtime.stopped) return void (await checked.watcher.close());
+      runtime.entries.push(checked);
+      added.push(checked);
     }
-    const facts = await stat(real).catch(() => undefined);
-    if (!facts?.isDirectory()) return { refused: `'${configured}' is not a folder` };
-    return { real, roots };
+    await folders.reconcile(runtime, added);
+    this.deps.kick();
   }
 
   /** Pauses a dataset: no watching, no indexing; its index stays searchable. Work in progress is cancelled. */
@@ -289,9 +330,10 @@ export class DatasetRuntimes {
     await this.starting.get(datasetId);
     const runtime = this.runtimes.get(datasetId);
     if (runtime && !runtime.keyed) {
-      const folder = await this.checkFolder(runtime.tenantId, runtime.configuredPath);
+      const folder = await this.checkSelection(runtime.tenantId, await this.deps.datasets.selection(datasetId));
       if ('refused' in folder) return this.refuse(runtime, folder.refused);
-      if (folder.real !== runtime.root) {
+      const moved = (entry: RuntimeEntry, index: number) => entry.path !== runtime.entries[index]?.path;
+      if (folder.entries.length !== runtime.entries.length || folder.entries.some(moved)) {
         await this.shutDown(runtime, 'stopped');
         await this.deps.files.requeueAll(datasetId);
         return this.start(datasetId);
@@ -328,11 +370,34 @@ export class DatasetRuntimes {
     if (this.runtimes.get(runtime.datasetId) === runtime) this.runtimes.delete(runtime.datasetId);
     const jobs = [...runtime.jobs];
     for (const job of jobs) job.controller.abort(new Cancelled(cause));
-    await runtime.watcher?.close();
+    await Promise.all(runtime.entries.map((entry) => entry.watcher?.close()));
     await runtime.source?.close();
     await Promise.allSettled([...jobs.map((job) => job.done), runtime.lane.stop()]);
     await runtime.serial.run(async () => undefined); // let a commit in progress finish
   }
+}
+
+/**
+ * An entry's real path, checked against the tenant's roots now: the entry (or a folder above it) may have
+ * been swapped for a symbolic link since it was added or the dataset last started.
+ */
+async function checkEntry(roots: readonly string[], selected: SelectedEntry): Promise<RuntimeEntry | { refused: string }> {
+  const configured = selected.path;
+  const noun = selected.kind === 'file' ? 'file' : 'folder';
+  let real: string;
+  try {
+    real = await realpath(configured);
+  } catch {
+    return { refused: `the ${noun} '${configured}' does not exist or cannot be read` };
+  }
+  if (!isInsideAny(roots, real)) {
+    const where = real === configured ? 'is' : `now resolves to '${real}',`;
+    return { refused: `the ${noun} '${configured}' ${where} outside this tenant's ingestion roots` };
+  }
+  const facts = await stat(real).catch(() => undefined);
+  const right = selected.kind === 'file' ? facts?.isFile() : facts?.isDirectory();
+  if (!right) return { refused: `'${configured}' is not a ${noun}` };
+  return { path: real, configured, kind: selected.kind, prefix: selected.prefix };
 }
 
 /** A timer that does not keep the process alive. */

@@ -12,6 +12,7 @@ import { KeywordFirstGate } from './keyword-first.ts';
 import { KeywordPhase } from './keyword-phase.ts';
 import type { ParserPool } from './parser-pool.ts';
 import type { IngestionDatasets } from './ports.ts';
+import type { SelectedEntry } from './selection-entries.ts';
 
 export interface IngestionEngineDeps {
   config: Config;
@@ -140,6 +141,14 @@ export class IngestionEngine {
    */
   reindex(datasetId: string): Promise<void> {
     return this.runtimes.reindex(datasetId);
+  }
+
+  /**
+   * The dataset's selection of files and folders changed: entries added are watched and scanned, entries
+   * removed lose their files' chunks; the other entries go on as they were.
+   */
+  selectionChanged(datasetId: string, removed: readonly SelectedEntry[] = []): Promise<void> {
+    return this.runtimes.selectionChanged(datasetId, removed);
   }
 
   /** Cancels everything in progress (files go back to the queue) and stops every dataset; safe to call twice. */

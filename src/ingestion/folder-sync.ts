@@ -1,13 +1,13 @@
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import type { FSWatcher } from 'chokidar';
 import type { Logger } from 'pino';
 import { nextTurn } from '../util/next-turn.ts';
 import type { VectorStore } from '../vectors/store.ts';
-import { cancelJobs, type DatasetRuntime } from './dataset-runtime.ts';
+import { cancelJobs, type DatasetRuntime, type RuntimeEntry } from './dataset-runtime.ts';
 import type { FileRepository } from './files-repository.ts';
-import { type FileFacts, scanFolder } from './folder.ts';
-import { watchFolder } from './watcher.ts';
+import { type FileFacts, scanEntry } from './folder.ts';
+import { datasetPathOf, entryOf, locate, type SelectedEntry } from './selection-entries.ts';
+import { watchFile, watchFolder } from './watcher.ts';
 
 /** Files of a folder's scan recorded in one transaction (about 10 ms). */
 const SEEN_BATCH = 100;
@@ -23,30 +23,56 @@ export interface FolderSyncDeps {
 }
 
 /**
- * Keeps a running dataset's durable queue (`dataset_files`) equal to its folder: what the watcher sees
- * (a file added, changed or removed, a folder removed) and, at every start, what a scan of the folder
- * finds. A change bumps the file's generation and queues it, cancelling work on its older version in
- * either phase; a removal hides the file's chunks at once.
+ * Keeps a running dataset's durable queue (`dataset_files`) equal to its selection's files and folders
+ * (selection-entries.ts): what the watcher of each entry sees (a file added, changed or removed, a folder
+ * removed) and, at every start or when an entry is added, what a scan of the entry finds. A change bumps the
+ * file's generation and queues it, cancelling work on its older version in either phase; a removal (of a
+ * file, or of the entry holding it) hides the file's chunks at once.
  */
 export class FolderSync {
   constructor(private readonly deps: FolderSyncDeps) {}
 
-  /** Watches the dataset's folder; resolves once the watch is in place, so a scan started afterwards misses nothing. */
-  watch(runtime: DatasetRuntime): Promise<FSWatcher> {
-    return watchFolder(runtime.root, runtime.fileTypes, {
-      changed: (file) => void this.changed(runtime, file),
-      removed: (path, folder) => void this.removed(runtime, path, folder),
-      error: (error) => this.deps.log.warn({ dataset: runtime.datasetId, err: error }, 'watching the dataset folder failed'),
+  /**
+   * Watches one entry of the dataset's selection; resolves once the watch is in place, so a scan started
+   * afterwards misses nothing. What it reports is named by dataset path; a path another entry holds is not its own.
+   */
+  watch(runtime: DatasetRuntime, entry: RuntimeEntry): Promise<FSWatcher> {
+    const error = (error: Error) => this.deps.log.warn({ dataset: runtime.datasetId, err: error }, 'watching the dataset folder failed');
+    if (entry.kind === 'file') {
+      return watchFile(entry.path, {
+        changed: (file) => void this.changed(runtime, { ...file, path: entry.prefix }),
+        removed: () => void this.removed(runtime, entry.prefix, false),
+        error,
+      });
+    }
+    const owns = (path: string) => entryOf(runtime.entries, path) === entry || !runtime.entries.includes(entry);
+    return watchFolder(entry.path, runtime.fileTypes, {
+      changed: (file) => {
+        const path = datasetPathOf(entry, file.path);
+        if (owns(path)) void this.changed(runtime, { ...file, path });
+      },
+      removed: (relative, folder) => {
+        const path = datasetPathOf(entry, relative);
+        if (path === '' || owns(path)) void this.removed(runtime, path, folder);
+      },
+      error,
     });
   }
 
   /**
-   * Brings the index in line with the folder after a start or restart: new and changed files are
-   * queued, files gone while knode was not watching are removed.
+   * Brings the index in line with the given entries after a start or restart, or once they are added: new and
+   * changed files are queued, files gone while knode was not watching are removed, and so are files no entry
+   * of the selection holds any more.
    */
-  async reconcile(runtime: DatasetRuntime): Promise<void> {
+  async reconcile(runtime: DatasetRuntime, entries: readonly RuntimeEntry[]): Promise<void> {
     const { files, closing } = this.deps;
-    const found = await scanFolder(runtime.root, runtime.fileTypes);
+    const found: FileFacts[] = [];
+    for (const entry of entries) {
+      for (const file of await scanEntry(entry, runtime.fileTypes)) {
+        const path = datasetPathOf(entry, file.path);
+        if (entryOf(runtime.entries, path) === entry) found.push({ ...file, path });
+      }
+    }
     // In batches, a turn between two: recorded one after the other, 5,000 files held the API for 0.8 s.
     for (let start = 0; start < found.length; start += SEEN_BATCH) {
       if (runtime.stopped || closing.aborted) return;
@@ -56,8 +82,36 @@ export class FolderSync {
     const present = new Set(found.map((file) => file.path));
     for (const path of await files.livePaths(runtime.datasetId)) {
       if (runtime.stopped || closing.aborted) return;
+      const entry = entryOf(runtime.entries, path);
+      if (entry && (!entries.includes(entry) || present.has(path))) continue;
       // A file created after the scan read its folder is on disk, just not in `found`.
-      if (!present.has(path) && !existsSync(join(runtime.root, path))) await this.removeFile(runtime, path);
+      const located = locate(runtime.entries, path);
+      if (!located || !existsSync(located.absolute)) await this.removeFile(runtime, path);
+    }
+  }
+
+  /**
+   * Entries left the dataset's selection: the files they held (named against the selection `before` the
+   * change) leave the index, their chunks hidden at once and deleted in the background, as if deleted from
+   * disk. A running dataset removes them through its serial queue; one that is not running, directly.
+   */
+  async dropEntries(
+    datasetId: string,
+    before: readonly SelectedEntry[],
+    removed: readonly SelectedEntry[],
+    runtime?: DatasetRuntime,
+  ): Promise<void> {
+    const { files, store } = this.deps;
+    const gone = new Set(removed.map((entry) => `${entry.prefix}\0${entry.path}`));
+    for (const path of await files.livePaths(datasetId)) {
+      const entry = entryOf(before, path);
+      if (!entry || !gone.has(`${entry.prefix}\0${entry.path}`)) continue;
+      if (runtime) {
+        await this.removeFile(runtime, path);
+        continue;
+      }
+      await store.retireFile(datasetId, path).catch(() => undefined); // a dataset that never started has no index
+      await files.removed(datasetId, path);
     }
   }
 

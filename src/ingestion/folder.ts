@@ -58,3 +58,14 @@ export async function scanFolder(root: string, fileTypes: ReadonlySet<string>): 
   }
   return files;
 }
+
+/**
+ * The indexable files of one entry of a dataset's selection: a folder's, recursively (scanFolder), or a file
+ * entry's own file (relative path '', named by the entry's prefix), when it is one of the dataset's `fileTypes`.
+ */
+export async function scanEntry(entry: { path: string; kind: 'file' | 'folder' }, fileTypes: ReadonlySet<string>): Promise<FileFacts[]> {
+  if (entry.kind === 'folder') return scanFolder(entry.path, fileTypes);
+  if (!fileTypes.has(extname(entry.path).slice(1).toLowerCase())) return [];
+  const facts = await stat(entry.path).catch(() => undefined);
+  return facts?.isFile() ? [{ path: '', size: facts.size, mtimeMs: Math.floor(facts.mtimeMs) }] : [];
+}

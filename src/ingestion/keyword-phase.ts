@@ -1,4 +1,4 @@
-import { extname, join } from 'node:path';
+import { extname } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import { errorMessage } from '../domain/errors.ts';
@@ -9,6 +9,7 @@ import type { KeyedDocument } from './keyed-sources.ts';
 import type { KeywordFirstGate } from './keyword-first.ts';
 import type { PreparedFile, PrepareOptions } from './parse-worker.ts';
 import { type ParserPool, ParserPoolClosedError } from './parser-pool.ts';
+import { locate } from './selection-entries.ts';
 import { TurnGate } from './turn-gate.ts';
 
 export interface KeywordPhaseDeps {
@@ -78,8 +79,11 @@ export class KeywordPhase {
           const options = this.prepareOptions(runtime, file);
           prepared = await this.deps.pool.prepareBytes(document.name, document.bytes, options, signal, runtime.datasetId);
         } else {
-          const path = join(runtime.root, file.path);
-          prepared = await this.deps.pool.prepare(path, this.prepareOptions(runtime, file), signal, runtime.datasetId);
+          // Where its entry of the selection has it (selection-entries.ts); an entry just removed has none.
+          const located = locate(runtime.entries, file.path);
+          if (!located) throw new Cancelled('removed');
+          const options = { ...this.prepareOptions(runtime, file), folder: located.folder };
+          prepared = await this.deps.pool.prepare(located.absolute, options, signal, runtime.datasetId);
         }
         if (prepared.unchanged) {
           const status = await runtime.serial.run(() => this.deps.files.unchanged(file));
@@ -126,7 +130,7 @@ export class KeywordPhase {
       chunkSize: runtime.chunkSize,
       chunkOverlap: runtime.chunkOverlap,
       knownHash: file.contentHash,
-      folder: runtime.root,
+      folder: '',
       roots: runtime.roots,
       maxFileBytes: this.deps.config.maxFileBytes,
       maxTextBytes: this.deps.config.maxTextBytes,

@@ -1,3 +1,5 @@
+import type { SelectedEntry } from './selection-entries.ts';
+
 /** A dataset as ingestion needs it: its tenant and its configuration (checked, secrets opened). */
 export interface IngestedDataset {
   id: string;
@@ -10,7 +12,7 @@ export interface IngestedDataset {
 /** What ingestion reads of a dataset's configuration; the embedder's settings go to embeddings/ as they are. */
 export interface IngestionConfiguration {
   readonly [key: string]: unknown;
-  /** The folder as configured (its real path is checked again at every start). */
+  /** The folder the dataset was created with; what is read is its selection (IngestionDatasets.selection). */
   readonly ingestionPath: string;
   /** Lower-case extensions without their dot. */
   readonly fileTypes: readonly string[];
@@ -29,6 +31,8 @@ export interface IngestionDatasets {
   /** Datasets of every tenant that should be ingesting (at start-up, to resume them). */
   listActive(): Promise<IngestedDataset[]>;
   getAnyTenant(id: string): Promise<IngestedDataset | undefined>;
+  /** A `local_file` dataset's selection of files and folders (selection-entries.ts), oldest first. */
+  selection(id: string): Promise<SelectedEntry[]>;
   /** `error` says why a dataset is in status `error`. */
   setStatus(id: string, status: IngestionStatus, error?: string | null): Promise<void>;
 }

@@ -42,3 +42,30 @@ export async function watchFolder(root: string, fileTypes: ReadonlySet<string>, 
   await new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
   return watcher;
 }
+
+/** What a watched file entry reports: its own changes. */
+export interface FileEvents {
+  changed(file: FileFacts): void;
+  removed(): void;
+  error(error: Error): void;
+}
+
+/**
+ * Watches one selected file (a file entry of a dataset's selection; symlinks not followed); resolves once the
+ * watch is in place. It reports its file with the relative path '' (the entry's prefix names it).
+ */
+export async function watchFile(path: string, events: FileEvents): Promise<FSWatcher> {
+  const watcher = watch(path, {
+    ignoreInitial: true,
+    followSymlinks: false,
+    awaitWriteFinish: { stabilityThreshold: WRITE_SETTLE_MS, pollInterval: 50 },
+  });
+  const report = (_path: string, stats?: Stats) =>
+    events.changed({ path: '', size: stats?.size ?? 0, mtimeMs: Math.floor(stats?.mtimeMs ?? Date.now()) });
+  watcher.on('add', report);
+  watcher.on('change', report);
+  watcher.on('unlink', () => events.removed());
+  watcher.on('error', (error) => events.error(error instanceof Error ? error : new Error(String(error))));
+  await new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
+  return watcher;
+}

@@ -34,6 +34,11 @@ export async function ownEngine(t: TestApp, pool: ParserPool): Promise<OwnEngine
     datasets: {
       listActive: async () => [],
       getAnyTenant: async (id) => configurations.get(id),
+      // The folder each dataset was created with: its selection of one (migration 0021).
+      selection: async (id) => {
+        const path = configurations.get(id)?.configuration.ingestionPath;
+        return path ? [{ path, kind: 'folder' as const, prefix: '' }] : [];
+      },
       setStatus: async (id, status, error) => void statuses.set(id, { status, error }),
     },
     files: new FileRepository(t.services.database.db),

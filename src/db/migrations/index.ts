@@ -19,6 +19,7 @@ import * as piiFilterPolicy from './0017-pii-filter-policy.ts';
 import * as endpointArchive from './0018-endpoint-archive.ts';
 import * as feeds from './0019-feeds.ts';
 import * as settlementReplica from './0020-settlement-replica.ts';
+import * as datasetSelections from './0021-dataset-selections.ts';
 
 /**
  * Every migration, in order. They are imported (not read from disk) so the compiled binary carries them.
@@ -45,4 +46,5 @@ export const migrations: Record<string, Migration> = {
   '0018-endpoint-archive': endpointArchive,
   '0019-feeds': feeds,
   '0020-settlement-replica': settlementReplica,
+  '0021-dataset-selections': datasetSelections,
 };

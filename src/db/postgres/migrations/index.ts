@@ -6,6 +6,7 @@ import * as piiFilterPolicy from './0004-pii-filter-policy.ts';
 import * as endpointArchive from './0005-endpoint-archive.ts';
 import * as feeds from './0006-feeds.ts';
 import * as settlementReplica from './0007-settlement-replica.ts';
+import * as datasetSelections from './0008-dataset-selections.ts';
 
 /**
  * PostgreSQL's migrations, in order (cluster mode). They are not SQLite's translated one by one: a new
@@ -21,4 +22,5 @@ export const postgresMigrations: Record<string, Migration> = {
   '0005-endpoint-archive': endpointArchive,
   '0006-feeds': feeds,
   '0007-settlement-replica': settlementReplica,
+  '0008-dataset-selections': datasetSelections,
 };
