@@ -62,9 +62,7 @@ describe('dataset selections', () => {
     const dataset = await Dataset.create(t, alice, folder);
     await dataset.indexed();
     const list = (await selectionOf(t, alice, dataset.id)).json() as Entry[];
-    expect(list).toEqual([
-      expect.objectContaining({ path: folder, kind: 'folder', source: '', files: 1, status: 'indexed', progress: 1 }),
-    ]);
+    expect(list).toEqual([expect.objectContaining({ path: folder, kind: 'folder', source: '', files: 1, status: 'indexed', progress: 1 })]);
     expect((await dataset.search('orchids'))[0]?.metadata.source).toBe('a.txt');
   });
 
