@@ -117,7 +117,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       await api.register(healthRoutes);
       await api.register(authRoutes(services.auth));
       await api.register(tenantRoutes(services.tenants));
-      await api.register(datasetRoutes(services.datasets, services.vectorStoreVersion));
+      await api.register(datasetRoutes(services.datasets));
       await api.register(feedRoutes(services.datasets));
       await api.register(selectionRoutes(services.selections));
       await api.register(modelRoutes(services.models, services.modelRunner));

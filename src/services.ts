@@ -83,9 +83,10 @@ import { NgrokTunnelProvider } from './tunnel/ngrok.ts';
 import type { TunnelProvider } from './tunnel/provider.ts';
 import { type Clock, systemClock } from './util/clock.ts';
 import { vectorExtensionPath, vectorExtensionVersion } from './vectors/extension.ts';
+import { PgvectorMissingError } from './vectors/postgres/pgvector.ts';
 import { PostgresVectorStore } from './vectors/postgres/store.ts';
 import { SqliteVectorStore } from './vectors/sqlite-store.ts';
-import type { VectorStore } from './vectors/store.ts';
+import type { SearchEngine, VectorStore } from './vectors/store.ts';
 
 /** Everything the routes need, built once from the configuration; tests build it on a temporary data directory. */
 export interface Services {
@@ -97,7 +98,7 @@ export interface Services {
    * no SQLite connection, and only the SQLite counters and store ask for one.
    */
   readonly database: OpenedDatabase;
-  readonly vectorStoreVersion: string;
+  readonly searchEngine: SearchEngine;
   /** The per-dataset vector store (tests read what it holds). */
   readonly vectorStore: VectorStore;
   readonly guard: CredentialGuard;
@@ -179,7 +180,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   setUseLiteWarningListener((message) => log.warn(message));
   const clock = options.clock ?? systemClock;
   const state = await openState(config, clock);
-  const { database, windows, store, vectorStoreVersion, box, tokens } = state;
+  const { database, windows, store, searchEngine, box, tokens } = state;
   const { db } = database;
   const coordination = openCoordination(config, state, log);
   const { leases, changes } = coordination;
@@ -353,7 +354,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     log,
     outbound: tenantFetch,
   });
-  const datasetSearch = new DatasetSearchService(config, datasetRepository, store, vectorStoreVersion, embedderFetch);
+  const datasetSearch = new DatasetSearchService(config, datasetRepository, store, searchEngine, embedderFetch);
   // Each dataset's own calibration, fitted in the background once its files are indexed and again as it grows;
   // a look every minute at which datasets need one costs a few queries.
   const calibrator = new DatasetCalibrator({
@@ -385,7 +386,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     config,
     log,
     database,
-    vectorStoreVersion,
+    searchEngine,
     vectorStore: store,
     guard: new CredentialGuard({
       config,
@@ -402,7 +403,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     tenants,
     datasets: new DatasetService(
       datasetRepository,
-      { defaultEmbedder: config.embedder, quota: config.tenantQuotas.datasets },
+      { defaultEmbedder: config.embedder, quota: config.tenantQuotas.datasets, searchEngine },
       ingestionRoots,
       datasetLeases,
       files,
@@ -541,7 +542,7 @@ interface State {
   readonly database: OpenedDatabase;
   readonly windows: FixedWindows;
   readonly store: VectorStore;
-  readonly vectorStoreVersion: string;
+  readonly searchEngine: SearchEngine;
   readonly box: SecretBox;
   readonly tokens: TokenIssuer;
   close(): Promise<void>;
@@ -558,7 +559,12 @@ async function openState(config: Config, clock: Clock): Promise<State> {
       database,
       windows: new SqliteFixedWindows(database, clock),
       store: new SqliteVectorStore(database),
-      vectorStoreVersion: await database.exclusive(vectorExtensionVersion),
+      searchEngine: {
+        vectorStore: 'sqlite-vec',
+        vectorStoreVersion: await database.exclusive(vectorExtensionVersion),
+        keywordIndex: 'SQLite FTS5',
+        vectorsMissing: undefined,
+      },
       box: new SecretBox(loadOrCreateKey(join(config.dataDir, 'secret.key'), 32)),
       tokens: new TokenIssuer(config.jwtSecret ?? loadOrCreateKey(join(config.dataDir, 'jwt.key'), 32)),
       close: () => database.close(),
@@ -579,7 +585,12 @@ async function openState(config: Config, clock: Clock): Promise<State> {
       database,
       windows: new PostgresFixedWindows(postgres.db, clock),
       store,
-      vectorStoreVersion: store.pgvectorVersion === undefined ? 'none (the server lacks pgvector)' : `pgvector ${store.pgvectorVersion}`,
+      searchEngine: {
+        vectorStore: 'pgvector',
+        vectorStoreVersion: store.pgvectorVersion ?? 'none',
+        keywordIndex: 'PostgreSQL BM25',
+        vectorsMissing: store.vectorsMissing === undefined ? undefined : new PgvectorMissingError(store.vectorsMissing).message,
+      },
       box: new SecretBox(config.secretKey),
       tokens: new TokenIssuer(config.jwtSecret),
       close: postgres.close,

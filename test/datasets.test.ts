@@ -69,7 +69,12 @@ describe('datasets', () => {
           chunks: 0,
           chunks_embedded: 0,
         },
-        search: { ranking: expect.stringContaining('BM25'), calibration: expect.stringContaining('use-lite'), fitted: null },
+        search: {
+          ranking: expect.stringContaining('BM25'),
+          calibration: expect.stringContaining('use-lite'),
+          fitted: null,
+          vectors_missing: null,
+        },
         created_at: expect.stringMatching(ISO_UTC),
         updated_at: expect.stringMatching(ISO_UTC),
       });

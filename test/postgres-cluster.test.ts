@@ -188,9 +188,18 @@ describe('two replicas on one PostgreSQL', () => {
       return documents.length > 0 && documents;
     });
     expect(found[0]?.content).toContain('Sourdough');
-    if (replicaA.services.vectorStoreVersion.startsWith('pgvector')) return; // a server with pgvector: vectors are searched too
+    if (replicaA.services.searchEngine.vectorsMissing === undefined) return; // a server with pgvector: vectors are searched too
     const vector = await search(replicaB, 'vector');
     expect(vector.statusCode).toBe(503);
     expect(vector.json().detail).toContain('pgvector');
+    // The dataset view and the provisioners say so before anyone searches.
+    const view = await replicaB.request({ method: 'GET', url: `/api/v1/datasets/${dataset.id}`, token: user.token });
+    expect(view.json().search.vectors_missing).toContain('pgvector');
+    const provisioners = await replicaB.request({ method: 'GET', url: '/api/v1/datasets/provisioners/', token: user.token });
+    expect(provisioners.json()[0].details).toMatchObject({
+      vector_store: 'pgvector',
+      vector_store_version: 'none',
+      keyword_index: 'PostgreSQL BM25',
+    });
   });
 });

@@ -132,7 +132,7 @@ try {
     config,
     new DatasetRepository(services.database.db, box),
     store,
-    services.vectorStoreVersion,
+    services.searchEngine,
     // The bench embeds with USE-lite: no server is called, but the search takes the outbound module's fetch.
     async () => ({ fetch: globalThis.fetch, scope: 'bench' }),
   );

@@ -7,7 +7,7 @@ import { IdParams, MessageBody } from '../http/schemas.ts';
 import { CreateDatasetBody, DatasetFileView, DatasetView, ProvisionerView, UpdateDatasetBody } from './schemas.ts';
 import type { DatasetService } from './service.ts';
 
-export function datasetRoutes(datasets: DatasetService, vectorStoreVersion: string): FastifyPluginAsyncTypebox {
+export function datasetRoutes(datasets: DatasetService): FastifyPluginAsyncTypebox {
   return async (app) => {
     const common = { config: { auth: 'tenant' as const } };
     const tags = ['datasets'];
@@ -55,7 +55,7 @@ export function datasetRoutes(datasets: DatasetService, vectorStoreVersion: stri
     app.get('/datasets/provisioners/', {
       ...common,
       schema: { tags, response: { 200: Type.Array(ProvisionerView) } },
-      handler: async (request) => datasets.provisioners(requirePrincipal(request).tenant, vectorStoreVersion),
+      handler: async (request) => datasets.provisioners(requirePrincipal(request).tenant),
     });
 
     app.get('/datasets/:id/files', {

@@ -49,6 +49,8 @@ export const DatasetView = Type.Object({
       Type.Object({ fitted_at: Type.String(), questions: Type.Integer(), unanswerable: Type.Integer(), chunks: Type.Integer() }),
       Type.Null(),
     ]),
+    /** Why vector and hybrid searches cannot run on this server (a PostgreSQL without pgvector); null when they can. */
+    vectors_missing: Type.Union([Type.String(), Type.Null()]),
   }),
   created_at: Timestamp,
   updated_at: Timestamp,

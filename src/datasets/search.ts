@@ -7,7 +7,7 @@ import { queryVector } from '../embeddings/query-vectors.ts';
 import { calibrationFor } from '../vectors/calibration.ts';
 import { RANKING } from '../vectors/ranking.ts';
 import { fitIsCurrent } from '../vectors/self-calibration.ts';
-import { type ChunkNeighbours, VectorIndexMissingError, type VectorStore } from '../vectors/store.ts';
+import { type ChunkNeighbours, type SearchEngine, searchEngineName, VectorIndexMissingError, type VectorStore } from '../vectors/store.ts';
 import type { DatasetConfiguration } from './codec.ts';
 import type { DatasetRepository } from './repository.ts';
 import type { ReferencesView } from './schemas.ts';
@@ -40,7 +40,7 @@ export class DatasetSearchService {
     private readonly config: Config,
     private readonly datasets: DatasetRepository,
     private readonly store: VectorStore,
-    private readonly storeVersion: string,
+    private readonly engine: SearchEngine,
     /** The outbound module's fetch for a tenant, which an `openai:` embedder is called through (outbound/). */
     private readonly outbound: EmbedderOutbound,
   ) {}
@@ -54,7 +54,7 @@ export class DatasetSearchService {
     const shipped = calibrationFor(configuration.embedder);
     const calibration = fitted && fitIsCurrent(fitted, configuration.embedder, shipped) ? fitted.calibration : shipped;
     const providerInfo = {
-      search_engine: `sqlite-vec ${this.storeVersion} + FTS5`,
+      search_engine: searchEngineName(this.engine),
       mode: options.mode,
       embedder: configuration.embedder,
       ranking: RANKING,

@@ -13,6 +13,7 @@ import type { IngestionRoots } from '../tenants/ingestion-roots.ts';
 import { calibrationFor } from '../vectors/calibration.ts';
 import { RANKING } from '../vectors/ranking.ts';
 import type { FittedCalibration } from '../vectors/self-calibration.ts';
+import type { SearchEngine } from '../vectors/store.ts';
 import { type DatasetConfiguration, type DatasetRecord, datasetConfigurationView } from './codec.ts';
 import { type DatasetRules, normalizeDatasetConfiguration } from './configuration.ts';
 import type { FeedStateView as FeedStateViewSchema } from './feed-schemas.ts';
@@ -33,8 +34,11 @@ export interface FeedStates {
 export class DatasetService {
   constructor(
     private readonly datasets: DatasetRepository,
-    /** `quota`: how many datasets a tenant may have (SVC_TENANT_QUOTAS; 0: no limit). */
-    private readonly rules: { defaultEmbedder: string; quota?: number },
+    /**
+     * `quota`: how many datasets a tenant may have (SVC_TENANT_QUOTAS; 0: no limit); `searchEngine`: what the
+     * store is built on (its provisioners' details, and the dataset view says when vectors cannot be searched).
+     */
+    private readonly rules: { defaultEmbedder: string; quota?: number; searchEngine?: SearchEngine },
     private readonly roots: IngestionRoots,
     private readonly ingestion: Pick<IngestionEngine, 'start' | 'stop' | 'remove' | 'reindex'>,
     private readonly files: FileRepository,
@@ -90,7 +94,7 @@ export class DatasetService {
     const counts = await this.datasets.ingestionCounts(rows.map((row) => row.id));
     const fits = await this.fits(rows.map((row) => row.id));
     const total = window ? await this.datasets.count(tenant.id) : rows.length;
-    return { items: rows.map((row) => toView(row, counts.get(row.id), fits.get(row.id))), total };
+    return { items: rows.map((row) => toView(row, counts.get(row.id), fits.get(row.id), this.rules.searchEngine?.vectorsMissing)), total };
   }
 
   async get(tenant: Tenant, id: string): Promise<DatasetViewData> {
@@ -139,7 +143,7 @@ export class DatasetService {
   }
 
   /** The dataset types this server can provision, and how the local_file one is doing for this tenant. */
-  async provisioners(tenant: Tenant, vectorStoreVersion: string): Promise<Static<typeof ProvisionerView>[]> {
+  async provisioners(tenant: Tenant): Promise<Static<typeof ProvisionerView>[]> {
     const rows = await this.datasets.list(tenant.id);
     const counts = await this.datasets.ingestionCounts(rows.map((row) => row.id));
     const pending = [...counts.values()].reduce((sum, count) => sum + count.files_pending, 0);
@@ -155,9 +159,10 @@ export class DatasetService {
         details: {
           embedder: this.rules.defaultEmbedder,
           dimension: this.rules.defaultEmbedder.startsWith('use-lite') ? USE_LITE_DIMENSION : null,
-          vector_store: 'sqlite-vec',
-          vector_store_version: vectorStoreVersion,
-          keyword_index: 'SQLite FTS5',
+          vector_store: this.rules.searchEngine?.vectorStore ?? null,
+          vector_store_version: this.rules.searchEngine?.vectorStoreVersion ?? null,
+          keyword_index: this.rules.searchEngine?.keywordIndex ?? null,
+          ...(this.rules.searchEngine?.vectorsMissing ? { vectors_missing: this.rules.searchEngine.vectorsMissing } : {}),
           ranking: RANKING,
           calibration: calibrationFor(this.rules.defaultEmbedder).name,
           datasets: rows.length,
@@ -204,7 +209,7 @@ export class DatasetService {
 
   private async view(row: DatasetRecord): Promise<DatasetViewData> {
     const counts = await this.datasets.ingestionCounts([row.id]);
-    return toView(row, counts.get(row.id), (await this.fits([row.id])).get(row.id));
+    return toView(row, counts.get(row.id), (await this.fits([row.id])).get(row.id), this.rules.searchEngine?.vectorsMissing);
   }
 
   /** The fitted calibrations by dataset id; a dataset without an index yet has none. */
@@ -217,7 +222,7 @@ export class DatasetService {
   }
 }
 
-function toView(row: DatasetRecord, counts = NO_FILES, fitted?: FittedCalibration): DatasetViewData {
+function toView(row: DatasetRecord, counts = NO_FILES, fitted?: FittedCalibration, vectorsMissing?: string): DatasetViewData {
   const own = fitted?.embedder === row.configuration.embedder ? fitted : undefined;
   return {
     id: row.id,
@@ -230,6 +235,7 @@ function toView(row: DatasetRecord, counts = NO_FILES, fitted?: FittedCalibratio
       ranking: RANKING,
       calibration: own ? own.calibration.name : calibrationFor(row.configuration.embedder).name,
       fitted: own ? { fitted_at: own.fittedAt, questions: own.questions, unanswerable: own.unanswerable, chunks: own.chunkCount } : null,
+      vectors_missing: vectorsMissing ?? null,
     },
     error: row.error,
     ingestion: counts,

@@ -121,6 +121,26 @@ export class VectorIndexMissingError extends Error {
  * never waits long behind one); a search sees a file's old chunks or its new ones, never a mix or neither.
  * A method on a dataset without an index fails with VectorIndexMissingError (`createDatasetIndex` aside).
  */
+/**
+ * What a store is built on, as the provisioners' details, each answer's `provider_info` and the dataset view
+ * say it: a PostgreSQL without pgvector searches by keywords only, and the dataset view says why.
+ */
+export interface SearchEngine {
+  /** `sqlite-vec` or `pgvector`. */
+  readonly vectorStore: string;
+  /** The vector extension's version; `none` where the server lacks it. */
+  readonly vectorStoreVersion: string;
+  /** `SQLite FTS5`, or `PostgreSQL BM25` (postings in plain SQL, FTS5's formula). */
+  readonly keywordIndex: string;
+  /** Why vector and hybrid searches cannot run on this store; undefined when they can. */
+  readonly vectorsMissing: string | undefined;
+}
+
+/** One line for `provider_info.search_engine`: `sqlite-vec v0.1.9 + SQLite FTS5`. */
+export function searchEngineName(engine: SearchEngine): string {
+  return `${engine.vectorStore} ${engine.vectorStoreVersion} + ${engine.keywordIndex}`;
+}
+
 export interface VectorStore extends CalibrationSource {
   /** The longest write transaction so far, in milliseconds (the ingestion logs it with its progress). */
   readonly longestWriteMs: number;

@@ -107,6 +107,7 @@ function View(props: { dataset: Dataset; reload: () => Promise<void>; leaving: {
       <ErrorNotice error={actionError} />
       {dataset.status === 'error' && dataset.error && <Notice kind="error">{dataset.error}</Notice>}
       {dataset.status === 'stopped' && <Notice>Stopped: the folder is not watched and nothing is indexed. Search still works.</Notice>}
+      {dataset.search.vectors_missing && <Notice>Keyword search only: {dataset.search.vectors_missing}.</Notice>}
       {dataset.dtype === 'rss' && <FeedStatus dataset={dataset} />}
       <Progress dataset={dataset} />
       <Search dataset={dataset} />
