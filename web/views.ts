@@ -11,6 +11,7 @@ import type { AccessToken as AccessTokenView, Me as MeView, SetupView } from '..
 import type { FolderListingView } from '../src/console/schemas.ts';
 import type { FeedStateView } from '../src/datasets/feed-schemas.ts';
 import type { DatasetFileView, DatasetView, ReferencesView, StorageView } from '../src/datasets/schemas.ts';
+import type { SelectionEntryView } from '../src/datasets/selection-schemas.ts';
 import type {
   CreatedEndpointView,
   EndpointDetail,
@@ -51,6 +52,7 @@ export type Member = Static<typeof MemberView>;
 export type Dataset = Static<typeof DatasetView>;
 export type DatasetFile = Static<typeof DatasetFileView>;
 export type FeedState = Static<typeof FeedStateView>;
+export type SelectionEntry = Static<typeof SelectionEntryView>;
 export type References = Static<typeof ReferencesView>;
 export type Reference = References['documents'][number];
 export type Storage = Static<typeof StorageView>;

@@ -2,6 +2,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
 import { QUERY_THRESHOLD_DEFAULT, SEARCH_LIMIT_MAX } from '../../src/http/field-bounds.ts';
 import { apiPath, del, get, post } from '../api.ts';
+import { DatasetSelection } from '../components/dataset-selection.tsx';
 import { DatasetStatus, isBusy } from '../components/dataset-status.tsx';
 import { FeedStatus } from '../components/feed-status.tsx';
 import { References as ReferenceList } from '../components/references.tsx';
@@ -110,6 +111,7 @@ function View(props: { dataset: Dataset; reload: () => Promise<void>; leaving: {
       {dataset.search.vectors_missing && <Notice>Keyword search only: {dataset.search.vectors_missing}.</Notice>}
       {dataset.dtype === 'rss' && <FeedStatus dataset={dataset} />}
       <Progress dataset={dataset} />
+      {dataset.dtype === 'local_file' && <DatasetSelection dataset={dataset} reload={props.reload} />}
       <Search dataset={dataset} />
       <Files dataset={dataset} />
       <section class="card" aria-labelledby="configuration-title">
