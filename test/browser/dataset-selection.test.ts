@@ -12,7 +12,7 @@ import type { Page } from 'puppeteer-core';
 import { createTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { Dataset } from '../helpers/datasets.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { type BrowserSession, openConsoleAs, type Problems, press, tabTo, unlabelledControls, visit, waitForText, watch } from './page.ts';
+import { type BrowserSession, openConsoleAs, type Problems, press, unlabelledControls, visit, waitForText, watch } from './page.ts';
 
 const SCREENSHOTS = resolve(import.meta.dir, '../..', process.env.SCREENSHOTS_DIR ?? 'test-output/screenshots');
 
