@@ -1,6 +1,10 @@
+import { Database as SqliteDatabase } from 'bun:sqlite';
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import { Kysely, Migrator, SqliteDialect } from 'kysely';
+import { kyselyAdapter } from '../src/db/database.ts';
+import { migrations } from '../src/db/migrations/index.ts';
 import { createTestApp, type TestApp, type TestUser, tempDir, validationIssues } from './helpers/app.ts';
 import { Dataset } from './helpers/datasets.ts';
 import { waitFor } from './helpers/wait.ts';
@@ -172,6 +176,34 @@ describe('dataset selections across a restart', () => {
       expect((await again.search('lilies'))[0]?.metadata.source).toBe(`${basename(extra)}/c.txt`);
     } finally {
       await second.close();
+    }
+  });
+});
+
+describe('upgrading to selections (migration 0021)', () => {
+  test('each existing local_file dataset gets one entry, its ingestionPath; an rss dataset none', async () => {
+    const dataDir = tempDir();
+    try {
+      const sqlite = new SqliteDatabase(join(dataDir, 'knode.db'), { create: true });
+      const db = new Kysely<unknown>({ dialect: new SqliteDialect({ database: kyselyAdapter(sqlite) }) });
+      const migrate = (before: string) =>
+        new Migrator({
+          db,
+          provider: { getMigrations: async () => Object.fromEntries(Object.entries(migrations).filter(([name]) => name < before)) },
+        }).migrateToLatest();
+      expect((await migrate('0021')).error).toBeUndefined();
+      const at = '2026-01-01T00:00:00.000Z';
+      sqlite.run(`INSERT INTO tenants (id, name, created_at) VALUES ('t', 'acme', '${at}')`);
+      sqlite.run(`INSERT INTO datasets (id, tenant_id, name, dtype, configuration, status, created_at, updated_at) VALUES
+        ('folder', 't', 'folder', 'local_file', '{"ingestionPath":"/data/papers","chunkSize":1000}', 'running', '${at}', '${at}'),
+        ('feeds', 't', 'feeds', 'rss', '{"feeds":["https://example.com/feed.xml"]}', 'running', '${at}', '${at}')`);
+      expect((await migrate('0022')).error).toBeUndefined();
+      expect(sqlite.query('SELECT dataset_id, path, kind, position, prefix, added_at FROM dataset_selection').all()).toEqual([
+        { dataset_id: 'folder', path: '/data/papers', kind: 'folder', position: 0, prefix: '', added_at: at },
+      ]);
+      await db.destroy();
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });
