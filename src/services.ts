@@ -70,6 +70,7 @@ import { QueryPipeline } from './query/pipeline.ts';
 import { UsageRepository } from './query/usage-repository.ts';
 import { UsageService } from './query/usage-service.ts';
 import { loadOrCreateKey } from './security/key-file.ts';
+import type { PasswordHashCost } from './security/passwords.ts';
 import { SecretBox } from './security/secret-box.ts';
 import { HubClients } from './syfthub/hub-client.ts';
 import { HUB_TIMEOUT_MS } from './syfthub/hub-session.ts';
@@ -172,6 +173,8 @@ export interface ServiceOptions {
   paymentReceiptTimeoutMs?: number;
   /** The authority a local https feed server's certificate is trusted through (tests only: feeds are https, always). */
   feedTls?: { ca: string };
+  /** Argon2id's cost for new passwords: OWASP's (PASSWORD_HASH_COST) unless a test lowers it; never configurable. */
+  passwordHashCost?: PasswordHashCost;
 }
 
 export async function createServices(config: Config, options: ServiceOptions = {}): Promise<Services> {
@@ -399,7 +402,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     requestGuard: new RequestGuard({ config, publicHosts: settingsRepository }),
     limits,
     failedAuth: new FailedAuthLimiter(windows),
-    auth: new AuthService(db, userRepository, tenantRepository, tokens),
+    auth: new AuthService(db, userRepository, tenantRepository, tokens, options.passwordHashCost),
     tenants,
     datasets: new DatasetService(
       datasetRepository,

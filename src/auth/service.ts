@@ -4,7 +4,7 @@ import { ConflictError, UnauthorizedError, ValidationError } from '../domain/err
 import type { Principal } from '../domain/principal.ts';
 import { DEFAULT_TENANT } from '../domain/principal.ts';
 import { passwordProblem } from '../security/password-rule.ts';
-import { hashPassword, verifyAgainstNothing, verifyPassword } from '../security/passwords.ts';
+import { hashPassword, PASSWORD_HASH_COST, type PasswordHashCost, verifyAgainstNothing, verifyPassword } from '../security/passwords.ts';
 import type { TenantRepository } from '../tenants/repository.ts';
 import type { UserRepository } from '../tenants/users-repository.ts';
 import { ACCESS_TOKEN_SECONDS, type TokenIssuer } from './tokens.ts';
@@ -22,6 +22,8 @@ export class AuthService {
     private readonly users: UserRepository,
     private readonly tenants: TenantRepository,
     private readonly tokens: TokenIssuer,
+    /** Argon2id's cost for new passwords: PASSWORD_HASH_COST unless a test lowers it (security/passwords.ts). */
+    private readonly passwordHashCost: PasswordHashCost = PASSWORD_HASH_COST,
   ) {}
 
   /** Creates the user and a new tenant it owns, together or not at all. */
@@ -35,7 +37,7 @@ export class AuthService {
     if (tenantName.toLowerCase() === DEFAULT_TENANT || (await this.tenants.findByName(tenantName))) {
       throw new ConflictError(`Tenant '${tenantName}' already exists`);
     }
-    const passwordHash = await hashPassword(password);
+    const passwordHash = await hashPassword(password, this.passwordHashCost);
     // Another registration may win the race between the checks above and the insert.
     return conflictAs('A user with this email or tenant already exists', () =>
       inTransaction(this.db, async (trx) => {
@@ -54,7 +56,7 @@ export class AuthService {
 
   async login(email: string, password: string) {
     const user = await this.users.findByEmail(email.trim().toLowerCase());
-    const valid = user ? await verifyPassword(password, user.password_hash) : await verifyAgainstNothing(password);
+    const valid = user ? await verifyPassword(password, user.password_hash) : await verifyAgainstNothing(password, this.passwordHashCost);
     if (!user || !valid) throw new UnauthorizedError('Incorrect email or password');
     const tenant = await this.homeTenant(user.id);
     const accessToken = await this.tokens.issue({ sub: user.id, email: user.email, tenant_name: tenant });

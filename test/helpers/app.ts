@@ -5,6 +5,7 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import type { Tenant } from '../../src/domain/principal.ts';
+import type { PasswordHashCost } from '../../src/security/passwords.ts';
 import { createServices, type ServiceOptions, type Services } from '../../src/services.ts';
 import { ManualClock } from '../fakes/clock.ts';
 
@@ -37,6 +38,12 @@ export interface TestApp {
 
 let counter = 0;
 
+/**
+ * Argon2id at its cheapest for the test apps: OWASP's cost (knode's only one) spends about 40 ms of CPU on
+ * each hash and check, and every test user needs both. Still argon2id, so what is stored looks the same.
+ */
+const TEST_PASSWORD_HASH_COST: PasswordHashCost = { memoryCost: 64, timeCost: 1 };
+
 export function tempDir(prefix = 'knode-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
@@ -68,7 +75,7 @@ export async function createTestApp(
     SVC_OUTBOUND_ALLOW: 'loopback',
     ...env,
   });
-  const services = await createServices(config, { ...options, clock });
+  const services = await createServices(config, { passwordHashCost: TEST_PASSWORD_HASH_COST, ...options, clock });
   const app = await buildApp(services);
   await app.ready();
 
