@@ -1,10 +1,8 @@
-import { realpath, stat } from 'node:fs/promises';
 import type { FSWatcher } from 'chokidar';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import { errorMessage } from '../domain/errors.ts';
 import { datasetEmbedder, type Embedder, type EmbedderOutbound } from '../embeddings/embedder.ts';
-import { isInsideAny } from '../util/paths.ts';
 import { SerialQueue } from '../util/serial-queue.ts';
 import type { VectorStore } from '../vectors/store.ts';
 import type { EmbeddingLane } from './embedding-lane.ts';
@@ -15,7 +13,7 @@ import type { KeyedSourceHandle, KeyedSources } from './keyed-sources.ts';
 import { keyedQueue } from './keyed-sync.ts';
 import type { IngestedDataset, IngestionDatasets } from './ports.ts';
 import { ProgressLog } from './progress-log.ts';
-import { entryOf, type SelectedEntry } from './selection-entries.ts';
+import { type CheckedEntry, checkEntry, entryOf, type SelectedEntry } from './selection-entries.ts';
 
 /**
  * A running dataset (its runtime) and the lifecycle of runtimes: started (folder checked, embedder
@@ -64,9 +62,8 @@ export interface DatasetRuntime {
   stopped: boolean;
 }
 
-/** A selected file or folder of a running dataset: `path` is its real path now, `configured` as stored. */
-export interface RuntimeEntry extends SelectedEntry {
-  readonly configured: string;
+/** A selected file or folder of a running dataset, checked (selection-entries.ts), and its watcher. */
+export interface RuntimeEntry extends CheckedEntry {
   watcher?: FSWatcher;
 }
 
@@ -130,6 +127,8 @@ export interface DatasetRuntimesDeps {
 export class DatasetRuntimes {
   private readonly runtimes = new Map<string, DatasetRuntime>();
   private readonly starting = new Map<string, Promise<void>>();
+  /** The selection change each dataset is following now (selectionChanged). */
+  private readonly selecting = new Map<string, Promise<void>>();
 
   constructor(private readonly deps: DatasetRuntimesDeps) {}
 
@@ -262,7 +261,17 @@ export class DatasetRuntimes {
    * scanned; entries removed stop being watched and their files leave the index (work on them cancelled). The
    * other entries go on untouched. A dataset that is not running only loses the files no entry holds any more.
    */
-  async selectionChanged(datasetId: string, removed: readonly SelectedEntry[] = []): Promise<void> {
+  selectionChanged(datasetId: string, removed: readonly SelectedEntry[] = []): Promise<void> {
+    // One change at a time per dataset: two at once would both see an entry as new and watch it twice.
+    const previous = this.selecting.get(datasetId) ?? Promise.resolve();
+    const next = previous.then(() => this.followSelection(datasetId, removed));
+    const settled = next.catch(() => undefined);
+    this.selecting.set(datasetId, settled);
+    void settled.then(() => this.selecting.get(datasetId) === settled && this.selecting.delete(datasetId));
+    return next;
+  }
+
+  private async followSelection(datasetId: string, removed: readonly SelectedEntry[]): Promise<void> {
     await this.starting.get(datasetId);
     const { datasets, folders } = this.deps;
     const row = await datasets.getAnyTenant(datasetId);
@@ -290,10 +299,11 @@ export class DatasetRuntimes {
     const added: RuntimeEntry[] = [];
     for (const selected of selection) {
       if (running.has(key(selected))) continue;
-      const checked = await checkEntry(runtime.roots, selected);
+      const checked: RuntimeEntry | { refused: string } = await checkEntry(runtime.roots, selected);
       if ('refused' in checked) return this.refuse(runtime, checked.refused);
-      checked.watcher = await folders.watch(runtime, checked);
-      if (runtime.stopped) return void (await checked.watcher.close());
+      const watcher = await folders.watch(runtime, checked);
+      checked.watcher = watcher;
+      if (runtime.stopped) return void (await watcher.close());
       runtime.entries.push(checked);
       added.push(checked);
     }
@@ -375,29 +385,6 @@ export class DatasetRuntimes {
     await Promise.allSettled([...jobs.map((job) => job.done), runtime.lane.stop()]);
     await runtime.serial.run(async () => undefined); // let a commit in progress finish
   }
-}
-
-/**
- * An entry's real path, checked against the tenant's roots now: the entry (or a folder above it) may have
- * been swapped for a symbolic link since it was added or the dataset last started.
- */
-async function checkEntry(roots: readonly string[], selected: SelectedEntry): Promise<RuntimeEntry | { refused: string }> {
-  const configured = selected.path;
-  const noun = selected.kind === 'file' ? 'file' : 'folder';
-  let real: string;
-  try {
-    real = await realpath(configured);
-  } catch {
-    return { refused: `the ${noun} '${configured}' does not exist or cannot be read` };
-  }
-  if (!isInsideAny(roots, real)) {
-    const where = real === configured ? 'is' : `now resolves to '${real}',`;
-    return { refused: `the ${noun} '${configured}' ${where} outside this tenant's ingestion roots` };
-  }
-  const facts = await stat(real).catch(() => undefined);
-  const right = selected.kind === 'file' ? facts?.isFile() : facts?.isDirectory();
-  if (!right) return { refused: `'${configured}' is not a ${noun}` };
-  return { path: real, configured, kind: selected.kind, prefix: selected.prefix };
 }
 
 /** A timer that does not keep the process alive. */

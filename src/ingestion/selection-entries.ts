@@ -1,4 +1,6 @@
+import { realpath, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { isInsideAny } from '../util/paths.ts';
 
 /**
  * A `local_file` dataset's selection (issue 27, item 3): the files and folders it indexes, each by its real
@@ -14,6 +16,11 @@ export interface SelectedEntry {
   readonly path: string;
   readonly kind: 'file' | 'folder';
   readonly prefix: string;
+}
+
+/** An entry as a running dataset reads it: `path` its real path now, `configured` the path stored. */
+export interface CheckedEntry extends SelectedEntry {
+  readonly configured: string;
 }
 
 /** The dataset path of a file found at `relative` (forward slashes) inside the entry (a file entry: ''). */
@@ -40,4 +47,27 @@ export function locate(entries: readonly SelectedEntry[], path: string): { absol
   if (entry.kind === 'file') return { absolute: entry.path, folder: dirname(entry.path) };
   const inside = entry.prefix === '' ? path : path.slice(entry.prefix.length + 1);
   return { absolute: join(entry.path, inside), folder: entry.path };
+}
+
+/**
+ * An entry's real path, checked against the tenant's roots now: the entry (or a folder above it) may have
+ * been swapped for a symbolic link since it was added or the dataset last started.
+ */
+export async function checkEntry(roots: readonly string[], selected: SelectedEntry): Promise<CheckedEntry | { refused: string }> {
+  const configured = selected.path;
+  const noun = selected.kind === 'file' ? 'file' : 'folder';
+  let real: string;
+  try {
+    real = await realpath(configured);
+  } catch {
+    return { refused: `the ${noun} '${configured}' does not exist or cannot be read` };
+  }
+  if (!isInsideAny(roots, real)) {
+    const where = real === configured ? 'is' : `now resolves to '${real}',`;
+    return { refused: `the ${noun} '${configured}' ${where} outside this tenant's ingestion roots` };
+  }
+  const facts = await stat(real).catch(() => undefined);
+  const right = selected.kind === 'file' ? facts?.isFile() : facts?.isDirectory();
+  if (!right) return { refused: `'${configured}' is not a ${noun}` };
+  return { path: real, configured, kind: selected.kind, prefix: selected.prefix };
 }
