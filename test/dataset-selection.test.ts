@@ -1,6 +1,6 @@
 import { Database as SqliteDatabase } from 'bun:sqlite';
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { Kysely, Migrator, SqliteDialect } from 'kysely';
 import { DatasetRepository } from '../src/datasets/repository.ts';
@@ -136,6 +136,10 @@ describe('dataset selections', () => {
     expect(issues[0]?.msg).toContain('Must be inside');
     expect(issues[1]?.msg).toBe(`'${missing}': '${missing}' does not exist`);
     expect(issues[2]?.msg).toContain("is not one of the dataset's file types");
+    // A symbolic link inside the roots that leads outside them is refused like the path it leads to.
+    const link = join(t.dataDir, 'picked', `link-${crypto.randomUUID().slice(0, 6)}`);
+    symlinkSync(outside, link);
+    expect(validationIssues(await change(t, alice, dataset.id, 'POST', [link]))[0]?.msg).toContain(`'${link}': Must be inside`);
     // Nothing was added.
     expect(((await selectionOf(t, alice, dataset.id)).json() as Entry[]).length).toBe(1);
     // Removing what is not selected is a 422 too; an empty list is refused by the schema.
