@@ -13,6 +13,7 @@ import { ClusterWork, SINGLETON } from './coordination/cluster-work.ts';
 import { LeasedDatasets } from './coordination/dataset-leases.ts';
 import { type Leases, LocalLeases } from './coordination/leases.ts';
 import { PostgresChangeLog } from './coordination/postgres/change-log.ts';
+import { PostgresEmbeddingWindows } from './coordination/postgres/embedding-windows.ts';
 import { PostgresLeases } from './coordination/postgres/leases.ts';
 import { keepReplicaAlive, LocalReplicaLiveness, PostgresReplicaLiveness, type ReplicaLiveness } from './coordination/replica-liveness.ts';
 import { DatasetCalibrator } from './datasets/calibrator.ts';
@@ -34,6 +35,7 @@ import { FeedRepository } from './feeds/feed-repository.ts';
 import { FeedSources } from './feeds/feed-source.ts';
 import { isDevelopmentMode } from './http/development-mode.ts';
 import { RequestGuard } from './http/request-guard.ts';
+import type { SharedWindows } from './ingestion/embedding-phase.ts';
 import { IngestionEngine } from './ingestion/engine.ts';
 import { FileRepository } from './ingestion/files-repository.ts';
 import { ParserPool } from './ingestion/parser-pool.ts';
@@ -227,6 +229,31 @@ export async function createServices(config: Config, options: ServiceOptions = {
     log,
     ...(options.feedTls ? { tls: options.feedTls } : {}),
   });
+  // Cluster mode: every replica with a dataset's embedder embeds windows of its chunks (ingestion/shared-embedding.ts);
+  // the replica holding the dataset's lease (`holds`, known once datasetLeases is made below) sets the embedder's probe.
+  const leaseHolder = { holds: (_datasetId: string) => false };
+  // Without pgvector no vector is written anywhere: each holder's lane then embeds and fails as on one node.
+  const sharedEmbedding: SharedWindows | undefined =
+    coordination.shared && searchEngine.vectorsMissing === undefined
+      ? {
+          windows: new PostgresEmbeddingWindows(db, {
+            claimer: leases.holder,
+            ...(config.leaseTtlMs !== undefined ? { ttlMs: config.leaseTtlMs } : {}),
+          }),
+          db,
+          datasets: async () => (await datasetRepository.listActive()).filter((row) => row.status === 'running').map((row) => row.id),
+          embedderOf: async (datasetId) => {
+            const record = await datasetRepository.getAnyTenant(datasetId);
+            if (!record) throw new Error(`dataset ${datasetId} is gone`);
+            return datasetEmbedder(record.configuration, {
+              dataDir: config.dataDir,
+              allowDownload: config.allowModelDownload,
+              outbound: await embedderFetch(record.tenant_id),
+            });
+          },
+          holds: (datasetId) => leaseHolder.holds(datasetId),
+        }
+      : undefined;
   const ingestion = new IngestionEngine({
     config,
     datasets: datasetRepository,
@@ -238,6 +265,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     onEmbedded: (chunks) => metrics.chunksEmbedded(chunks),
     outbound: embedderFetch,
     keyed: feedSources,
+    ...(sharedEmbedding ? { sharedEmbedding } : {}),
   });
   const models = new ModelService(modelRepository, ingestionRoots, config.tenantQuotas.models, outbound);
   // Loaded GGUF models are shared by every request and given back after 10 idle minutes.
@@ -381,6 +409,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     log,
     announces: coordination.shared,
   });
+  leaseHolder.holds = (datasetId) => datasetLeases.holds(datasetId);
   changes.subscribe(marketplaceSubscriber(leases, hubs, satelliteRegistry));
 
   const tenants = new TenantService(tenantRepository, userRepository, ingestionRoots);

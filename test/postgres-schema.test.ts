@@ -20,7 +20,7 @@ const BOOKKEEPING = ['kysely_migration', 'kysely_migration_lock', 'sqlite_sequen
  * src/coordination/postgres/), which a single SQLite node keeps in memory. Listed one by one: any other
  * table on PostgreSQL alone fails the comparison.
  */
-const CLUSTER_ONLY = ['change_log', 'coordination_leases'];
+const CLUSTER_ONLY = ['change_log', 'coordination_leases', 'embedding_probes', 'embedding_windows'];
 
 /** What a column is, in words both engines can be described in. */
 interface ColumnShape {

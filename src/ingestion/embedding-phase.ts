@@ -4,10 +4,14 @@ import type { Embedder } from '../embeddings/embedder.ts';
 import type { SerialQueue } from '../util/serial-queue.ts';
 import type { VectorStore } from '../vectors/store.ts';
 import { failFile } from './dataset-runtime.ts';
-import { EmbeddingLane, type LaneFile, type WindowLimits } from './embedding-lane.ts';
+import { EmbeddingLane, type EmbeddingLaneDeps, type LaneFile, type WindowLimits } from './embedding-lane.ts';
 import { EmbeddingScheduler, type SliceLimits } from './embedding-scheduler.ts';
 import type { FileRepository } from './files-repository.ts';
 import type { ProgressLog } from './progress-log.ts';
+import { SharedEmbedding, type SharedEmbeddingDeps } from './shared-embedding.ts';
+
+/** What cluster mode adds for embedding shared by replicas (shared-embedding.ts); services.ts wires it. */
+export type SharedWindows = Pick<SharedEmbeddingDeps, 'windows' | 'db' | 'datasets' | 'embedderOf' | 'holds' | 'pollMs'>;
 
 /** About a second of USE-lite work on two threads; an OpenAI-compatible server gets one request. */
 const SLICE: SliceLimits = { texts: 64, characters: 16_000 };
@@ -28,6 +32,8 @@ export interface EmbeddingPhaseDeps {
   readonly onEmbedded?: (chunks: number) => void;
   /** Whether embedding must wait now (keyword-first.ts); asked before each slice starts. */
   readonly holdsEmbedding: () => boolean;
+  /** Cluster mode: windows of every running dataset embedded by each replica with its embedder (shared-embedding.ts). */
+  readonly shared?: SharedWindows;
 }
 
 /**
@@ -39,14 +45,38 @@ export interface EmbeddingPhaseDeps {
  */
 export class EmbeddingPhase {
   private readonly scheduler: EmbeddingScheduler;
+  /** Cluster mode only: this replica's share of every running dataset's windows. */
+  readonly shared: SharedEmbedding | undefined;
+  /** Cluster mode: the progress log of each dataset whose runtime runs here, for the windows written here. */
+  private readonly progressOf = new Map<string, () => ProgressLog | undefined>();
 
   constructor(private readonly deps: EmbeddingPhaseDeps) {
     this.scheduler = new EmbeddingScheduler({ concurrency: () => (deps.holdsEmbedding() ? 0 : EMBED_CONCURRENCY), slice: SLICE });
+    this.shared =
+      deps.shared &&
+      new SharedEmbedding({
+        ...deps.shared,
+        store: deps.store,
+        files: deps.files,
+        log: deps.log,
+        embed: (datasetId, embedder, texts, signal) => this.scheduler.embed(datasetId, embedder, texts, signal),
+        mayEmbed: () => !deps.holdsEmbedding(),
+        ...(deps.onEmbedded ? { onEmbedded: deps.onEmbedded } : {}),
+        progressOf: (datasetId) => this.progressOf.get(datasetId)?.(),
+        window: EMBED_WINDOW,
+        windowsInFlight: EMBED_WINDOWS_IN_FLIGHT,
+      });
   }
 
   /** Starts slices that were held back, if embedding may go on now (a file left its keyword phase, the gate's timer). */
   recheck(): void {
     this.scheduler.recheck();
+    this.shared?.poke();
+  }
+
+  /** Stops cluster mode's shared embedding (a single node's lanes stop with their datasets). */
+  async close(): Promise<void> {
+    await this.shared?.stop();
   }
 
   /**
@@ -54,8 +84,14 @@ export class EmbeddingPhase {
    * the dataset's serial queue; `progress` is the dataset's progress log at the time of writing, if it runs.
    */
   laneFor(datasetId: string, embedder: Embedder, serial: SerialQueue, progress: () => ProgressLog | undefined): EmbeddingLane {
+    if (this.shared) return this.clusterLaneFor(datasetId, embedder, serial, progress, this.shared);
+    return new EmbeddingLane(this.laneDeps(datasetId, embedder, serial, progress));
+  }
+
+  /** What a lane of the dataset does: read its files' chunks, embed them, write their vectors, in order. */
+  private laneDeps(datasetId: string, embedder: Embedder, serial: SerialQueue, progress: () => ProgressLog | undefined): EmbeddingLaneDeps {
     const { store, files, log } = this.deps;
-    return new EmbeddingLane({
+    return {
       window: EMBED_WINDOW,
       windowsInFlight: EMBED_WINDOWS_IN_FLIGHT,
       read: (waiting, limits) =>
@@ -93,6 +129,37 @@ export class EmbeddingPhase {
       },
       unexpected: (error) => log.error({ dataset: datasetId, err: error }, 'embedding a file failed unexpectedly'),
       drained: () => progress()?.report(),
+    };
+  }
+
+  /**
+   * Cluster mode's lane of a dataset run here: its files' windows are embedded by shared-embedding.ts (on
+   * every replica with the embedder, this one included), so the lane reads back no text. It only marks
+   * `indexed` a file whose chunks all have their vectors already (knode stopped between the last write and
+   * the mark, as the single node's lane does), through the same write; any other file is left to the windows.
+   */
+  private clusterLaneFor(
+    datasetId: string,
+    embedder: Embedder,
+    serial: SerialQueue,
+    progress: () => ProgressLog | undefined,
+    shared: SharedEmbedding,
+  ): EmbeddingLane {
+    this.progressOf.set(datasetId, progress);
+    return new EmbeddingLane({
+      ...this.laneDeps(datasetId, embedder, serial, progress),
+      read: async (waiting) => {
+        shared.poke();
+        const answers = [];
+        for (const { file } of waiting) {
+          const [answer] = await this.deps.store.unembeddedOf(datasetId, [{ fileKey: file.path, from: undefined }], {
+            texts: 1,
+            characters: 1,
+          });
+          answers.push(answer && answer.rows.length === 0 ? answer : undefined);
+        }
+        return answers;
+      },
     });
   }
 

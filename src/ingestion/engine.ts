@@ -4,7 +4,7 @@ import type { EmbedderOutbound } from '../embeddings/embedder.ts';
 import type { VectorStore } from '../vectors/store.ts';
 import { ClaimLoop } from './claim-loop.ts';
 import { DatasetRuntimes, type TenantRoots } from './dataset-runtime.ts';
-import { EmbeddingPhase } from './embedding-phase.ts';
+import { EmbeddingPhase, type SharedWindows } from './embedding-phase.ts';
 import type { FileRepository } from './files-repository.ts';
 import { FolderSync } from './folder-sync.ts';
 import type { KeyedSources } from './keyed-sources.ts';
@@ -29,6 +29,8 @@ export interface IngestionEngineDeps {
   outbound: EmbedderOutbound;
   /** The datasets whose documents are kept by key instead of read from a folder (an `rss` dataset's items, feeds/). */
   keyed?: KeyedSources;
+  /** Cluster mode: the embedding windows every replica with a dataset's embedder shares (embedding-phase.ts). */
+  sharedEmbedding?: SharedWindows;
 }
 
 /**
@@ -68,14 +70,21 @@ export class IngestionEngine {
   private closing: Promise<void> | undefined;
 
   constructor(private readonly deps: IngestionEngineDeps) {
-    const { config, datasets, files, store, pool, log, roots, outbound, onEmbedded, keyed } = deps;
+    const { config, datasets, files, store, pool, log, roots, outbound, onEmbedded, keyed, sharedEmbedding } = deps;
     const closing = this.closed.signal;
     this.keywordFirst = new KeywordFirstGate({
       inKeywordPhase: () => this.runtimes.inKeywordPhase(),
       recheck: () => this.embedding.recheck(),
       closing,
     });
-    this.embedding = new EmbeddingPhase({ files, store, log, onEmbedded, holdsEmbedding: () => this.keywordFirst.holdsEmbedding() });
+    this.embedding = new EmbeddingPhase({
+      files,
+      store,
+      log,
+      onEmbedded,
+      holdsEmbedding: () => this.keywordFirst.holdsEmbedding(),
+      ...(sharedEmbedding ? { shared: sharedEmbedding } : {}),
+    });
     const keywords = new KeywordPhase({
       config,
       files,
@@ -156,6 +165,7 @@ export class IngestionEngine {
     this.closing ??= (async () => {
       this.closed.abort();
       await this.runtimes.closeAll();
+      await this.embedding.close();
       await this.claims.idle();
       await this.deps.store.close();
     })();

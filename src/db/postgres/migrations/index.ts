@@ -7,6 +7,7 @@ import * as endpointArchive from './0005-endpoint-archive.ts';
 import * as feeds from './0006-feeds.ts';
 import * as settlementReplica from './0007-settlement-replica.ts';
 import * as datasetSelections from './0008-dataset-selections.ts';
+import * as embeddingWindows from './0009-embedding-windows.ts';
 
 /**
  * PostgreSQL's migrations, in order (cluster mode). They are not SQLite's translated one by one: a new
@@ -23,4 +24,5 @@ export const postgresMigrations: Record<string, Migration> = {
   '0006-feeds': feeds,
   '0007-settlement-replica': settlementReplica,
   '0008-dataset-selections': datasetSelections,
+  '0009-embedding-windows': embeddingWindows,
 };
