@@ -443,7 +443,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
       store,
       feedRepository,
     ),
-    selections: new DatasetSelectionService(db, datasetRepository, ingestionRoots, ingestion),
+    selections: new DatasetSelectionService(db, datasetRepository, ingestionRoots, datasetLeases),
     ingestion,
     datasetLeases,
     coordination,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { ChangeLog } from '../src/coordination/change-log.ts';
 import { ClusterWork } from '../src/coordination/cluster-work.ts';
-import { type DatasetIngestion, LeasedDatasets } from '../src/coordination/dataset-leases.ts';
+import { type DatasetIngestion, LeasedDatasets, type SelectionEntry } from '../src/coordination/dataset-leases.ts';
 import { LocalLeases } from '../src/coordination/leases.ts';
 import { PostgresChangeLog } from '../src/coordination/postgres/change-log.ts';
 import { PostgresLeases } from '../src/coordination/postgres/leases.ts';
@@ -37,6 +37,9 @@ class RecordingEngine implements DatasetIngestion {
   }
   async reindex(datasetId: string): Promise<void> {
     this.calls.push(`reindex ${datasetId}`);
+  }
+  async selectionChanged(datasetId: string, removed: readonly SelectionEntry[] = []): Promise<void> {
+    this.calls.push(`selection ${datasetId} -${removed.map((entry) => entry.path).join(',')}`);
   }
 }
 
@@ -148,6 +151,11 @@ describe('two replicas on one PostgreSQL', () => {
       // A reindex asked of B is done by A, the holder.
       await b.datasets.reindex(DATASET);
       await waitFor('A reindexing', async () => a.engine.calls.includes(`reindex ${DATASET}`));
+      expect(b.engine.calls).toEqual([]);
+
+      // A selection changed through B: A, which watches the entries, follows it, with what was taken out.
+      await b.datasets.selectionChanged(DATASET, [{ path: '/srv/notes', kind: 'folder', prefix: 'notes' }]);
+      await waitFor('A following the selection', async () => a.engine.calls.includes(`selection ${DATASET} -/srv/notes`));
       expect(b.engine.calls).toEqual([]);
 
       // A stop asked of B: B writes the status, A stops its runtime (leaving the status as B wrote it).

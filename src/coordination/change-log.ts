@@ -5,13 +5,19 @@ import { type Clock, systemClock } from '../util/clock.ts';
 
 /**
  * The change log: what one replica changed that the others must act on (a dataset started, stopped or to
- * be reindexed: dataset-leases.ts; a marketplace connected or deleted: services.ts; `endpoint.changed` is
+ * be reindexed, its selection changed: dataset-leases.ts; a marketplace connected or deleted: services.ts; `endpoint.changed` is
  * not announced yet, since every replica reads endpoints from the database), delivered to every replica's subscribers, the one that
  * made the change included, in the order the changes were committed. The same contract on both engines:
  * `LocalChangeLog` below (a single SQLite node delivers in-process), `coordination/postgres/change-log.ts`
  * (cluster mode: a table written in the change's own transaction, NOTIFY as the wake-up).
  */
-export type ChangeKind = 'dataset.started' | 'dataset.stopped' | 'dataset.reindex' | 'marketplace.changed' | 'endpoint.changed';
+export type ChangeKind =
+  | 'dataset.started'
+  | 'dataset.stopped'
+  | 'dataset.reindex'
+  | 'dataset.selection'
+  | 'marketplace.changed'
+  | 'endpoint.changed';
 
 export interface Change {
   readonly kind: ChangeKind;

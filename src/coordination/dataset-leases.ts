@@ -19,12 +19,21 @@ import { DEFAULT_LEASE_TTL_MS, type Lease, type Leases } from './leases.ts';
  * it did without this facade, and nothing is announced (and a replica ignores its own announcements).
  */
 
+/** An entry of a dataset's selection, as ingestion/selection-entries.ts has it (coordination imports no ingestion). */
+export interface SelectionEntry {
+  readonly path: string;
+  readonly kind: 'file' | 'folder';
+  readonly prefix: string;
+}
+
 /** What the engine does for one dataset (ingestion/engine.ts implements it). */
 export interface DatasetIngestion {
   start(datasetId: string): Promise<void>;
   stop(datasetId: string, status?: 'stopped' | null): Promise<void>;
   remove(datasetId: string): Promise<void>;
   reindex(datasetId: string): Promise<void>;
+  /** The dataset's selection changed (its rows are written): watch what was added, retire what was `removed`. */
+  selectionChanged(datasetId: string, removed?: readonly SelectionEntry[]): Promise<void>;
 }
 
 export interface LeasedDatasetsDeps {
@@ -121,6 +130,17 @@ export class LeasedDatasets implements DatasetIngestion {
     await this.tell('dataset.reindex', datasetId);
   }
 
+  /**
+   * The selection changed: the holder follows it (it watches the entries). Not kept here, the dataset runs
+   * nowhere yet: the engine here retires what was removed, and the next start reads the selection.
+   */
+  async selectionChanged(datasetId: string, removed: readonly SelectionEntry[] = []): Promise<void> {
+    const kept = this.kept.get(datasetId);
+    await kept?.firstAttempt;
+    if (!kept || kept.keeping.lease) return this.deps.engine.selectionChanged(datasetId, removed);
+    await this.tell('dataset.selection', datasetId, { removed: removed.map(({ path, kind, prefix }) => ({ path, kind, prefix })) });
+  }
+
   /** Stops asking for every lease and releases those held (after the engine closed: nothing runs here any more). */
   async close(): Promise<void> {
     this.closed = true;
@@ -212,10 +232,14 @@ export class LeasedDatasets implements DatasetIngestion {
   }
 
   /** Announces a change to a dataset to every replica, this one's own announcements being skipped when heard. */
-  private async tell(kind: 'dataset.started' | 'dataset.stopped' | 'dataset.reindex', datasetId: string): Promise<void> {
+  private async tell(
+    kind: 'dataset.started' | 'dataset.stopped' | 'dataset.reindex' | 'dataset.selection',
+    datasetId: string,
+    more: Record<string, unknown> = {},
+  ): Promise<void> {
     if (!this.deps.announces) return;
     await this.deps.changes
-      .announce({ kind, payload: { dataset: datasetId, from: this.deps.leases.holder } })
+      .announce({ kind, payload: { ...more, dataset: datasetId, from: this.deps.leases.holder } })
       .catch((error: unknown) => this.deps.log.warn({ dataset: datasetId, kind, err: error }, 'a dataset change could not be announced'));
   }
 
@@ -240,8 +264,25 @@ export class LeasedDatasets implements DatasetIngestion {
       case 'dataset.reindex':
         if (this.holds(datasetId)) void this.deps.engine.reindex(datasetId).catch(this.failed(entry));
         return;
+      case 'dataset.selection':
+        if (this.holds(datasetId)) void this.deps.engine.selectionChanged(datasetId, removedEntries(entry)).catch(this.failed(entry));
+        return;
       default:
         return;
     }
   }
+}
+
+/** The entries a `dataset.selection` change took out, as announced (anything else in the payload is ignored). */
+function removedEntries(entry: ChangeEntry): SelectionEntry[] {
+  const removed = entry.payload.removed;
+  if (!Array.isArray(removed)) return [];
+  return removed.filter(
+    (item): item is SelectionEntry =>
+      typeof item === 'object' &&
+      item !== null &&
+      typeof item.path === 'string' &&
+      (item.kind === 'file' || item.kind === 'folder') &&
+      typeof item.prefix === 'string',
+  );
 }
