@@ -92,7 +92,7 @@ export class PostgresEmbeddingWindows {
       await lockDataset(trx, datasetId);
       const { rows } = await sql<{ clash: number }>`
         SELECT 1 AS clash FROM embedding_windows w
-        JOIN json_to_recordset(${JSON.stringify(parts.map(({ fileKey, from }) => ({ file_key: fileKey, from_row: from })))}::json)
+        JOIN json_to_recordset(${JSON.stringify(parts.map(({ fileKey, from }) => ({ file_key: fileKey, from_row: from })))}::text::json)
           AS p(file_key text, from_row bigint) ON w.file_key = p.file_key
         WHERE w.dataset_id = ${datasetId} AND w.to_row >= p.from_row LIMIT 1`.execute(trx);
       if (rows.length > 0) return undefined;
