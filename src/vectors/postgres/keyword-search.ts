@@ -123,7 +123,8 @@ function postingsOf(tables: PostgresTables, term: string, where: string): string
 }
 
 /**
- * BM25 of the chunks holding any of the query's terms, as `SELECT row_id, score`, with the parameters it
+ * BM25 of the chunks holding any of the query's terms, as `SELECT row_id, score, positions` (the phrases
+ * the chunk holds), with the parameters it
  * takes from `$1` on; `blocks` is appended to the blocks' WHERE (on `b`), `where` is the postings' WHERE (on `p`).
  */
 function bm25Sql(tables: PostgresTables, keyword: PostingsQuery, blocks: string, where: string): { sql: string; params: unknown[] } {
@@ -139,7 +140,7 @@ function bm25Sql(tables: PostgresTables, keyword: PostingsQuery, blocks: string,
   return {
     sql:
       'WITH q AS MATERIALIZED (SELECT (e->>0)::int AS position, e->>1 AS term, (e->>2)::float8 AS idf FROM json_array_elements($1::text::json) e) ' +
-      `SELECT p.row_id, ${inOrder} AS score ` +
+      `SELECT p.row_id, ${inOrder} AS score, string_agg(q.position::text, ',') AS positions ` +
       `FROM q ${postingsOf(tables, 'q.term', blocks)}${where ? `WHERE ${where} ` : ''}GROUP BY p.row_id`,
     params: [jsonRows(keyword.phrases.map((phrase, position) => [position, phrase.term, phrase.idf])), keyword.averageLength],
   };
@@ -155,15 +156,16 @@ export async function keywordCandidates(
   keyword: PostingsQuery,
   wanted: number,
   hidden: readonly RowRange[],
+  held: HeldPhrases,
 ): Promise<Map<number, number>> {
   const outside = hidden.map((_, index) => `p.row_id NOT BETWEEN $${4 + index * 2} AND $${5 + index * 2}`).join(' AND ');
   const { sql, params } = bm25Sql(tables, keyword, '', outside);
-  const rows = await query<{ row_id: number; score: number }>(`${sql} ORDER BY score DESC, p.row_id LIMIT $3`, [
+  const rows = await query<ScoredRow>(`${sql} ORDER BY score DESC, p.row_id LIMIT $3`, [
     ...params,
     wanted,
     ...hidden.flatMap((range) => [range.first, range.last]),
   ]);
-  return new Map(rows.map((row) => [Number(row.row_id), Number(row.score)]));
+  return scoresOf(rows, held);
 }
 
 /** The BM25 scores of chosen chunks (the vector search's candidates); a chunk holding no query word has none. */
@@ -172,33 +174,46 @@ export async function keywordScoresOf(
   tables: PostgresTables,
   keyword: PostingsQuery,
   rowids: readonly number[],
+  held: HeldPhrases,
 ): Promise<Map<number, number>> {
   if (rowids.length === 0) return new Map();
   // Only the blocks of writes holding a chosen row are unpacked.
   const { sql, params } = bm25Sql(tables, keyword, ' AND b.first_row <= $4 AND b.last_row >= $5', `p.row_id ${anyRow(3)}`);
-  const rows = await query<{ row_id: number; score: number }>(sql, [...params, jsonRows(rowids), Math.max(...rowids), Math.min(...rowids)]);
-  return new Map(rows.map((row) => [Number(row.row_id), Number(row.score)]));
+  const rows = await query<ScoredRow>(sql, [...params, jsonRows(rowids), Math.max(...rowids), Math.min(...rowids)]);
+  return scoresOf(rows, held);
 }
 
-/** For each chunk, the summed weight of the query words it holds (in any field), added in the words' order. */
-export async function matchedWeights(
-  query: Query,
-  tables: PostgresTables,
-  keyword: PostingsQuery,
-  rowids: readonly number[],
-): Promise<Map<number, number>> {
+/** The phrases (positions in PostingsQuery.phrases) each scored chunk holds, as its BM25 query found them. */
+export type HeldPhrases = Map<number, readonly number[]>;
+
+interface ScoredRow {
+  row_id: number;
+  score: number;
+  /** As text, '0,2' (drivers differ in how they hand over an array). */
+  positions: string;
+}
+
+function scoresOf(rows: readonly ScoredRow[], held: HeldPhrases): Map<number, number> {
+  const scores = new Map<number, number>();
+  for (const row of rows) {
+    const rowid = Number(row.row_id);
+    scores.set(rowid, Number(row.score));
+    held.set(rowid, row.positions.split(',').map(Number));
+  }
+  return scores;
+}
+
+/**
+ * For each chunk, the summed weight of the query words it holds (in any field), added in the words' order:
+ * from the phrases its BM25 query found in it, without reading the postings again.
+ */
+export function matchedWeights(keyword: PostingsQuery, held: HeldPhrases, rowids: readonly number[]): Map<number, number> {
   const matched = new Map<number, number>();
-  if (rowids.length === 0) return matched;
-  const rows = await query<{ term: string; row_id: number }>(
-    `SELECT b.term, b.first_row + o AS row_id FROM ${tables.postings} b CROSS JOIN LATERAL unnest(b.offsets) o ` +
-      `WHERE b.term ${anyText(1)} AND b.first_row <= $3 AND b.last_row >= $4 AND b.first_row + o ${anyRow(2)}`,
-    [jsonRows([...new Set(keyword.wordTerms.flat())]), jsonRows(rowids), Math.max(...rowids), Math.min(...rowids)],
-  );
-  const holding = new Map<string, number[]>();
-  for (const row of rows) holding.set(row.term, [...(holding.get(row.term) ?? []), Number(row.row_id)]);
-  for (const [position, { weight }] of keyword.words.entries()) {
-    const rowsWithWord = new Set((keyword.wordTerms[position] ?? []).flatMap((term) => holding.get(term) ?? []));
-    for (const rowid of rowsWithWord) matched.set(rowid, (matched.get(rowid) ?? 0) + weight);
+  for (const rowid of rowids) {
+    const terms = new Set((held.get(rowid) ?? []).map((position) => keyword.phrases[position]?.term));
+    for (const [position, { weight }] of keyword.words.entries()) {
+      if ((keyword.wordTerms[position] ?? []).some((term) => terms.has(term))) matched.set(rowid, (matched.get(rowid) ?? 0) + weight);
+    }
   }
   return matched;
 }

@@ -5,7 +5,14 @@ import { hiddenRanges, requireIndex } from './chunk-sets.ts';
 import { anyRow, jsonRows, type PostgresConnection, type Query } from './connection.ts';
 import { type PostgresTables, postgresTables } from './dataset-tables.ts';
 import type { Fts5Tokenizer } from './fts5-tokens.ts';
-import { keywordCandidates, keywordScoresOf, matchedWeights, type PostingsQuery, postingsQuery } from './keyword-search.ts';
+import {
+  type HeldPhrases,
+  keywordCandidates,
+  keywordScoresOf,
+  matchedWeights,
+  type PostingsQuery,
+  postingsQuery,
+} from './keyword-search.ts';
 import { PgvectorMissingError } from './pgvector.ts';
 import { distancesTo, nearestVisible } from './vector-search.ts';
 
@@ -81,7 +88,8 @@ async function candidatesNow(
   const hidden = await hiddenRanges(query, tables);
   const keyword: PostingsQuery | undefined =
     mode === 'vector' ? undefined : await postingsQuery(query, tables, index, context.tokenizer, queryText);
-  const bm25 = keyword ? await keywordCandidates(query, tables, keyword, wanted, hidden) : new Map<number, number>();
+  const held: HeldPhrases = new Map();
+  const bm25 = keyword ? await keywordCandidates(query, tables, keyword, wanted, hidden, held) : new Map<number, number>();
   const cosines = new Map<number, number>();
   const target = vectorSide ? queryEmbedding : undefined;
   if (target) {
@@ -103,11 +111,11 @@ async function candidatesNow(
     const missing = [...bm25.keys()].filter((rowid) => !cosines.has(rowid));
     for (const [rowid, distance] of await distancesTo(query, tables, index.dimension, target, missing)) cosines.set(rowid, 1 - distance);
     const unscored = [...cosines.keys()].filter((rowid) => !bm25.has(rowid));
-    if (keyword) for (const [rowid, score] of await keywordScoresOf(query, tables, keyword, unscored)) bm25.set(rowid, score);
+    if (keyword) for (const [rowid, score] of await keywordScoresOf(query, tables, keyword, unscored, held)) bm25.set(rowid, score);
   }
   const rowids = [...new Set([...bm25.keys(), ...cosines.keys()])];
   const files = await fileKeysOf(query, tables, rowids);
-  const matched = keyword ? await matchedWeights(query, tables, keyword, [...bm25.keys()]) : new Map<number, number>();
+  const matched = keyword ? matchedWeights(keyword, held, [...bm25.keys()]) : new Map<number, number>();
   const found = rowids.map((rowid) => ({
     rowid,
     fileKey: files.get(rowid) ?? '',
