@@ -1,15 +1,8 @@
 import { PolicyError } from '../domain/errors.ts';
 import { type PolicyEntry, policyEntry } from '../domain/policy-metadata.ts';
 import type { PaymentWallet } from '../payments/codec.ts';
-import {
-  type AcceptedPayment,
-  formatUsd,
-  type MppGateway,
-  PaymentRefusal,
-  type PaymentTerms,
-  type Settlement,
-  toBaseUnits,
-} from '../payments/mpp.ts';
+import type { AcceptedPayment, MppGateway, Settlement } from '../payments/mpp.ts';
+import { formatUsd, PaymentRefusal, type PaymentTerms, toBaseUnits } from '../payments/payment-terms.ts';
 import type { PolicyOfType } from './codec.ts';
 import type { AnsweredQuery, PolicyContext, PolicyHook, QueryOutcome } from './hooks.ts';
 import { pricingTier } from './price-tiers.ts';

@@ -1,7 +1,7 @@
 import { type Insertable, type Kysely, sql } from 'kysely';
 import type { DbOrTransaction } from '../db/database.ts';
 import type { Database, QueryUsageTable } from '../db/schema.ts';
-import { formatUsd } from '../payments/mpp.ts';
+import { formatUsd } from '../payments/payment-terms.ts';
 import type { SettlementEntry } from '../payments/settlement-journal.ts';
 import type { UsageRow } from './usage-summary.ts';
 
