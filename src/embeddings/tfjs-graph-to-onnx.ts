@@ -8,7 +8,7 @@ import { type OnnxAttribute, type OnnxElementType, type OnnxModel, type OnnxNode
  * what is handled (an ellipsis in a StridedSlice, a Conv2D that is not 1x1), fails the conversion with
  * its name, and the caller falls back to tfjs. TF's int32 tensors become int64 in ONNX (shapes, indices
  * and axes are int64 there), which changes no value. The output is deterministic: the same files give
- * the same bytes.
+ * the same bytes. One job, and long because of it: most of the file is the table of op converters.
  */
 
 export interface TfjsModelJson {
