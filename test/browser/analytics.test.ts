@@ -4,26 +4,13 @@
  * and usable at 390 px. Screenshots go where the other browser tests' go (test-output/screenshots/).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { mkdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { Page } from 'puppeteer-core';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../fakes/openai-server.ts';
 import { createTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { createEndpoint, createModel } from '../helpers/fixtures.ts';
-import {
-  type BrowserSession,
-  openConsoleAs,
-  press,
-  tabTo,
-  textOf,
-  unlabelledControls,
-  visit,
-  waitForPath,
-  waitForText,
-  watch,
-} from './page.ts';
-
-const SCREENSHOTS = resolve(import.meta.dir, '../..', process.env.SCREENSHOTS_DIR ?? 'test-output/screenshots');
+import { openConsoleSession, SCREENSHOTS } from './console-session.ts';
+import { type BrowserSession, press, tabTo, textOf, unlabelledControls, visit, waitForPath, waitForText, watch } from './page.ts';
 
 describe('the Analytics page', () => {
   let t: TestApp;
@@ -37,7 +24,6 @@ describe('the Analytics page', () => {
     t.request({ method: 'POST', url: `/api/v1/endpoints/${slug}/query`, token: owner.token, payload: { messages: question } });
 
   beforeAll(async () => {
-    mkdirSync(SCREENSHOTS, { recursive: true });
     t = await createTestApp({ SVC_OPEN_REGISTRATION: 'true' });
     owner = await t.user('ana');
     fake = startFakeOpenAI();
@@ -78,8 +64,7 @@ describe('the Analytics page', () => {
         })
         .execute();
     }
-    url = await t.app.listen({ host: '127.0.0.1', port: 0 });
-    ({ browser, page } = await openConsoleAs(url, owner.token));
+    ({ url, browser, page } = await openConsoleSession(t, owner));
   }, 60_000);
 
   afterAll(async () => {

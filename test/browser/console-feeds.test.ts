@@ -8,26 +8,12 @@
  * whose certificate the test trusts. Screenshots go where the other browser tests' go.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { mkdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { Page } from 'puppeteer-core';
 import { type FeedServer, startFeedServer } from '../fakes/feed-server.ts';
 import { createTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
-import {
-  type BrowserSession,
-  openConsoleAs,
-  type Problems,
-  press,
-  tabTo,
-  typeInto,
-  unlabelledControls,
-  visit,
-  waitForPath,
-  waitForText,
-  watch,
-} from './page.ts';
-
-const SCREENSHOTS = resolve(import.meta.dir, '../..', process.env.SCREENSHOTS_DIR ?? 'test-output/screenshots');
+import { openConsoleSession, SCREENSHOTS } from './console-session.ts';
+import { type BrowserSession, type Problems, press, tabTo, typeInto, unlabelledControls, visit, waitForPath, waitForText } from './page.ts';
 
 describe('rss datasets in the console', () => {
   let server: FeedServer;
@@ -39,7 +25,6 @@ describe('rss datasets in the console', () => {
   let problems: Problems;
 
   beforeAll(async () => {
-    mkdirSync(SCREENSHOTS, { recursive: true });
     server = startFeedServer();
     server.feed('/blog.xml', 'rss', [
       {
@@ -54,9 +39,7 @@ describe('rss datasets in the console', () => {
     server.fail('/down.xml', 503);
     t = await createTestApp({}, undefined, { feedTls: { ca: server.ca } });
     owner = await t.user('feeder');
-    url = await t.app.listen({ host: '127.0.0.1', port: 0 });
-    ({ browser, page } = await openConsoleAs(url, owner.token));
-    problems = watch(page);
+    ({ url, browser, page, problems } = await openConsoleSession(t, owner));
   }, 60_000);
 
   afterAll(async () => {

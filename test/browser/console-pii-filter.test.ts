@@ -10,27 +10,15 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { Page } from 'puppeteer-core';
 import { PII_SYSTEM_PROMPT } from '../../src/policies/pii-filter-hook.ts';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../fakes/openai-server.ts';
 import { createTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { createEndpoint, createModel } from '../helpers/fixtures.ts';
-import {
-  type BrowserSession,
-  openConsoleAs,
-  type Problems,
-  press,
-  replaceInto,
-  tabTo,
-  typeInto,
-  unlabelledControls,
-  visit,
-  waitForText,
-  watch,
-} from './page.ts';
+import { openConsoleSession, SCREENSHOTS } from './console-session.ts';
+import { type BrowserSession, type Problems, press, replaceInto, tabTo, typeInto, unlabelledControls, visit, waitForText } from './page.ts';
 
-const SCREENSHOTS = resolve(import.meta.dir, '../..', process.env.SCREENSHOTS_DIR ?? 'test-output/screenshots');
 const ANSWER = 'Ada Lovelace answers at ada@example.org.';
 const FILTERED = '[REDACTED] answers at [REDACTED].';
 
@@ -64,7 +52,6 @@ describe('the PII filter in the console', () => {
   }
 
   beforeAll(async () => {
-    mkdirSync(SCREENSHOTS, { recursive: true });
     fake = startFakeOpenAI({ answer: ANSWER });
     // The filter's call carries the filter's instructions: the double answers it as a model that follows them.
     fake.behave({
@@ -78,7 +65,6 @@ describe('the PII filter in the console', () => {
     });
     t = await createTestApp({ SVC_OPEN_REGISTRATION: 'true' });
     owner = await t.user('ada');
-    url = await t.app.listen({ host: '127.0.0.1', port: 0 });
     const modelId = (await createModel(t, owner, 'fake', { model: 'fake-model', base_url: fake.url })).id;
     await createEndpoint(t, owner, { name: 'Answers', slug: 'answers', model_id: modelId, response_type: 'summary' });
     mkdirSync(join(t.dataDir, 'folders', 'notes'), { recursive: true });
@@ -90,8 +76,7 @@ describe('the PII filter in the console', () => {
       payload: { name: 'notes', dtype: 'local_file', configuration: { ingestionPath: join(t.dataDir, 'folders', 'notes') } },
     });
     await createEndpoint(t, owner, { name: 'Search', slug: 'search', dataset_id: dataset.json().id, response_type: 'raw' });
-    ({ browser, page } = await openConsoleAs(url, owner.token));
-    problems = watch(page);
+    ({ url, browser, page, problems } = await openConsoleSession(t, owner));
   }, 60_000);
 
   afterAll(async () => {

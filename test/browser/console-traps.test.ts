@@ -14,15 +14,15 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { Dialog, Page } from 'puppeteer-core';
 import { deadServerUrl, type FakeOpenAIServer, startFakeOpenAI } from '../fakes/openai-server.ts';
 import { type FakeSyftHub, startFakeSyftHub } from '../fakes/syfthub.ts';
 import { createTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { createEndpoint, createModel } from '../helpers/fixtures.ts';
+import { openConsoleSession, SCREENSHOTS } from './console-session.ts';
 import {
   type BrowserSession,
-  openConsoleAs,
   type Problems,
   press,
   replaceInto,
@@ -33,10 +33,8 @@ import {
   visit,
   waitForPath,
   waitForText,
-  watch,
 } from './page.ts';
 
-const SCREENSHOTS = resolve(import.meta.dir, '../..', process.env.SCREENSHOTS_DIR ?? 'test-output/screenshots');
 const HUB_PASSWORD = 'a hub password';
 
 describe('the console without traps', () => {
@@ -107,13 +105,11 @@ describe('the console without traps', () => {
     });
 
   beforeAll(async () => {
-    mkdirSync(SCREENSHOTS, { recursive: true });
     hub = await startFakeSyftHub();
     hub.addUser({ username: 'ada', email: 'ada@hub.example', password: HUB_PASSWORD });
     fake = startFakeOpenAI({ models: ['fake-model', 'fake-model-large'] });
     t = await createTestApp({ SVC_OPEN_REGISTRATION: 'true' });
     owner = await t.user('ada');
-    url = await t.app.listen({ host: '127.0.0.1', port: 0 });
     // Two folders with a document each (the folder browser opens one), and a model on the test double.
     for (const name of ['harbour', 'glaciers']) {
       mkdirSync(join(t.dataDir, 'folders', name), { recursive: true });
@@ -134,8 +130,7 @@ describe('the console without traps', () => {
       })
     ).id;
     modelId = (await createModel(t, owner, 'fake', { model: 'fake-model', base_url: fake.url })).id;
-    ({ browser, page } = await openConsoleAs(url, owner.token));
-    problems = watch(page);
+    ({ url, browser, page, problems } = await openConsoleSession(t, owner));
     page.on('dialog', (dialog: Dialog) => {
       dialogs.push(dialog.message());
       void (confirmAnswer ? dialog.accept() : dialog.dismiss());

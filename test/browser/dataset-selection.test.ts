@@ -7,14 +7,13 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { Page } from 'puppeteer-core';
 import { createTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { Dataset } from '../helpers/datasets.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { type BrowserSession, openConsoleAs, type Problems, press, unlabelledControls, visit, waitForText, watch } from './page.ts';
-
-const SCREENSHOTS = resolve(import.meta.dir, '../..', process.env.SCREENSHOTS_DIR ?? 'test-output/screenshots');
+import { openConsoleSession, SCREENSHOTS } from './console-session.ts';
+import { type BrowserSession, type Problems, press, unlabelledControls, visit, waitForText } from './page.ts';
 
 describe('dataset selections in the console', () => {
   let t: TestApp;
@@ -25,12 +24,9 @@ describe('dataset selections in the console', () => {
   let problems: Problems;
 
   beforeAll(async () => {
-    mkdirSync(SCREENSHOTS, { recursive: true });
     t = await createTestApp();
     owner = await t.user('picker');
-    url = await t.app.listen({ host: '127.0.0.1', port: 0 });
-    ({ browser, page } = await openConsoleAs(url, owner.token));
-    problems = watch(page);
+    ({ url, browser, page, problems } = await openConsoleSession(t, owner));
   }, 60_000);
 
   afterAll(async () => {

@@ -8,27 +8,15 @@
  * Screenshots go where the other browser tests' go (test-output/screenshots/, or SCREENSHOTS_DIR).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { mkdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { Page } from 'puppeteer-core';
 import { type FakeOpenAIServer, startFakeOpenAI } from '../fakes/openai-server.ts';
 import { type FakeSyftHub, startFakeSyftHub } from '../fakes/syfthub.ts';
 import { createTestApp, type TestApp, type TestUser } from '../helpers/app.ts';
 import { createEndpoint, createModel } from '../helpers/fixtures.ts';
 import { connectMarketplace } from '../helpers/hub.ts';
-import {
-  type BrowserSession,
-  openConsoleAs,
-  type Problems,
-  press,
-  typeInto,
-  unlabelledControls,
-  visit,
-  waitForText,
-  watch,
-} from './page.ts';
-
-const SCREENSHOTS = resolve(import.meta.dir, '../..', process.env.SCREENSHOTS_DIR ?? 'test-output/screenshots');
+import { openConsoleSession, SCREENSHOTS } from './console-session.ts';
+import { type BrowserSession, type Problems, press, typeInto, unlabelledControls, visit, waitForText } from './page.ts';
 
 describe('archiving an endpoint in the console', () => {
   let fake: FakeOpenAIServer;
@@ -66,7 +54,6 @@ describe('archiving an endpoint in the console', () => {
   const endpointView = async () => (await t.request({ method: 'GET', url: '/api/v1/endpoints/answers', token: owner.token })).json();
 
   beforeAll(async () => {
-    mkdirSync(SCREENSHOTS, { recursive: true });
     fake = startFakeOpenAI();
     hub = await startFakeSyftHub();
     t = await createTestApp({ SVC_OPEN_REGISTRATION: 'true' });
@@ -82,9 +69,7 @@ describe('archiving an endpoint in the console', () => {
       payload: { publish_to_all_marketplaces: true },
     });
     expect(published.json().results[0].success).toBe(true);
-    url = await t.app.listen({ host: '127.0.0.1', port: 0 });
-    ({ browser, page } = await openConsoleAs(url, owner.token));
-    problems = watch(page);
+    ({ url, browser, page, problems } = await openConsoleSession(t, owner));
   }, 60_000);
 
   afterAll(async () => {
