@@ -1,20 +1,17 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import { AnalyticsRepository } from '../src/analytics/repository.ts';
 import { AnalyticsService } from '../src/analytics/service.ts';
 import { DatasetRepository } from '../src/datasets/repository.ts';
-import { type OpenedDatabase, openDatabase } from '../src/db/database.ts';
-import { type OpenedPostgres, openPostgresDatabase } from '../src/db/postgres/database.ts';
+import type { OpenedDatabase } from '../src/db/database.ts';
+import type { OpenedPostgres } from '../src/db/postgres/database.ts';
 import type { Database } from '../src/db/schema.ts';
 import type { Tenant } from '../src/domain/principal.ts';
 import { EndpointRepository } from '../src/endpoints/repository.ts';
 import { UsageRepository } from '../src/query/usage-repository.ts';
 import { SecretBox } from '../src/security/secret-box.ts';
 import { TenantRepository } from '../src/tenants/repository.ts';
-import { type PrivatePostgres, startPostgres } from './helpers/postgres.ts';
+import { openPostgresAndSqlite, type PostgresAndSqlite } from './helpers/postgres.ts';
 
 /**
  * The analytics repository on PostgreSQL (cluster mode) and on SQLite, fed the same rows: every route's
@@ -22,10 +19,9 @@ import { type PrivatePostgres, startPostgres } from './helpers/postgres.ts';
  * the caps run on both engines), with counts, sums and averages as numbers.
  */
 
-let postgres: PrivatePostgres;
+let engines: PostgresAndSqlite;
 let pg: OpenedPostgres;
 let sqlite: OpenedDatabase;
-let sqliteDir: string;
 const box = new SecretBox(Buffer.alloc(32, 7));
 const NOW = new Date('2026-03-20T00:00:00.000Z');
 const READS = { sliceRows: 3, maxUsageRows: 1_000, maxTermRows: 1_000 };
@@ -148,17 +144,12 @@ async function answers(db: Kysely<Database>, seeded: Seeded, reads: typeof READS
 }
 
 beforeAll(async () => {
-  postgres = await startPostgres();
-  pg = await openPostgresDatabase(postgres.url);
-  sqliteDir = mkdtempSync(join(tmpdir(), 'knode-analytics-'));
-  sqlite = await openDatabase(sqliteDir);
+  engines = await openPostgresAndSqlite('knode-analytics-');
+  ({ pg, sqlite } = engines);
 });
 
 afterAll(async () => {
-  await pg?.close();
-  await sqlite?.close();
-  await postgres?.stop();
-  if (sqliteDir) rmSync(sqliteDir, { recursive: true, force: true });
+  await engines?.close();
 });
 
 describe('analytics on PostgreSQL and on SQLite', () => {

@@ -1,41 +1,32 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { DatasetRecord } from '../src/datasets/codec.ts';
 import { DatasetRepository } from '../src/datasets/repository.ts';
-import { type Db, type OpenedDatabase, openDatabase } from '../src/db/database.ts';
-import { type OpenedPostgres, openPostgresDatabase } from '../src/db/postgres/database.ts';
+import type { Db, OpenedDatabase } from '../src/db/database.ts';
+import type { OpenedPostgres } from '../src/db/postgres/database.ts';
 import { FeedRepository, type FoundItem } from '../src/feeds/feed-repository.ts';
 import { SecretBox } from '../src/security/secret-box.ts';
 import { TenantRepository } from '../src/tenants/repository.ts';
-import { type PrivatePostgres, startPostgres } from './helpers/postgres.ts';
+import { openPostgresAndSqlite, type PostgresAndSqlite } from './helpers/postgres.ts';
 
 /**
  * The feeds' state and items (src/feeds/feed-repository.ts; SQLite migration 0019, PostgreSQL 0006) give the
  * same answers on both engines: the same calls on SQLite and on Debian's PostgreSQL, compared.
  */
 
-let postgres: PrivatePostgres;
+let engines: PostgresAndSqlite;
 let pg: OpenedPostgres;
 let sqlite: OpenedDatabase;
-let sqliteDir: string;
 const box = new SecretBox(Buffer.alloc(32, 9));
 const AT = '2026-01-01T10:00:00.000Z';
 const LATER = '2026-01-01T11:00:00.000Z';
 
 beforeAll(async () => {
-  postgres = await startPostgres();
-  pg = await openPostgresDatabase(postgres.url);
-  sqliteDir = mkdtempSync(join(tmpdir(), 'knode-feeds-'));
-  sqlite = await openDatabase(sqliteDir);
+  engines = await openPostgresAndSqlite('knode-feeds-');
+  ({ pg, sqlite } = engines);
 });
 
 afterAll(async () => {
-  await pg?.close();
-  await sqlite?.close();
-  await postgres?.stop();
-  if (sqliteDir) rmSync(sqliteDir, { recursive: true, force: true });
+  await engines?.close();
 });
 
 function found(key: string, extra: Partial<FoundItem> = {}): FoundItem {

@@ -6,7 +6,7 @@ import { type Lease, LeaseLostError, LocalLeases } from '../src/coordination/lea
 import { PostgresLeases } from '../src/coordination/postgres/leases.ts';
 import { type OpenedPostgres, openPostgresDatabase } from '../src/db/postgres/database.ts';
 import { ManualClock } from './fakes/clock.ts';
-import { type PrivatePostgres, startPostgres } from './helpers/postgres.ts';
+import { type PrivatePostgres, startTwoReplicas, type TwoReplicas } from './helpers/postgres.ts';
 import { waitFor } from './helpers/wait.ts';
 
 /**
@@ -16,20 +16,18 @@ import { waitFor } from './helpers/wait.ts';
  * stopped VM) that wakes up after its lease was taken over.
  */
 
+let cluster: TwoReplicas;
 let postgres: PrivatePostgres;
 let replicaA: OpenedPostgres;
 let replicaB: OpenedPostgres;
 
 beforeAll(async () => {
-  postgres = await startPostgres();
-  replicaA = await openPostgresDatabase(postgres.url);
-  replicaB = await openPostgresDatabase(postgres.url);
+  cluster = await startTwoReplicas();
+  ({ postgres, replicaA, replicaB } = cluster);
 });
 
 afterAll(async () => {
-  await replicaA?.close();
-  await replicaB?.close();
-  await postgres?.stop();
+  await cluster?.close();
 });
 
 function acquired(result: Awaited<ReturnType<PostgresLeases['acquire']>>): Lease {

@@ -6,7 +6,7 @@ import { sql } from 'kysely';
 import type { DatasetRecord } from '../src/datasets/codec.ts';
 import { DatasetRepository } from '../src/datasets/repository.ts';
 import { openDatabase } from '../src/db/database.ts';
-import { type OpenedPostgres, openPostgresDatabase } from '../src/db/postgres/database.ts';
+import type { OpenedPostgres } from '../src/db/postgres/database.ts';
 import { PostgresFixedWindows } from '../src/db/postgres/fixed-windows.ts';
 import { QuotaExceededError } from '../src/domain/quotas.ts';
 import type { EndpointRecord } from '../src/endpoints/codec.ts';
@@ -20,7 +20,7 @@ import { UsageRepository } from '../src/query/usage-repository.ts';
 import { SecretBox } from '../src/security/secret-box.ts';
 import { TenantRepository } from '../src/tenants/repository.ts';
 import { UserRepository } from '../src/tenants/users-repository.ts';
-import { type PrivatePostgres, startPostgres } from './helpers/postgres.ts';
+import { startTwoReplicas, type TwoReplicas } from './helpers/postgres.ts';
 
 /**
  * knode's repositories, unchanged, on PostgreSQL (cluster mode, issue 26): the same calls give the same
@@ -28,22 +28,19 @@ import { type PrivatePostgres, startPostgres } from './helpers/postgres.ts';
  * two pools, as two replicas would.
  */
 
-let postgres: PrivatePostgres;
+let cluster: TwoReplicas;
 let replicaA: OpenedPostgres;
 let replicaB: OpenedPostgres;
 const box = new SecretBox(Buffer.alloc(32, 7));
 const SAME_TIME = '2026-01-01T00:00:00.000Z';
 
 beforeAll(async () => {
-  postgres = await startPostgres();
-  replicaA = await openPostgresDatabase(postgres.url);
-  replicaB = await openPostgresDatabase(postgres.url);
+  cluster = await startTwoReplicas();
+  ({ replicaA, replicaB } = cluster);
 });
 
 afterAll(async () => {
-  await replicaA?.close();
-  await replicaB?.close();
-  await postgres?.stop();
+  await cluster?.close();
 });
 
 let counter = 0;

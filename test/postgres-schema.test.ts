@@ -1,12 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { sql } from 'kysely';
-import { type OpenedDatabase, openDatabase } from '../src/db/database.ts';
+import type { OpenedDatabase } from '../src/db/database.ts';
 import { describeUrl, type OpenedPostgres, openPostgresDatabase } from '../src/db/postgres/database.ts';
 import { postgresMigrations } from '../src/db/postgres/migrations/index.ts';
-import { type PrivatePostgres, startPostgres } from './helpers/postgres.ts';
+import { openPostgresAndSqlite, type PostgresAndSqlite, type PrivatePostgres } from './helpers/postgres.ts';
 
 /**
  * Tables of SQLite's schema that the PostgreSQL control schema leaves out on purpose: the vector store's
@@ -30,23 +27,18 @@ interface ColumnShape {
   generated: boolean;
 }
 
+let engines: PostgresAndSqlite;
 let postgres: PrivatePostgres;
 let pg: OpenedPostgres;
 let sqlite: OpenedDatabase;
-let sqliteDir: string;
 
 beforeAll(async () => {
-  postgres = await startPostgres();
-  pg = await openPostgresDatabase(postgres.url);
-  sqliteDir = mkdtempSync(join(tmpdir(), 'knode-schema-'));
-  sqlite = await openDatabase(sqliteDir);
+  engines = await openPostgresAndSqlite('knode-schema-');
+  ({ postgres, pg, sqlite } = engines);
 });
 
 afterAll(async () => {
-  await pg?.close();
-  await sqlite?.close();
-  await postgres?.stop();
-  if (sqliteDir) rmSync(sqliteDir, { recursive: true, force: true });
+  await engines?.close();
 });
 
 async function sqliteTables(): Promise<string[]> {

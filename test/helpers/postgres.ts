@@ -1,7 +1,9 @@
-import { accessSync, constants, existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { type OpenedDatabase, openDatabase } from '../../src/db/database.ts';
+import { type OpenedPostgres, openPostgresDatabase } from '../../src/db/postgres/database.ts';
 
 /**
  * A throw-away PostgreSQL cluster for one test file: Debian's server binaries (`.ci/run` installs the
@@ -204,4 +206,60 @@ async function createDatabase(maintenanceUrl: string): Promise<void> {
   } finally {
     await sql.close();
   }
+}
+
+/**
+ * The same schema on both engines, for a test that feeds them the same rows and compares what they answer: a
+ * private PostgreSQL opened once (`pg`) and a SQLite database in a new temporary folder (`sqlite`).
+ */
+export interface PostgresAndSqlite {
+  postgres: PrivatePostgres;
+  pg: OpenedPostgres;
+  sqlite: OpenedDatabase;
+  /** Closes both databases, stops the cluster and removes the SQLite folder. */
+  close(): Promise<void>;
+}
+
+/** Opens a `PostgresAndSqlite`; `folderPrefix` names the SQLite folder (e.g. `knode-feeds-`). */
+export async function openPostgresAndSqlite(folderPrefix: string): Promise<PostgresAndSqlite> {
+  const postgres = await startPostgres();
+  const pg = await openPostgresDatabase(postgres.url);
+  const sqliteDir = mkdtempSync(join(tmpdir(), folderPrefix));
+  const sqlite = await openDatabase(sqliteDir);
+  return {
+    postgres,
+    pg,
+    sqlite,
+    async close() {
+      await pg.close();
+      await sqlite.close();
+      await postgres.stop();
+      rmSync(sqliteDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** One private PostgreSQL and two pools on it, as two replicas of a cluster would have. */
+export interface TwoReplicas {
+  postgres: PrivatePostgres;
+  replicaA: OpenedPostgres;
+  replicaB: OpenedPostgres;
+  /** Closes both pools and stops the cluster. */
+  close(): Promise<void>;
+}
+
+export async function startTwoReplicas(): Promise<TwoReplicas> {
+  const postgres = await startPostgres();
+  const replicaA = await openPostgresDatabase(postgres.url);
+  const replicaB = await openPostgresDatabase(postgres.url);
+  return {
+    postgres,
+    replicaA,
+    replicaB,
+    async close() {
+      await replicaA.close();
+      await replicaB.close();
+      await postgres.stop();
+    },
+  };
 }
