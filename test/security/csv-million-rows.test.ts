@@ -4,40 +4,18 @@
  * crosses it instead of holding every row first; one within it is indexed within the parse thread's time
  * and memory budgets (parser-pool.ts; a file over them fails with that reason instead).
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { describe, expect, test } from 'bun:test';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ParserPool } from '../../src/ingestion/parser-pool.ts';
+import { hostileFilesThroughTheParseThread } from '../helpers/hostile-files.ts';
 
 const MB = 1024 * 1024;
 const ROWS = 1_000_000;
 
 describe('a CSV of a million rows', () => {
-  let folder: string;
-  let pool: ParserPool;
-  const prepare = (name: string) =>
-    pool.prepare(join(folder, name), {
-      chunkSize: 1000,
-      chunkOverlap: 100,
-      knownHash: null,
-      folder,
-      roots: [folder],
-      // The defaults of SVC_MAX_FILE_MB and SVC_MAX_TEXT_MB.
-      maxFileBytes: 100 * MB,
-      maxTextBytes: 20 * MB,
-    });
-
-  beforeAll(() => {
-    folder = mkdtempSync(join(tmpdir(), 'knode-csv-rows-'));
-    // The default budgets: 90 s and 512 MB of heap per file.
-    pool = new ParserPool();
-  });
-
-  afterAll(async () => {
-    await pool.close();
-    rmSync(folder, { recursive: true, force: true });
-  });
+  // The default budgets: 90 s and 512 MB of heap per file; the default SVC_MAX_FILE_MB and SVC_MAX_TEXT_MB.
+  const files = hostileFilesThroughTheParseThread('knode-csv-rows-', { chunkOverlap: 100, maxFileBytes: 100 * MB, maxTextBytes: 20 * MB });
+  const { prepare } = files;
 
   test('one whose rows add up to more than SVC_MAX_TEXT_MB stops at that row, with the reason', async () => {
     const lines = ['customer_id,customer_name,city'];
@@ -45,7 +23,7 @@ describe('a CSV of a million rows', () => {
     const csv = lines.join('\n');
     // About 10 MB: within SVC_MAX_TEXT_MB as bytes, about 45 MB once each cell carries its column's name.
     expect(csv.length).toBeLessThan(20 * MB);
-    writeFileSync(join(folder, 'customers.csv'), csv);
+    writeFileSync(join(files.folder, 'customers.csv'), csv);
     const started = performance.now();
     await expect(prepare('customers.csv')).rejects.toMatchObject({
       code: 'too_large',
@@ -58,7 +36,7 @@ describe('a CSV of a million rows', () => {
   test('one within SVC_MAX_TEXT_MB is indexed within the time and memory budgets, its rows numbered to the last', async () => {
     const lines = ['digit'];
     for (let i = 0; i < ROWS; i++) lines.push(String(i % 10));
-    writeFileSync(join(folder, 'digits.csv'), lines.join('\n'));
+    writeFileSync(join(files.folder, 'digits.csv'), lines.join('\n'));
     const started = performance.now();
     const prepared = await prepare('digits.csv');
     const seconds = (performance.now() - started) / 1000;

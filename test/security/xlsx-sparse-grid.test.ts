@@ -4,12 +4,11 @@
  * cells: the parse thread would die allocating it. The grid is measured from the cells' addresses before
  * the sheet is read (parsers/xlsx.ts, MAX_GRID_CELLS), and such a workbook is refused with the reason.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { describe, expect, test } from 'bun:test';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ParserPool } from '../../src/ingestion/parser-pool.ts';
 import { buildXlsx } from '../fixtures/make-spreadsheets.ts';
+import { hostileFilesThroughTheParseThread } from '../helpers/hostile-files.ts';
 
 const MAIN = 'http://schemas.openxmlformats.org/spreadsheetml/2006/main';
 
@@ -19,35 +18,22 @@ function sheetXml(cells: readonly [ref: string, row: number][]): string {
 }
 
 describe('XLSX sparse grid', () => {
-  let folder: string;
-  let pool: ParserPool;
-  const prepare = (name: string) =>
-    pool.prepare(join(folder, name), {
-      chunkSize: 1000,
-      chunkOverlap: 0,
-      knownHash: null,
-      folder,
-      roots: [folder],
-      maxFileBytes: 100 * 1024 * 1024,
-      maxTextBytes: 20 * 1024 * 1024,
-    });
-
-  beforeAll(() => {
-    folder = mkdtempSync(join(tmpdir(), 'knode-xlsx-grid-'));
-    pool = new ParserPool();
+  const files = hostileFilesThroughTheParseThread('knode-xlsx-grid-', {
+    chunkOverlap: 0,
+    maxFileBytes: 100 * 1024 * 1024,
+    maxTextBytes: 20 * 1024 * 1024,
   });
-
-  afterAll(async () => {
-    await pool.close();
-    rmSync(folder, { recursive: true, force: true });
-  });
+  const { prepare } = files;
 
   test('two cells at opposite corners of a sheet are refused before the sheet is read', async () => {
     const far = sheetXml([
       ['A1', 1],
       ['XFD1048576', 1_048_576],
     ]);
-    writeFileSync(join(folder, 'corners.xlsx'), await buildXlsx([{ name: 'Corners', rows: [] }], { 'xl/worksheets/sheet1.xml': far }));
+    writeFileSync(
+      join(files.folder, 'corners.xlsx'),
+      await buildXlsx([{ name: 'Corners', rows: [] }], { 'xl/worksheets/sheet1.xml': far }),
+    );
     const started = performance.now();
     await expect(prepare('corners.xlsx')).rejects.toMatchObject({
       code: 'too_large',
@@ -65,7 +51,7 @@ describe('XLSX sparse grid', () => {
       ['T100000', 100_000],
     ]);
     const parts = Object.fromEntries(sheets.map((_, i) => [`xl/worksheets/sheet${i + 1}.xml`, part]));
-    writeFileSync(join(folder, 'three.xlsx'), await buildXlsx(sheets, parts));
+    writeFileSync(join(files.folder, 'three.xlsx'), await buildXlsx(sheets, parts));
     await expect(prepare('three.xlsx')).rejects.toMatchObject({ code: 'too_large' });
   }, 30_000);
 
@@ -75,7 +61,7 @@ describe('XLSX sparse grid', () => {
       ['A2', 2],
       ['E20000', 20_000],
     ]);
-    writeFileSync(join(folder, 'sparse.xlsx'), await buildXlsx([{ name: 'Sparse', rows: [] }], { 'xl/worksheets/sheet1.xml': part }));
+    writeFileSync(join(files.folder, 'sparse.xlsx'), await buildXlsx([{ name: 'Sparse', rows: [] }], { 'xl/worksheets/sheet1.xml': part }));
     const prepared = await prepare('sparse.xlsx');
     expect(prepared.chunks.map((chunk) => [chunk.text, chunk.location?.rows])).toEqual([['Sheet: Sparse\n1: 1\nColumn E: 1', '2-20000']]);
   }, 30_000);

@@ -4,44 +4,23 @@
  * (parsers/docx-zip.ts): declared XML past SVC_MAX_TEXT_MB is refused before anything is inflated, and a
  * part that inflates past what it declares is stopped there. On the parse thread, as ingestion runs it.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { describe, expect, test } from 'bun:test';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ParserPool } from '../../src/ingestion/parser-pool.ts';
 import { declareSize } from '../fixtures/lying-zip.ts';
 import { buildXlsx } from '../fixtures/make-spreadsheets.ts';
 import { writeDocxBomb } from '../fixtures/zip-bomb.ts';
+import { hostileFilesThroughTheParseThread } from '../helpers/hostile-files.ts';
 
 const MB = 1024 * 1024;
 
 describe('XLSX zip bombs', () => {
-  let folder: string;
-  let pool: ParserPool;
-  const prepare = (name: string) =>
-    pool.prepare(join(folder, name), {
-      chunkSize: 1000,
-      chunkOverlap: 0,
-      knownHash: null,
-      folder,
-      roots: [folder],
-      maxFileBytes: 2 * MB,
-      maxTextBytes: MB,
-    });
-
-  beforeAll(() => {
-    folder = mkdtempSync(join(tmpdir(), 'knode-xlsx-bomb-'));
-    pool = new ParserPool();
-  });
-
-  afterAll(async () => {
-    await pool.close();
-    rmSync(folder, { recursive: true, force: true });
-  });
+  const files = hostileFilesThroughTheParseThread('knode-xlsx-bomb-', { chunkOverlap: 0, maxFileBytes: 2 * MB, maxTextBytes: MB });
+  const { prepare } = files;
 
   test('an XLSX declaring 500 MB of XML is refused before anything is inflated', async () => {
     // The same container as the DOCX bomb: 500 MB of XML in about 500 KB.
-    const size = await writeDocxBomb(join(folder, 'bomb.xlsx'), { xmlBytes: 500 * MB });
+    const size = await writeDocxBomb(join(files.folder, 'bomb.xlsx'), { xmlBytes: 500 * MB });
     expect(size).toBeLessThan(MB);
     const started = performance.now();
     await expect(prepare('bomb.xlsx')).rejects.toMatchObject({
@@ -56,7 +35,7 @@ describe('XLSX zip bombs', () => {
     const cells = Array.from({ length: 50_000 }, () => ['the same words, compressed a thousand times over']);
     // 50,000 rows of about 40 bytes of XML each: 2 MB of sheet, more than SVC_MAX_TEXT_MB here, declared as 1,000 bytes.
     const honest = await buildXlsx([{ name: 'Lies', rows: [['Text'], ...cells] }]);
-    writeFileSync(join(folder, 'lying.xlsx'), declareSize(honest, 'xl/worksheets/sheet1.xml', 1_000));
+    writeFileSync(join(files.folder, 'lying.xlsx'), declareSize(honest, 'xl/worksheets/sheet1.xml', 1_000));
     await expect(prepare('lying.xlsx')).rejects.toMatchObject({
       code: 'damaged',
       message: "XLSX is damaged: part 'xl/worksheets/sheet1.xml' inflates to more than the 1000 bytes it declares",
@@ -64,7 +43,7 @@ describe('XLSX zip bombs', () => {
   }, 30_000);
 
   test('the same workbook, truthful and within the limits, is read', async () => {
-    writeFileSync(join(folder, 'fine.xlsx'), await buildXlsx([{ name: 'Fine', rows: [['Text'], ['an honest row']] }]));
+    writeFileSync(join(files.folder, 'fine.xlsx'), await buildXlsx([{ name: 'Fine', rows: [['Text'], ['an honest row']] }]));
     const prepared = await prepare('fine.xlsx');
     expect(prepared.chunks).toEqual([
       { text: 'Sheet: Fine\nText: an honest row', location: { sheet: 'Fine', rows: '2-2' }, chunk_index: 0 },
