@@ -1,7 +1,6 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, get } from '../api.ts';
+import { useState } from 'preact/hooks';
 import { bytes, count, plural } from '../lib/format.ts';
-import type { FolderListing } from '../views.ts';
+import { FolderBar, useFolderBrowsing } from './folder-listing.tsx';
 import { FileIcon, FolderIcon } from './icons.tsx';
 import type { WidgetProps } from './schema-form.tsx';
 import { Field } from './ui.tsx';
@@ -54,48 +53,13 @@ export function FolderPicker(props: WidgetProps & { pick: 'folder' | 'model'; on
 }
 
 function Browser(props: { pick: 'folder' | 'model'; start: string; selected: string; onPick: (path: string) => void }) {
-  const [path, setPath] = useState<string | null>(null);
-  const [listing, setListing] = useState<FolderListing | undefined>(undefined);
-  const [error, setError] = useState<string | undefined>(undefined);
-  // "Open" and "Up" replace the list, the pressed button with it: the focus goes to the folder's name, shown next.
-  const moved = useRef(false);
-  const title = useRef<HTMLSpanElement>(null);
-  const go = (next: string | null) => {
-    moved.current = true;
-    setPath(next);
-  };
-  useEffect(() => {
-    if (!moved.current || !listing || listing.path !== path) return;
-    moved.current = false;
-    title.current?.focus();
-  }, [listing, path]);
-
-  useEffect(() => {
-    let current = true;
-    setError(undefined);
-    get<FolderListing>(path === null ? '/folders' : `/folders?path=${encodeURIComponent(path)}`)
-      .then((found) => current && setListing(found))
-      .catch((caught) => current && setError(caught instanceof ApiError ? caught.message : String(caught)));
-    return () => {
-      current = false;
-    };
-  }, [path]);
+  const browsing = useFolderBrowsing();
+  const { listing, go } = browsing;
 
   const what = props.pick === 'folder' ? 'documents' : 'models';
   return (
     <section class="browser" aria-label="Folders inside your ingestion roots">
-      <div class="browser-bar">
-        <span class="browser-path" tabIndex={-1} ref={title} aria-live="polite">
-          {listing?.path ?? 'Your ingestion roots'}
-        </span>
-        {listing?.path && (
-          <button type="button" class="link" onClick={() => go(listing.parent)}>
-            ↑ Up{listing.parent ? '' : ' to the roots'}
-          </button>
-        )}
-      </div>
-      {error && <p class="error-text">{error}</p>}
-      {!listing && !error && <p class="hint">Loading…</p>}
+      <FolderBar browsing={browsing} />
       {listing && (
         <ul class="browser-list">
           {listing.path === null && listing.folders.length === 0 && (
