@@ -1,8 +1,8 @@
 import type { Database as SqliteDatabase } from 'bun:sqlite';
 import { now } from '../db/database.ts';
 import { discardStaged, keywordInsert } from './chunk-sets.ts';
+import type { GarbageCollector } from './garbage-collector.ts';
 import type { StoreConnection } from './sqlite-connection.ts';
-import type { GarbageCollector } from './sqlite-garbage.ts';
 import { VectorIndexMissingError } from './store.ts';
 import {
   createKeywordTablesSql,

@@ -10,8 +10,8 @@ import {
   retireFile as retireFileSets,
   writeRows,
 } from './chunk-sets.ts';
+import type { GarbageCollector } from './garbage-collector.ts';
 import type { StoreConnection } from './sqlite-connection.ts';
-import type { GarbageCollector } from './sqlite-garbage.ts';
 import { requireIndex } from './sqlite-index.ts';
 import type { ChunkSource, ChunkText, StagedFile } from './store.ts';
 import { type DatasetTables, datasetTables, leadOf } from './tables.ts';

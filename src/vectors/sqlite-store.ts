@@ -1,9 +1,10 @@
 import type { OpenedDatabase } from '../db/database.ts';
+import type { GarbageCollector } from './garbage-collector.ts';
 import type { SearchMode } from './ranking.ts';
 import type { FittedCalibration, SampledFile } from './self-calibration.ts';
 import { fittedCalibrations, sampleFiles, saveCalibration } from './sqlite-calibrations.ts';
 import { StoreConnection } from './sqlite-connection.ts';
-import { GarbageCollector } from './sqlite-garbage.ts';
+import { sqliteGarbageCollector } from './sqlite-garbage.ts';
 import { createIndex, diskUse, dropIndex } from './sqlite-index.ts';
 import { neighbours } from './sqlite-neighbours.ts';
 import { candidates, search } from './sqlite-search.ts';
@@ -31,7 +32,7 @@ import type {
  * once and deleted in batches in the background.
  *
  * A facade: each job is a file of its own, on the one connection (sqlite-connection.ts) and the one garbage
- * collector (sqlite-garbage.ts): a dataset's index (sqlite-index.ts), phase 1's staged writes
+ * collector (sqlite-garbage.ts, the loop of garbage-collector.ts): a dataset's index (sqlite-index.ts), phase 1's staged writes
  * (sqlite-staging.ts), phase 2's vectors (sqlite-vector-progress.ts), search (sqlite-search.ts), a chunk's
  * neighbours in its file (sqlite-neighbours.ts) and a dataset's own calibration (sqlite-calibrations.ts).
  */
@@ -41,7 +42,7 @@ export class SqliteVectorStore implements VectorStore {
 
   constructor(opened: OpenedDatabase) {
     this.connection = new StoreConnection(opened);
-    this.garbage = new GarbageCollector(this.connection);
+    this.garbage = sqliteGarbageCollector(this.connection);
   }
 
   get longestWriteMs(): number {

@@ -1,7 +1,7 @@
+import type { GarbageCollector } from '../garbage-collector.ts';
 import { discardStaged, readIndex } from './chunk-sets.ts';
 import { jsonRows, type PostgresConnection, type Query } from './connection.ts';
 import { allTables, createKeywordTablesSql, createVectorTableSql, type PostgresTables, postgresTables } from './dataset-tables.ts';
-import type { GarbageCollector } from './garbage.ts';
 
 /**
  * A dataset's index in the PostgreSQL store, from its creation to its drop: its row in `vector_indexes`, its

@@ -1,3 +1,4 @@
+import { GarbageCollector } from '../garbage-collector.ts';
 import { lockIndex } from './chunk-sets.ts';
 import { anyText, jsonRows, type PostgresConnection, type Query } from './connection.ts';
 import { postgresTables } from './dataset-tables.ts';
@@ -6,44 +7,13 @@ import { postgresTables } from './dataset-tables.ts';
 const COLLECT_ROWS = 512;
 
 /**
- * Deletes hidden chunks (garbage sets, chunk-sets.ts) of every dataset in batches of COLLECT_ROWS, one short
- * transaction each, as the SQLite store's collector does (../sqlite-garbage.ts): one collection at a time,
- * calls made meanwhile share the next one; stopped, it leaves what is left for the next start. Replicas
- * collecting at once take turns per dataset (its index row is locked first, as by every keyword write).
+ * The PostgreSQL store's garbage collector: the shared loop (../garbage-collector.ts: one collection at a
+ * time, calls made meanwhile share the next one; stopped, it leaves what is left for the next start) over
+ * batches of COLLECT_ROWS hidden chunks, one short transaction each. Replicas collecting at once take turns
+ * per dataset (its index row is locked first, as by every keyword write).
  */
-export class GarbageCollector {
-  private running: Promise<void> | undefined;
-  private queued: Promise<void> | undefined;
-  private closed = false;
-
-  constructor(private readonly connection: PostgresConnection) {}
-
-  /** Collects until no garbage is left (or the store is closed). */
-  collect(): Promise<void> {
-    if (this.queued) return this.queued;
-    const collection: Promise<void> = (this.running ?? Promise.resolve())
-      .catch(() => undefined)
-      .then(async () => {
-        this.queued = undefined;
-        this.running = collection;
-        while (!this.closed && (await this.connection.write((query) => collectBatch(query, COLLECT_ROWS))));
-      })
-      .finally(() => {
-        if (this.running === collection) this.running = undefined;
-      });
-    this.queued = collection;
-    return collection;
-  }
-
-  /** A collection nobody waits for: a failed one leaves the garbage to the next. */
-  inBackground(): void {
-    void this.collect().catch(() => undefined);
-  }
-
-  async close(): Promise<void> {
-    this.closed = true;
-    await Promise.allSettled([this.running, this.queued]);
-  }
+export function postgresGarbageCollector(connection: PostgresConnection): GarbageCollector {
+  return new GarbageCollector(() => connection.write((query) => collectBatch(query, COLLECT_ROWS)));
 }
 
 /**

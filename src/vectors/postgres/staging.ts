@@ -1,3 +1,4 @@
+import type { GarbageCollector } from '../garbage-collector.ts';
 import type { ChunkSource, ChunkText, StagedFile } from '../store.ts';
 import { leadOf, sourceWords } from '../tables.ts';
 import {
@@ -13,7 +14,6 @@ import {
 import type { PostgresConnection } from './connection.ts';
 import { postgresTables } from './dataset-tables.ts';
 import type { Fts5Tokenizer } from './fts5-tokens.ts';
-import type { GarbageCollector } from './garbage.ts';
 import { PgvectorMissingError } from './pgvector.ts';
 
 /**

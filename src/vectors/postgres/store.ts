@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.ts';
+import type { GarbageCollector } from '../garbage-collector.ts';
 import type { SearchMode } from '../ranking.ts';
 import type { FittedCalibration, SampledFile } from '../self-calibration.ts';
 import type {
@@ -18,7 +19,7 @@ import { fittedCalibrations, sampleFiles, saveCalibration } from './calibrations
 import { PostgresConnection } from './connection.ts';
 import { createIndex, diskUse, dropIndex } from './dataset-index.ts';
 import { Fts5Tokenizer } from './fts5-tokens.ts';
-import { GarbageCollector } from './garbage.ts';
+import { postgresGarbageCollector } from './garbage.ts';
 import { migrateVectorStore } from './migrations.ts';
 import { neighbours } from './neighbours.ts';
 import { ensurePgvector, type PgvectorSupport } from './pgvector.ts';
@@ -49,7 +50,7 @@ export class PostgresVectorStore implements VectorStore {
     private readonly pgvector: PgvectorSupport,
   ) {
     this.connection = new PostgresConnection(db);
-    this.garbage = new GarbageCollector(this.connection);
+    this.garbage = postgresGarbageCollector(this.connection);
   }
 
   /**
