@@ -1,6 +1,6 @@
 import { useMemo, useState } from 'preact/hooks';
-import { TimeChart } from '../../components/chart.tsx';
 import { CheckboxField, Empty, ErrorNotice, Loading, Notice, PageHeader, SelectField } from '../../components/ui.tsx';
+import { ChartPanel, ColumnHeads, Stat, useBucketTimes } from '../../components/usage-figures.tsx';
 import { count, date, money } from '../../lib/format.ts';
 import { useFirstRender, useResource, useTitle } from '../../lib/hooks.ts';
 import type { AnalyticsCoverage, AnalyticsSeries, AnalyticsSummary, Dataset, EndpointSummary, QueryTerms, TopUsers } from '../../views.ts';
@@ -144,31 +144,22 @@ function SummaryCards(props: { summary: AnalyticsSummary }) {
   return (
     <>
       <dl class="stats analytics-stats" data-analytics="summary">
-        <div data-stat="queries">
-          <dt>Queries</dt>
-          <dd>{count(summary.queries)}</dd>
-        </div>
-        <div data-stat="users">
-          <dt>Users</dt>
-          <dd>{count(summary.users)}</dd>
-        </div>
-        <div data-stat="revenue">
-          <dt>Revenue</dt>
-          <dd>
-            {money(summary.revenue_usd)} <span class="of">USD</span>
-          </dd>
-        </div>
-        <div data-stat="errors">
-          <dt>Errors</dt>
-          <dd class={summary.errors > 0 ? 'bad' : undefined}>
-            {count(summary.errors)}
-            {summary.refused > 0 && <span class="of block">{count(summary.refused)} refused by a policy</span>}
-          </dd>
-        </div>
-        <div data-stat="latency">
-          <dt>Average latency</dt>
-          <dd>{summary.average_latency_ms === null ? '–' : `${count(summary.average_latency_ms)} ms`}</dd>
-        </div>
+        <Stat name="queries" label="Queries">
+          {count(summary.queries)}
+        </Stat>
+        <Stat name="users" label="Users">
+          {count(summary.users)}
+        </Stat>
+        <Stat name="revenue" label="Revenue">
+          {money(summary.revenue_usd)} <span class="of">USD</span>
+        </Stat>
+        <Stat name="errors" label="Errors" valueClass={summary.errors > 0 ? 'bad' : undefined}>
+          {count(summary.errors)}
+          {summary.refused > 0 && <span class="of block">{count(summary.refused)} refused by a policy</span>}
+        </Stat>
+        <Stat name="latency" label="Average latency">
+          {summary.average_latency_ms === null ? '–' : `${count(summary.average_latency_ms)} ms`}
+        </Stat>
       </dl>
       <Coverage coverage={summary.coverage} what="queries" />
     </>
@@ -188,7 +179,7 @@ function Coverage(props: { coverage: AnalyticsCoverage; what: string }) {
 
 function SeriesCharts(props: { series: AnalyticsSeries }) {
   const { buckets } = props.series;
-  const times = useMemo(() => buckets.map((bucket) => Date.parse(bucket.start) / 1000), [buckets]);
+  const times = useBucketTimes(buckets);
   const queries = useMemo(() => [{ label: 'Queries', color: '--accent', values: buckets.map((bucket) => bucket.queries) }], [buckets]);
   const users = useMemo(() => [{ label: 'Users', color: '--good', values: buckets.map((bucket) => bucket.users) }], [buckets]);
   const revenue = useMemo(() => [{ label: 'Revenue', color: '--busy', values: buckets.map((bucket) => bucket.revenue_usd) }], [buckets]);
@@ -197,18 +188,9 @@ function SeriesCharts(props: { series: AnalyticsSeries }) {
   return (
     <>
       <div class="charts" data-analytics="series">
-        <div>
-          <h3>Queries</h3>
-          <TimeChart title={`Queries per ${by}`} times={times} series={queries} kind="bars" />
-        </div>
-        <div>
-          <h3>Users</h3>
-          <TimeChart title={`Distinct users per ${by}`} times={times} series={users} kind="lines" />
-        </div>
-        <div>
-          <h3>Revenue</h3>
-          <TimeChart title={`MPP revenue per ${by}, in USD`} times={times} series={revenue} kind="lines" unit="USD" />
-        </div>
+        <ChartPanel heading="Queries" title={`Queries per ${by}`} times={times} series={queries} kind="bars" />
+        <ChartPanel heading="Users" title={`Distinct users per ${by}`} times={times} series={users} kind="lines" />
+        <ChartPanel heading="Revenue" title={`MPP revenue per ${by}, in USD`} times={times} series={revenue} kind="lines" unit="USD" />
       </div>
       <Coverage coverage={props.series.coverage} what="queries" />
     </>
@@ -225,21 +207,7 @@ function UsersTable(props: { users: TopUsers; page: number; onPage: (page: numbe
       <div class="table-wrap">
         <table class="table" data-analytics="top-users">
           <caption class="visually-hidden">Callers with the most queries</caption>
-          <thead>
-            <tr>
-              <th scope="col">Who</th>
-              <th scope="col" class="num">
-                Queries
-              </th>
-              <th scope="col" class="num">
-                Errors
-              </th>
-              <th scope="col" class="num">
-                Revenue
-              </th>
-              <th scope="col">Last query</th>
-            </tr>
-          </thead>
+          <ColumnHeads columns={['Who', { num: 'Queries' }, { num: 'Errors' }, { num: 'Revenue' }, 'Last query']} />
           <tbody>
             {items.map((user) => (
               <tr key={user.sender_email}>

@@ -1,7 +1,7 @@
 import { useMemo, useState } from 'preact/hooks';
 import { apiPath } from '../../api.ts';
-import { TimeChart } from '../../components/chart.tsx';
 import { CheckboxField, Empty, ErrorNotice, Loading, SelectField } from '../../components/ui.tsx';
+import { ChartPanel, ColumnHeads, Stat, useBucketTimes } from '../../components/usage-figures.tsx';
 import { count, date, money } from '../../lib/format.ts';
 import { type Resource, useFirstRender, useResource } from '../../lib/hooks.ts';
 import type { Endpoint, Page, Usage, UsageSummary } from '../../views.ts';
@@ -44,7 +44,7 @@ export function EndpointUsage(props: { endpoint: Endpoint }) {
 
 function Summary(props: { summary: UsageSummary }) {
   const { totals, buckets, top_callers } = props.summary;
-  const times = useMemo(() => buckets.map((bucket) => Date.parse(bucket.start) / 1000), [buckets]);
+  const times = useBucketTimes(buckets);
   const outcomes = useMemo(
     () => [
       { label: 'Answered', color: '--good', values: buckets.map((bucket) => bucket.succeeded) },
@@ -66,80 +66,59 @@ function Summary(props: { summary: UsageSummary }) {
   return (
     <>
       <dl class="stats" data-usage="totals">
-        <div data-stat="queries">
-          <dt>Queries</dt>
-          <dd>{count(totals.queries)}</dd>
-        </div>
-        <div data-stat="answered">
-          <dt>Answered</dt>
-          <dd>{count(totals.succeeded)}</dd>
-        </div>
-        <div data-stat="refused">
-          <dt>Refused</dt>
-          <dd>
-            {count(totals.refused)}
-            {refusals && <span class="of block">{refusals}</span>}
-          </dd>
-        </div>
-        <div data-stat="failed">
-          <dt>Failed</dt>
-          <dd class={totals.failed > 0 ? 'bad' : undefined}>{count(totals.failed)}</dd>
-        </div>
-        <div data-stat="tokens">
-          <dt>Tokens</dt>
-          <dd>
-            {count(totals.prompt_tokens + totals.completion_tokens)}
-            <span class="of block">
-              {count(totals.prompt_tokens)} in, {count(totals.completion_tokens)} out
-            </span>
-          </dd>
-        </div>
-        <div data-stat="cost">
-          <dt>Cost</dt>
-          <dd>
-            {money(totals.cost)}
-            {totals.charged > 0 && <span class="of block">{money(totals.charged)} collected</span>}
-          </dd>
-        </div>
-        <div data-stat="latency">
-          <dt>Latency</dt>
-          <dd>
-            {totals.latency_ms.p50 === null ? '–' : `${count(totals.latency_ms.p50)} ms`}
-            {totals.latency_ms.p95 !== null && <span class="of block">p95 {count(totals.latency_ms.p95)} ms</span>}
-          </dd>
-        </div>
+        <Stat name="queries" label="Queries">
+          {count(totals.queries)}
+        </Stat>
+        <Stat name="answered" label="Answered">
+          {count(totals.succeeded)}
+        </Stat>
+        <Stat name="refused" label="Refused">
+          {count(totals.refused)}
+          {refusals && <span class="of block">{refusals}</span>}
+        </Stat>
+        <Stat name="failed" label="Failed" valueClass={totals.failed > 0 ? 'bad' : undefined}>
+          {count(totals.failed)}
+        </Stat>
+        <Stat name="tokens" label="Tokens">
+          {count(totals.prompt_tokens + totals.completion_tokens)}
+          <span class="of block">
+            {count(totals.prompt_tokens)} in, {count(totals.completion_tokens)} out
+          </span>
+        </Stat>
+        <Stat name="cost" label="Cost">
+          {money(totals.cost)}
+          {totals.charged > 0 && <span class="of block">{money(totals.charged)} collected</span>}
+        </Stat>
+        <Stat name="latency" label="Latency">
+          {totals.latency_ms.p50 === null ? '–' : `${count(totals.latency_ms.p50)} ms`}
+          {totals.latency_ms.p95 !== null && <span class="of block">p95 {count(totals.latency_ms.p95)} ms</span>}
+        </Stat>
       </dl>
       {totals.queries === 0 ? (
         <Empty>No query in this range.</Empty>
       ) : (
         <div class="charts">
-          <div>
-            <h3>Queries</h3>
-            <TimeChart title="Queries answered, refused and failed over time" times={times} series={outcomes} kind="bars" />
-          </div>
-          <div>
-            <h3>Latency</h3>
-            <TimeChart title="Median and 95th percentile latency over time" times={times} series={latency} kind="lines" unit="ms" />
-          </div>
+          <ChartPanel
+            heading="Queries"
+            title="Queries answered, refused and failed over time"
+            times={times}
+            series={outcomes}
+            kind="bars"
+          />
+          <ChartPanel
+            heading="Latency"
+            title="Median and 95th percentile latency over time"
+            times={times}
+            series={latency}
+            kind="lines"
+            unit="ms"
+          />
         </div>
       )}
       {top_callers.length > 0 && (
         <table class="table" data-usage="callers">
           <caption>Top callers</caption>
-          <thead>
-            <tr>
-              <th scope="col">Who</th>
-              <th scope="col" class="num">
-                Queries
-              </th>
-              <th scope="col" class="num">
-                Refused
-              </th>
-              <th scope="col" class="num">
-                Cost
-              </th>
-            </tr>
-          </thead>
+          <ColumnHeads columns={['Who', { num: 'Queries' }, { num: 'Refused' }, { num: 'Cost' }]} />
           <tbody>
             {top_callers.map((caller) => (
               <tr key={caller.sender_email}>
@@ -173,19 +152,7 @@ function Latest(props: { usage: Resource<Page<Usage>> }) {
           </p>
           <table class="table">
             <caption class="visually-hidden">Queries of the endpoint</caption>
-            <thead>
-              <tr>
-                <th scope="col">When</th>
-                <th scope="col">Who</th>
-                <th scope="col">Outcome</th>
-                <th scope="col" class="num">
-                  Tokens
-                </th>
-                <th scope="col" class="num">
-                  Cost
-                </th>
-              </tr>
-            </thead>
+            <ColumnHeads columns={['When', 'Who', 'Outcome', { num: 'Tokens' }, { num: 'Cost' }]} />
             <tbody>
               {items.map((row, index) => (
                 <tr key={index}>
