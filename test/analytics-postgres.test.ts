@@ -12,6 +12,7 @@ import { UsageRepository } from '../src/query/usage-repository.ts';
 import { SecretBox } from '../src/security/secret-box.ts';
 import { TenantRepository } from '../src/tenants/repository.ts';
 import { openPostgresAndSqlite, type PostgresAndSqlite } from './helpers/postgres.ts';
+import { datasetRecord, endpointRecord } from './helpers/records.ts';
 
 /**
  * The analytics repository on PostgreSQL (cluster mode) and on SQLite, fed the same rows: every route's
@@ -45,46 +46,12 @@ async function seed(db: Kysely<Database>): Promise<Seeded> {
     [datasetId, 'docs'],
     [otherId, 'other'],
   ] as const) {
-    await datasets.insert({
-      id,
-      tenant_id: tenant.id,
-      name,
-      summary: '',
-      dtype: 'local_file',
-      configuration: {
-        ingestionPath: '/srv/docs',
-        collectionName: name,
-        embedder: 'use-lite',
-        chunkSize: 800,
-        chunkOverlap: 100,
-        fileTypes: ['md'],
-        cost_per_query: 0,
-      },
-      status: 'stopped',
-      error: null,
-      created_at: at,
-      updated_at: at,
-    });
+    await datasets.insert(datasetRecord(tenant.id, name, at, { id }));
   }
   const endpoints = new EndpointRepository(db);
   const endpointIds: [string, string] = [crypto.randomUUID(), crypto.randomUUID()];
   for (const [index, id] of endpointIds.entries()) {
-    await endpoints.insert({
-      id,
-      tenant_id: tenant.id,
-      name: `ep${index}`,
-      slug: `ep${index}`,
-      description: '',
-      summary: '',
-      dataset_id: index === 0 ? datasetId : otherId,
-      model_id: null,
-      response_type: 'raw',
-      published: false,
-      tags: '',
-      generation_defaults: {},
-      created_at: at,
-      updated_at: at,
-    });
+    await endpoints.insert(endpointRecord(tenant.id, `ep${index}`, index === 0 ? datasetId : otherId, at, { id }));
   }
   const usage = new UsageRepository(db);
   for (let i = 0; i < 20; i++) {

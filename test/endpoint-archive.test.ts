@@ -13,6 +13,7 @@ import { ADMIN_KEY, ISO_UTC } from './helpers/constants.ts';
 import { createEndpoint, createModel, createPolicy } from './helpers/fixtures.ts';
 import { type ConnectedMarketplace, connectMarketplace, logCollector } from './helpers/hub.ts';
 import { startPostgres } from './helpers/postgres.ts';
+import { datasetRecord, endpointRecord } from './helpers/records.ts';
 import { waitFor } from './helpers/wait.ts';
 
 /**
@@ -300,46 +301,12 @@ describe('the archive in the endpoint repository, on SQLite and on PostgreSQL', 
     const endpoints = new EndpointRepository(db);
     const at = '2026-01-01T00:00:00.000Z';
     const datasetId = crypto.randomUUID();
-    await new DatasetRepository(db, new SecretBox(Buffer.alloc(32, 7))).insert({
-      id: datasetId,
-      tenant_id: tenant.id,
-      name: 'docs',
-      summary: '',
-      dtype: 'local_file',
-      configuration: {
-        ingestionPath: '/srv/docs',
-        collectionName: 'docs',
-        embedder: 'use-lite',
-        chunkSize: 800,
-        chunkOverlap: 100,
-        fileTypes: ['md'],
-        cost_per_query: 0,
-      },
-      status: 'stopped',
-      error: null,
-      created_at: at,
-      updated_at: at,
-    });
+    await new DatasetRepository(db, new SecretBox(Buffer.alloc(32, 7))).insert(datasetRecord(tenant.id, 'docs', at, { id: datasetId }));
     const ids: string[] = [];
     for (const slug of ['first', 'second']) {
       const id = crypto.randomUUID();
       ids.push(id);
-      await endpoints.insert({
-        id,
-        tenant_id: tenant.id,
-        name: slug,
-        slug,
-        description: '',
-        summary: '',
-        dataset_id: datasetId,
-        model_id: null,
-        response_type: 'raw',
-        published: true,
-        tags: '',
-        generation_defaults: {},
-        created_at: at,
-        updated_at: at,
-      });
+      await endpoints.insert(endpointRecord(tenant.id, slug, datasetId, at, { id, published: true }));
     }
     const [first, second] = ids as [string, string];
     const marketplaceId = crypto.randomUUID();

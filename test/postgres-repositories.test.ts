@@ -21,6 +21,7 @@ import { SecretBox } from '../src/security/secret-box.ts';
 import { TenantRepository } from '../src/tenants/repository.ts';
 import { UserRepository } from '../src/tenants/users-repository.ts';
 import { startTwoReplicas, type TwoReplicas } from './helpers/postgres.ts';
+import { datasetRecord, endpointRecord } from './helpers/records.ts';
 
 /**
  * knode's repositories, unchanged, on PostgreSQL (cluster mode, issue 26): the same calls give the same
@@ -56,47 +57,11 @@ async function newTenant(): Promise<{ tenantId: string; userId: string; name: st
   return { tenantId: tenant.id, userId: user.id, name: tenant.name };
 }
 
-function dataset(tenantId: string, name: string, createdAt = new Date().toISOString()): DatasetRecord {
-  return {
-    id: crypto.randomUUID(),
-    tenant_id: tenantId,
-    name,
-    summary: '',
-    dtype: 'local_file',
-    configuration: {
-      ingestionPath: '/srv/docs',
-      collectionName: name,
-      embedder: 'use-lite',
-      chunkSize: 800,
-      chunkOverlap: 100,
-      fileTypes: ['md', 'txt'],
-      cost_per_query: 0,
-    },
-    status: 'stopped',
-    error: null,
-    created_at: createdAt,
-    updated_at: createdAt,
-  };
-}
-
-function endpoint(tenantId: string, slug: string, datasetId: string, createdAt = new Date().toISOString()): EndpointRecord {
-  return {
-    id: crypto.randomUUID(),
-    tenant_id: tenantId,
-    name: slug,
-    slug,
-    description: '',
-    summary: '',
-    dataset_id: datasetId,
-    model_id: null,
-    response_type: 'raw',
-    published: false,
-    tags: 'a,b',
-    generation_defaults: {},
-    created_at: createdAt,
-    updated_at: createdAt,
-  };
-}
+/** Two file types and two tags, so that lists inside a row round-trip on both engines. */
+const dataset = (tenantId: string, name: string, createdAt?: string) =>
+  datasetRecord(tenantId, name, createdAt, { configuration: { fileTypes: ['md', 'txt'] } });
+const endpoint = (tenantId: string, slug: string, datasetId: string, createdAt?: string) =>
+  endpointRecord(tenantId, slug, datasetId, createdAt, { tags: 'a,b' });
 
 function accessPolicy(tenantId: string, endpointId: string, name: string, createdAt = SAME_TIME): PolicyRecord {
   return {
