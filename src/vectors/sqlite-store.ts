@@ -1,4 +1,6 @@
 import type { OpenedDatabase } from '../db/database.ts';
+import type { ChunkSet } from './chunk-sets.ts';
+import { FileStaging } from './file-staging.ts';
 import type { GarbageCollector } from './garbage-collector.ts';
 import type { SearchMode } from './ranking.ts';
 import type { FittedCalibration, SampledFile } from './self-calibration.ts';
@@ -8,7 +10,7 @@ import { sqliteGarbageCollector } from './sqlite-garbage.ts';
 import { createIndex, diskUse, dropIndex } from './sqlite-index.ts';
 import { neighbours } from './sqlite-neighbours.ts';
 import { candidates, search } from './sqlite-search.ts';
-import { discard, publish, retireFile, stage } from './sqlite-staging.ts';
+import { sqliteStaging } from './sqlite-staging.ts';
 import { addVectorsOf, filesToEmbed, unembeddedOf } from './sqlite-vector-progress.ts';
 import type {
   CandidateSet,
@@ -33,16 +35,18 @@ import type {
  *
  * A facade: each job is a file of its own, on the one connection (sqlite-connection.ts) and the one garbage
  * collector (sqlite-garbage.ts, the loop of garbage-collector.ts): a dataset's index (sqlite-index.ts), phase 1's staged writes
- * (sqlite-staging.ts), phase 2's vectors (sqlite-vector-progress.ts), search (sqlite-search.ts), a chunk's
+ * (file-staging.ts over sqlite-staging.ts), phase 2's vectors (sqlite-vector-progress.ts), search (sqlite-search.ts), a chunk's
  * neighbours in its file (sqlite-neighbours.ts) and a dataset's own calibration (sqlite-calibrations.ts).
  */
 export class SqliteVectorStore implements VectorStore {
   private readonly connection: StoreConnection;
   private readonly garbage: GarbageCollector;
+  private readonly staging: FileStaging<ChunkSet>;
 
   constructor(opened: OpenedDatabase) {
     this.connection = new StoreConnection(opened);
     this.garbage = sqliteGarbageCollector(this.connection);
+    this.staging = new FileStaging(sqliteStaging(this.connection), this.garbage);
   }
 
   get longestWriteMs(): number {
@@ -62,19 +66,19 @@ export class SqliteVectorStore implements VectorStore {
   }
 
   async stage(datasetId: string, fileKey: string, source: ChunkSource, signal?: AbortSignal): Promise<StagedFile> {
-    return stage(this.connection, this.garbage, datasetId, fileKey, source, signal);
+    return this.staging.stage(datasetId, fileKey, source, signal);
   }
 
   async publish(staged: StagedFile): Promise<boolean> {
-    return publish(this.connection, this.garbage, staged);
+    return this.staging.publish(staged);
   }
 
   async discard(staged: StagedFile): Promise<void> {
-    await discard(this.connection, this.garbage, staged);
+    await this.staging.discard(staged);
   }
 
   async retireFile(datasetId: string, fileKey: string): Promise<number> {
-    return retireFile(this.connection, this.garbage, datasetId, fileKey);
+    return this.staging.retireFile(datasetId, fileKey);
   }
 
   /**

@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.ts';
+import { FileStaging } from '../file-staging.ts';
 import type { GarbageCollector } from '../garbage-collector.ts';
 import type { SearchMode } from '../ranking.ts';
 import type { FittedCalibration, SampledFile } from '../self-calibration.ts';
@@ -16,6 +17,7 @@ import type {
   VectorStore,
 } from '../store.ts';
 import { fittedCalibrations, sampleFiles, saveCalibration } from './calibrations.ts';
+import type { ChunkSet } from './chunk-sets.ts';
 import { PostgresConnection } from './connection.ts';
 import { createIndex, diskUse, dropIndex } from './dataset-index.ts';
 import { Fts5Tokenizer } from './fts5-tokens.ts';
@@ -24,7 +26,7 @@ import { migrateVectorStore } from './migrations.ts';
 import { neighbours } from './neighbours.ts';
 import { ensurePgvector, type PgvectorSupport } from './pgvector.ts';
 import { candidates, search } from './search.ts';
-import { discard, publish, retireFile, stage } from './staging.ts';
+import { postgresStaging } from './staging.ts';
 import { addVectorsOf, filesToEmbed, unembeddedOf } from './vector-progress.ts';
 
 /**
@@ -44,6 +46,7 @@ export class PostgresVectorStore implements VectorStore {
   private readonly connection: PostgresConnection;
   private readonly garbage: GarbageCollector;
   private readonly tokenizer = new Fts5Tokenizer();
+  private readonly staging: FileStaging<ChunkSet>;
 
   private constructor(
     db: Db,
@@ -51,6 +54,11 @@ export class PostgresVectorStore implements VectorStore {
   ) {
     this.connection = new PostgresConnection(db);
     this.garbage = postgresGarbageCollector(this.connection);
+    const missing = this.vectorsMissing;
+    this.staging = new FileStaging(
+      postgresStaging({ connection: this.connection, tokenizer: this.tokenizer, ...(missing ? { vectorsMissing: missing } : {}) }),
+      this.garbage,
+    );
   }
 
   /**
@@ -90,19 +98,19 @@ export class PostgresVectorStore implements VectorStore {
   }
 
   async stage(datasetId: string, fileKey: string, source: ChunkSource, signal?: AbortSignal): Promise<StagedFile> {
-    return stage(this.staging(), datasetId, fileKey, source, signal);
+    return this.staging.stage(datasetId, fileKey, source, signal);
   }
 
   async publish(staged: StagedFile): Promise<boolean> {
-    return publish(this.staging(), staged);
+    return this.staging.publish(staged);
   }
 
   async discard(staged: StagedFile): Promise<void> {
-    await discard(this.staging(), staged);
+    await this.staging.discard(staged);
   }
 
   async retireFile(datasetId: string, fileKey: string): Promise<number> {
-    return retireFile(this.staging(), datasetId, fileKey);
+    return this.staging.retireFile(datasetId, fileKey);
   }
 
   /** Deletes every hidden chunk now: what a test waits for before it counts rows. */
@@ -166,16 +174,6 @@ export class PostgresVectorStore implements VectorStore {
   async close(): Promise<void> {
     await this.garbage.close();
     this.tokenizer.close();
-  }
-
-  private staging() {
-    const missing = this.vectorsMissing;
-    return {
-      connection: this.connection,
-      garbage: this.garbage,
-      tokenizer: this.tokenizer,
-      ...(missing ? { vectorsMissing: missing } : {}),
-    };
   }
 
   private searching() {
