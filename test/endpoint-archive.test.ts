@@ -13,7 +13,7 @@ import { ADMIN_KEY, ISO_UTC } from './helpers/constants.ts';
 import { createEndpoint, createModel, createPolicy } from './helpers/fixtures.ts';
 import { type ConnectedMarketplace, connectMarketplace, logCollector } from './helpers/hub.ts';
 import { startPostgres } from './helpers/postgres.ts';
-import { datasetRecord, endpointRecord } from './helpers/records.ts';
+import { datasetRecord, endpointRecord, marketplaceRow } from './helpers/records.ts';
 import { waitFor } from './helpers/wait.ts';
 
 /**
@@ -309,29 +309,9 @@ describe('the archive in the endpoint repository, on SQLite and on PostgreSQL', 
       await endpoints.insert(endpointRecord(tenant.id, slug, datasetId, at, { id, published: true }));
     }
     const [first, second] = ids as [string, string];
-    const marketplaceId = crypto.randomUUID();
-    await db
-      .insertInto('marketplaces')
-      .values({
-        id: marketplaceId,
-        tenant_id: tenant.id,
-        name: 'hub',
-        url: 'https://hub.example.org',
-        username: tenant.name,
-        email: null,
-        password: 'sealed',
-        is_default: 1,
-        is_active: 1,
-        accounting_url: null,
-        accounting_email: null,
-        accounting_password: null,
-        account: `https://hub.example.org ${tenant.name}`,
-        satellite_id: null,
-        satellite_url: null,
-        created_at: at,
-        updated_at: at,
-      })
-      .execute();
+    const account = marketplaceRow(tenant.id, tenant.name, at);
+    const marketplaceId = account.id;
+    await db.insertInto('marketplaces').values(account).execute();
     for (const id of ids) await endpoints.addPublication(tenant.id, id, marketplaceId, at);
 
     await endpoints.update(tenant.id, first, { archived_at: at });

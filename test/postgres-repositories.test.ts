@@ -21,7 +21,7 @@ import { SecretBox } from '../src/security/secret-box.ts';
 import { TenantRepository } from '../src/tenants/repository.ts';
 import { UserRepository } from '../src/tenants/users-repository.ts';
 import { startTwoReplicas, type TwoReplicas } from './helpers/postgres.ts';
-import { datasetRecord, endpointRecord } from './helpers/records.ts';
+import { datasetRecord, endpointRecord, marketplaceRow } from './helpers/records.ts';
 
 /**
  * knode's repositories, unchanged, on PostgreSQL (cluster mode, issue 26): the same calls give the same
@@ -176,29 +176,9 @@ describe('datasets, endpoints and policies on PostgreSQL', () => {
     });
     expect(await endpoints.getById(tenantId, first.id)).toMatchObject({ published: true, generation_defaults: { temperature: 0.2 } });
 
-    const marketplaceId = crypto.randomUUID();
-    await replicaA.db
-      .insertInto('marketplaces')
-      .values({
-        id: marketplaceId,
-        tenant_id: tenantId,
-        name: 'hub',
-        url: 'https://hub.example.org',
-        username: `acme${counter}`,
-        email: null,
-        password: 'sealed',
-        is_default: 1,
-        is_active: 1,
-        accounting_url: null,
-        accounting_email: null,
-        accounting_password: null,
-        account: `https://hub.example.org acme${counter}`,
-        satellite_id: null,
-        satellite_url: null,
-        created_at: SAME_TIME,
-        updated_at: SAME_TIME,
-      })
-      .execute();
+    const account = marketplaceRow(tenantId, `acme${counter}`, SAME_TIME);
+    const marketplaceId = account.id;
+    await replicaA.db.insertInto('marketplaces').values(account).execute();
     await endpoints.addPublication(tenantId, first.id, marketplaceId, SAME_TIME);
     await endpoints.addPublication(tenantId, first.id, marketplaceId, SAME_TIME); // a second time changes nothing
     expect(await endpoints.publishedTo([first.id])).toEqual(new Map([[first.id, [marketplaceId]]]));

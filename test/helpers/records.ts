@@ -1,9 +1,11 @@
 /**
- * Rows written straight through the repositories, for tests that seed a database without the API (the two
- * engines compared, a repository's own behaviour): a stopped local_file dataset and a raw endpoint serving it,
- * complete and valid, each with its own new id. `fields` changes what a test cares about.
+ * Rows written straight through the repositories or the database, for tests that seed one without the API (the
+ * two engines compared, a repository's own behaviour): a stopped local_file dataset, a raw endpoint serving it,
+ * and an active, default marketplace account on one hub, complete and valid, each with its own new id. `fields`
+ * changes what a test cares about.
  */
 import type { DatasetConfiguration, DatasetRecord } from '../../src/datasets/codec.ts';
+import type { MarketplaceTable } from '../../src/db/schema.ts';
 import type { EndpointRecord } from '../../src/endpoints/codec.ts';
 
 /** A stopped `local_file` dataset named `name` (its collection too); `fields.configuration` is laid over the default one. */
@@ -62,5 +64,28 @@ export function endpointRecord(
     created_at: createdAt,
     updated_at: createdAt,
     ...fields,
+  };
+}
+
+/** The tenant's default, active account `username` on https://hub.example.org (password sealed elsewhere: a placeholder). */
+export function marketplaceRow(tenantId: string, username: string, createdAt = new Date().toISOString()): MarketplaceTable {
+  return {
+    id: crypto.randomUUID(),
+    tenant_id: tenantId,
+    name: 'hub',
+    url: 'https://hub.example.org',
+    username,
+    email: null,
+    password: 'sealed',
+    is_default: 1,
+    is_active: 1,
+    accounting_url: null,
+    accounting_email: null,
+    accounting_password: null,
+    account: `https://hub.example.org ${username}`,
+    satellite_id: null,
+    satellite_url: null,
+    created_at: createdAt,
+    updated_at: createdAt,
   };
 }
