@@ -1,14 +1,23 @@
-import type { Calibration } from './calibration.ts';
 import { countWords } from './keyword-search.ts';
 import type { FittedCalibration, SampledFile } from './self-calibration.ts';
 import type { StoreConnection } from './sqlite-connection.ts';
 import { requireIndex } from './sqlite-index.ts';
+import {
+  type CalibrationRow,
+  calibrationParameters,
+  fittedByDataset,
+  SELECT_CALIBRATIONS,
+  sampledRows,
+  sampleWords,
+  saveCalibrationSql,
+  type VisibleSet,
+} from './stored-calibrations.ts';
 import { datasetTables } from './tables.ts';
 
 /**
  * A dataset's own calibration in the SQLite store (self-calibration.ts): what its pseudo-questions are made
  * of (sampled files), and the fitted result kept in `vector_calibrations` (migration 0014; dropped with the
- * dataset's index, sqlite-index.ts).
+ * dataset's index, sqlite-index.ts); the sampling and the row codec shared with PostgreSQL's (stored-calibrations.ts).
  */
 
 /**
@@ -29,18 +38,15 @@ export async function sampleFiles(
       .query(
         "SELECT file_key AS fileKey, first_row AS firstRow, count FROM vector_sets WHERE dataset_id = ? AND state = 'visible' ORDER BY file_key",
       )
-      .all(tables.datasetId) as { fileKey: string; firstRow: number; count: number }[];
-    const stride = Math.max(1, sets.length / count);
+      .all(tables.datasetId) as VisibleSet[];
     const files: SampledFile[] = [];
     const content = sqlite.query('SELECT content FROM vector_chunks WHERE row_id = ?');
-    for (let at = 0; Math.floor(at) < sets.length && files.length < count; at += stride) {
-      const set = sets[Math.floor(at)] as { fileKey: string; firstRow: number; count: number };
-      if (set.count === 0) continue;
-      const row = content.get(set.firstRow + ((Math.floor(at) * 7919 + seed) % set.count)) as { content: string } | null;
+    for (const { fileKey, rowid } of sampledRows(sets, count, seed)) {
+      if (files.length >= count) break;
+      const row = content.get(rowid) as { content: string } | null;
       if (!row) continue;
-      const words = [...new Set(row.content.toLowerCase().match(/\p{L}{3,}/gu) ?? [])].slice(0, 200);
-      const wordChunks = new Map(countWords(sqlite, tables, words).map((entry) => [entry.word, entry.chunks]));
-      files.push({ fileKey: set.fileKey, text: row.content, wordChunks });
+      const wordChunks = new Map(countWords(sqlite, tables, sampleWords(row.content)).map((entry) => [entry.word, entry.chunks]));
+      files.push({ fileKey, text: row.content, wordChunks });
     }
     return { chunkCount: index.chunkCount, files };
   });
@@ -51,21 +57,7 @@ export async function saveCalibration(connection: StoreConnection, datasetId: st
   const tables = datasetTables(datasetId);
   await connection.write((sqlite) => {
     requireIndex(sqlite, tables);
-    sqlite
-      .query(
-        'INSERT INTO vector_calibrations (dataset_id, embedder, fitted_at, questions, unanswerable, chunk_count, calibration) VALUES (?, ?, ?, ?, ?, ?, ?) ' +
-          'ON CONFLICT (dataset_id) DO UPDATE SET embedder = excluded.embedder, fitted_at = excluded.fitted_at, questions = excluded.questions, ' +
-          'unanswerable = excluded.unanswerable, chunk_count = excluded.chunk_count, calibration = excluded.calibration',
-      )
-      .run(
-        tables.datasetId,
-        fitted.embedder,
-        fitted.fittedAt,
-        fitted.questions,
-        fitted.unanswerable,
-        fitted.chunkCount,
-        JSON.stringify(fitted.calibration),
-      );
+    sqlite.query(saveCalibrationSql(() => '?')).run(...calibrationParameters(tables.datasetId, fitted));
   });
 }
 
@@ -78,32 +70,7 @@ export async function fittedCalibrations(
   if (ids.length === 0) return new Map();
   const rows = await connection.read(
     (sqlite) =>
-      sqlite
-        .query(
-          'SELECT dataset_id, embedder, fitted_at, questions, unanswerable, chunk_count, calibration FROM vector_calibrations ' +
-            `WHERE dataset_id IN (${ids.map(() => '?').join(', ')})`,
-        )
-        .all(...ids) as {
-        dataset_id: string;
-        embedder: string;
-        fitted_at: string;
-        questions: number;
-        unanswerable: number;
-        chunk_count: number;
-        calibration: string;
-      }[],
+      sqlite.query(`${SELECT_CALIBRATIONS}WHERE dataset_id IN (${ids.map(() => '?').join(', ')})`).all(...ids) as CalibrationRow[],
   );
-  return new Map(
-    rows.map((row) => [
-      row.dataset_id,
-      {
-        embedder: row.embedder,
-        fittedAt: row.fitted_at,
-        questions: row.questions,
-        unanswerable: row.unanswerable,
-        chunkCount: row.chunk_count,
-        calibration: JSON.parse(row.calibration) as Calibration,
-      },
-    ]),
-  );
+  return fittedByDataset(rows);
 }
