@@ -126,8 +126,8 @@ export class SharedEmbedding {
   private readonly loop: Promise<void>;
   private readonly renewal: ReturnType<typeof setInterval>;
   private readonly pending = new Set<Promise<void>>();
-  /** Windows this replica wrote, and the chunks in them (tests and the bench count them). */
-  readonly written = { windows: 0, chunks: 0 };
+  /** Windows this replica wrote, the chunks in them, and writes given up (tests and the bench count them). */
+  readonly written = { windows: 0, chunks: 0, failed: 0 };
 
   constructor(private readonly deps: SharedEmbeddingDeps) {
     this.renewal = setInterval(() => void this.renew(), Math.max(50, Math.floor(deps.windows.ttlMs / 3)));
@@ -273,17 +273,17 @@ export class SharedEmbedding {
     const { store, windows } = this.deps;
     const { datasetId } = window;
     // From each part's first row without a vector: a former claimer may have written some before it died.
-    const size = window.parts.reduce((sum, part) => sum + part.to - part.from + 1, 0);
-    const answers = await store.unembeddedOf(
-      datasetId,
-      window.parts.map((part) => ({ fileKey: part.fileKey, from: part.from })),
-      { texts: size, characters: Number.MAX_SAFE_INTEGER },
-    );
-    const parts = window.parts.flatMap((part, index) => {
-      const rows = (answers[index]?.rows ?? []).filter((row) => row.rowid <= part.to);
+    // Part by part: each read is limited to its own rows (one read of all would spend the limit on the first file).
+    const parts: { fileKey: string; from: number; texts: string[] }[] = [];
+    for (const part of window.parts) {
+      const [answer] = await store.unembeddedOf(datasetId, [{ fileKey: part.fileKey, from: part.from }], {
+        texts: part.to - part.from + 1,
+        characters: Number.MAX_SAFE_INTEGER,
+      });
+      const rows = (answer?.rows ?? []).filter((row) => row.rowid <= part.to);
       const first = rows[0];
-      return first ? [{ fileKey: part.fileKey, from: first.rowid, texts: rows.map((row) => row.content) }] : [];
-    });
+      if (first) parts.push({ fileKey: part.fileKey, from: first.rowid, texts: rows.map((row) => row.content) });
+    }
     const vectors = await this.deps.embed(
       datasetId,
       embedder,
@@ -304,6 +304,7 @@ export class SharedEmbedding {
       // Usually a race, not a fault: the rows were written meanwhile (a window given up before this one, or
       // this one taken over) or replaced. Given up: whatever still lacks a vector is claimed again. A write
       // failing again and again (the database refusing these vectors) makes this replica wait longer each time.
+      this.written.failed++;
       const failures = (this.failedWrites.get(datasetId) ?? 0) + 1;
       this.failedWrites.set(datasetId, failures);
       if (failures > 1) this.ready.set(datasetId, { until: Date.now() + Math.min(2 ** failures * 1_000, 300_000) });
