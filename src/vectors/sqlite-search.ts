@@ -1,7 +1,18 @@
 import type { Database as SqliteDatabase } from 'bun:sqlite';
 import { blob, type HiddenRange, hiddenRanges } from './chunk-sets.ts';
 import { type KeywordQuery, keywordCandidates, keywordQuery, keywordScoresOf, matchedWeights } from './keyword-search.ts';
-import { type Ranked, rank, type SearchMode } from './ranking.ts';
+import type { Ranked, SearchMode } from './ranking.ts';
+import {
+  assembleCandidates,
+  candidatesWanted,
+  checkQueryVector,
+  foundRows,
+  hitsOf,
+  leavingOut,
+  noCandidates,
+  ranked,
+  searchSize,
+} from './search-assembly.ts';
 import type { StoreConnection } from './sqlite-connection.ts';
 import { type IndexRow, requireIndex } from './sqlite-index.ts';
 import type { CandidateSet, SearchHit, SearchOptions } from './store.ts';
@@ -12,14 +23,9 @@ import { distanceTo, MAX_KNN, type Neighbour, nearestChunks, type VectorScan } f
  * A query in the SQLite store: BM25's best (keyword-search.ts) and the vector index's nearest
  * (vector-search.ts), hidden sets left out (chunk-sets.ts), each completed with the other signal in hybrid
  * mode, then scored (ranking.ts) and loaded as hits; or, for the calibration's fit, the candidates unscored.
+ * The assembly around the lists is shared with PostgreSQL's (search-assembly.ts).
  * Each runs in one read of the connection, so it sees one consistent state.
  */
-
-/**
- * Candidates per wanted result, from each list: the scores re-order them (and lower repeated files), so
- * more than `limit` must be looked at.
- */
-const CANDIDATES_PER_RESULT = 4;
 
 /**
  * The dataset's best chunks for a query: candidates scored with the mode's calibrated model, those below
@@ -32,14 +38,11 @@ export async function search(
   queryText: string,
   options: SearchOptions,
 ): Promise<SearchHit[]> {
-  const limit = Math.floor(options.limit);
-  if (!(limit >= 1)) throw new Error(`search limit must be at least 1, got ${options.limit}`);
-  const wanted = Math.min(MAX_KNN, limit * CANDIDATES_PER_RESULT);
+  const { limit, wanted } = searchSize(options);
   const tables = datasetTables(datasetId);
   return connection.read((sqlite) => {
     const found = candidatesNow(sqlite, tables, queryEmbedding, queryText, options.mode, { wanted, limit }, options.vectorScan);
-    const ranked = rank(found.candidates, found.facts, options.mode, options.calibration, options.similarityThreshold).slice(0, limit);
-    return loadHits(sqlite, ranked, options.includeMetadata);
+    return loadHits(sqlite, ranked(found, options, limit), options.includeMetadata);
   });
 }
 
@@ -56,11 +59,10 @@ export async function candidates(
   limit: number,
   leftOut?: string,
 ): Promise<CandidateSet> {
-  const wanted = Math.min(MAX_KNN, limit * CANDIDATES_PER_RESULT);
+  const wanted = candidatesWanted(limit);
   const tables = datasetTables(datasetId);
   const found = await connection.read((sqlite) => candidatesNow(sqlite, tables, queryEmbedding, queryText, mode, { wanted, limit }));
-  if (leftOut === undefined) return found;
-  return { ...found, candidates: found.candidates.filter((candidate) => candidate.fileKey !== leftOut) };
+  return leavingOut(found, leftOut);
 }
 
 /**
@@ -78,11 +80,8 @@ function candidatesNow(
 ): CandidateSet {
   const index = requireIndex(sqlite, tables);
   const vectorSide = mode !== 'keyword';
-  if (vectorSide && queryEmbedding === undefined) throw new Error(`${mode} search needs the query's vector`);
-  if (queryEmbedding && queryEmbedding.length !== index.dimension) {
-    throw new Error(`query vector has ${queryEmbedding.length} dimensions, dataset index has ${index.dimension}`);
-  }
-  if (index.chunkCount === 0) return { candidates: [], facts: { queryWeight: 0, chunkCount: 0 } };
+  checkQueryVector(mode, queryEmbedding, index.dimension);
+  if (index.chunkCount === 0) return noCandidates();
   // Staged and garbage sets are not the files' chunks: every list leaves their rows out.
   const hidden = hiddenRanges(sqlite, tables);
   const keyword: KeywordQuery | undefined = mode === 'vector' ? undefined : keywordQuery(sqlite, tables, index.chunkCount, queryText);
@@ -105,17 +104,9 @@ function candidatesNow(
     if (keyword)
       for (const [rowid, score] of keywordScoresOf(sqlite, tables, keyword, unscored, index.keywordLayout)) bm25.set(rowid, score);
   }
-  const rowids = [...new Set([...bm25.keys(), ...cosines.keys()])];
-  const files = fileKeysOf(sqlite, rowids);
+  const files = fileKeysOf(sqlite, foundRows(bm25, cosines));
   const matched = keyword ? matchedWeights(sqlite, tables, keyword, [...bm25.keys()]) : new Map<number, number>();
-  const candidates = rowids.map((rowid) => ({
-    rowid,
-    fileKey: files.get(rowid) ?? '',
-    ...(bm25.has(rowid) ? { bm25: bm25.get(rowid) as number, matched: matched.get(rowid) ?? 0 } : {}),
-    ...(cosines.has(rowid) ? { cosine: cosines.get(rowid) as number } : {}),
-  }));
-  const queryWeight = keyword?.words.reduce((sum, word) => sum + word.weight, 0) ?? 0;
-  return { candidates, facts: { queryWeight, chunkCount: index.chunkCount } };
+  return assembleCandidates({ bm25, cosines, files, matched, words: keyword?.words, chunkCount: index.chunkCount });
 }
 
 /**
@@ -165,23 +156,11 @@ function fileKeysOf(sqlite: SqliteDatabase, rowids: readonly number[]): Map<numb
   return new Map(rows.map((row) => [row.row_id, row.file_key]));
 }
 
-function loadHits(sqlite: SqliteDatabase, ranked: readonly Ranked[], includeMetadata: boolean): SearchHit[] {
-  if (ranked.length === 0) return [];
-  const rowids = ranked.map((entry) => entry.rowid);
+function loadHits(sqlite: SqliteDatabase, ranking: readonly Ranked[], includeMetadata: boolean): SearchHit[] {
+  if (ranking.length === 0) return [];
+  const rowids = ranking.map((entry) => entry.rowid);
   const rows = sqlite
     .query(`SELECT row_id, id, content, metadata FROM vector_chunks WHERE row_id IN (${rowids.map(() => '?').join(', ')})`)
     .all(...rowids) as { row_id: number; id: string; content: string; metadata: string }[];
-  const byRowid = new Map(rows.map((row) => [row.row_id, row]));
-  const hits: SearchHit[] = [];
-  for (const { rowid, score } of ranked) {
-    const row = byRowid.get(rowid);
-    if (!row) continue;
-    hits.push({
-      document_id: row.id,
-      content: row.content,
-      similarity_score: score,
-      metadata: includeMetadata ? (JSON.parse(row.metadata) as Record<string, unknown>) : {},
-    });
-  }
-  return hits;
+  return hitsOf(ranking, new Map(rows.map((row) => [row.row_id, row])), includeMetadata);
 }

@@ -1,6 +1,17 @@
-import { type Ranked, rank, type SearchMode } from '../ranking.ts';
+import type { Ranked, SearchMode } from '../ranking.ts';
+import {
+  assembleCandidates,
+  candidatesWanted,
+  checkQueryVector,
+  foundRows,
+  hitsOf,
+  leavingOut,
+  noCandidates,
+  ranked,
+  searchSize,
+} from '../search-assembly.ts';
 import type { CandidateSet, SearchHit, SearchOptions } from '../store.ts';
-import { MAX_KNN, type VectorScan } from '../vector-search.ts';
+import type { VectorScan } from '../vector-search.ts';
 import { hiddenRanges, requireIndex } from './chunk-sets.ts';
 import { anyRow, jsonRows, type PostgresConnection, type Query } from './connection.ts';
 import { type PostgresTables, postgresTables } from './dataset-tables.ts';
@@ -20,11 +31,9 @@ import { distancesTo, nearestVisible } from './vector-search.ts';
  * A query in the PostgreSQL store, step for step the SQLite store's (../sqlite-search.ts): BM25's best
  * (keyword-search.ts) and the vector index's nearest (vector-search.ts), hidden sets left out, each
  * completed with the other signal in hybrid mode, then scored by the same ranking (../ranking.ts) and
- * loaded as hits. Each runs in one read-only transaction, so it sees one snapshot.
+ * loaded as hits (the assembly around the lists shared: ../search-assembly.ts). Each runs in one read-only
+ * transaction, so it sees one snapshot.
  */
-
-/** Candidates per wanted result, from each list (as the SQLite store). */
-const CANDIDATES_PER_RESULT = 4;
 
 export interface SearchContext {
   readonly connection: PostgresConnection;
@@ -40,14 +49,11 @@ export async function search(
   queryText: string,
   options: SearchOptions,
 ): Promise<SearchHit[]> {
-  const limit = Math.floor(options.limit);
-  if (!(limit >= 1)) throw new Error(`search limit must be at least 1, got ${options.limit}`);
-  const wanted = Math.min(MAX_KNN, limit * CANDIDATES_PER_RESULT);
+  const { limit, wanted } = searchSize(options);
   const tables = postgresTables(datasetId);
   return context.connection.read(async (query) => {
     const found = await candidatesNow(context, query, tables, queryEmbedding, queryText, options.mode, wanted, options.vectorScan);
-    const ranked = rank(found.candidates, found.facts, options.mode, options.calibration, options.similarityThreshold).slice(0, limit);
-    return loadHits(query, tables, ranked, options.includeMetadata);
+    return loadHits(query, tables, ranked(found, options, limit), options.includeMetadata);
   });
 }
 
@@ -60,11 +66,10 @@ export async function candidates(
   limit: number,
   leftOut?: string,
 ): Promise<CandidateSet> {
-  const wanted = Math.min(MAX_KNN, limit * CANDIDATES_PER_RESULT);
+  const wanted = candidatesWanted(limit);
   const tables = postgresTables(datasetId);
   const found = await context.connection.read((query) => candidatesNow(context, query, tables, queryEmbedding, queryText, mode, wanted));
-  if (leftOut === undefined) return found;
-  return { ...found, candidates: found.candidates.filter((candidate) => candidate.fileKey !== leftOut) };
+  return leavingOut(found, leftOut);
 }
 
 async function candidatesNow(
@@ -80,11 +85,8 @@ async function candidatesNow(
   const index = await requireIndex(query, tables);
   const vectorSide = mode !== 'keyword';
   if (vectorSide && context.vectorsMissing !== undefined) throw new PgvectorMissingError(context.vectorsMissing);
-  if (vectorSide && queryEmbedding === undefined) throw new Error(`${mode} search needs the query's vector`);
-  if (queryEmbedding && queryEmbedding.length !== index.dimension) {
-    throw new Error(`query vector has ${queryEmbedding.length} dimensions, dataset index has ${index.dimension}`);
-  }
-  if (index.chunkCount === 0) return { candidates: [], facts: { queryWeight: 0, chunkCount: 0 } };
+  checkQueryVector(mode, queryEmbedding, index.dimension);
+  if (index.chunkCount === 0) return noCandidates();
   const hidden = await hiddenRanges(query, tables);
   const keyword: PostingsQuery | undefined =
     mode === 'vector' ? undefined : await postingsQuery(query, tables, index, context.tokenizer, queryText);
@@ -113,17 +115,9 @@ async function candidatesNow(
     const unscored = [...cosines.keys()].filter((rowid) => !bm25.has(rowid));
     if (keyword) for (const [rowid, score] of await keywordScoresOf(query, tables, keyword, unscored, held)) bm25.set(rowid, score);
   }
-  const rowids = [...new Set([...bm25.keys(), ...cosines.keys()])];
-  const files = await fileKeysOf(query, tables, rowids);
+  const files = await fileKeysOf(query, tables, foundRows(bm25, cosines));
   const matched = keyword ? matchedWeights(keyword, held, [...bm25.keys()]) : new Map<number, number>();
-  const found = rowids.map((rowid) => ({
-    rowid,
-    fileKey: files.get(rowid) ?? '',
-    ...(bm25.has(rowid) ? { bm25: bm25.get(rowid) as number, matched: matched.get(rowid) ?? 0 } : {}),
-    ...(cosines.has(rowid) ? { cosine: cosines.get(rowid) as number } : {}),
-  }));
-  const queryWeight = keyword?.words.reduce((sum, word) => sum + word.weight, 0) ?? 0;
-  return { candidates: found, facts: { queryWeight, chunkCount: index.chunkCount } };
+  return assembleCandidates({ bm25, cosines, files, matched, words: keyword?.words, chunkCount: index.chunkCount });
 }
 
 async function fileKeysOf(query: Query, tables: PostgresTables, rowids: readonly number[]): Promise<Map<number, string>> {
@@ -135,23 +129,11 @@ async function fileKeysOf(query: Query, tables: PostgresTables, rowids: readonly
   return new Map(rows.map((row) => [Number(row.row_id), row.file_key]));
 }
 
-async function loadHits(query: Query, tables: PostgresTables, ranked: readonly Ranked[], includeMetadata: boolean): Promise<SearchHit[]> {
-  if (ranked.length === 0) return [];
+async function loadHits(query: Query, tables: PostgresTables, ranking: readonly Ranked[], includeMetadata: boolean): Promise<SearchHit[]> {
+  if (ranking.length === 0) return [];
   const rows = await query<{ row_id: number; id: string; content: string; metadata: string }>(
     `SELECT row_id, id, content, metadata FROM ${tables.chunks} WHERE row_id ${anyRow(1)}`,
-    [jsonRows(ranked.map((entry) => entry.rowid))],
+    [jsonRows(ranking.map((entry) => entry.rowid))],
   );
-  const byRowid = new Map(rows.map((row) => [Number(row.row_id), row]));
-  const hits: SearchHit[] = [];
-  for (const { rowid, score } of ranked) {
-    const row = byRowid.get(rowid);
-    if (!row) continue;
-    hits.push({
-      document_id: row.id,
-      content: row.content,
-      similarity_score: score,
-      metadata: includeMetadata ? (JSON.parse(row.metadata) as Record<string, unknown>) : {},
-    });
-  }
-  return hits;
+  return hitsOf(ranking, new Map(rows.map((row) => [Number(row.row_id), row])), includeMetadata);
 }
