@@ -1,5 +1,5 @@
+import type { ChunkSet, HiddenRange } from '../chunk-sets.ts';
 import { VectorIndexMissingError } from '../store.ts';
-import type { RowRange } from '../tables.ts';
 import { jsonRows, type Query } from './connection.ts';
 import type { PostgresTables } from './dataset-tables.ts';
 import type { TokenizedChunk } from './fts5-tokens.ts';
@@ -14,17 +14,8 @@ import { vectorLiteral, vectorType } from './pgvector.ts';
  * the dataset's row of vector_indexes (lockIndex), then its sets; vector writes lock only their set.
  */
 
-export type SetState = 'staged' | 'visible' | 'garbage';
-
-export interface ChunkSet {
-  readonly id: number;
-  readonly fileKey: string;
-  readonly firstRow: number;
-  readonly lastRow: number;
-  readonly count: number;
-  readonly embedded: number;
-  readonly state: SetState;
-}
+/** A set, its states and the hidden rows are the SQLite store's (../chunk-sets.ts): one meaning, two engines. */
+export type { ChunkSet, HiddenRange, SetState } from '../chunk-sets.ts';
 
 export interface IndexRow {
   readonly dimension: number;
@@ -223,10 +214,6 @@ export async function discardStaged(query: Query, tables: PostgresTables): Promi
 }
 
 /** Rows searches must not see (sets being written or being deleted; usually none), with how many have a vector. */
-export interface HiddenRange extends RowRange {
-  readonly vectors: number;
-}
-
 export async function hiddenRanges(query: Query, tables: PostgresTables): Promise<HiddenRange[]> {
   const rows = await query<HiddenRange>(
     "SELECT first_row AS first, last_row AS last, embedded AS vectors FROM vector_sets WHERE dataset_id = $1 AND state IN ('staged', 'garbage')",
