@@ -104,6 +104,8 @@ const TURN_POLL_MS = 100;
 const MAX_WAITING = 4;
 /** How long a replica leaves a dataset alone after its embedder failed or disagreed. */
 const BACK_OFF_MS = 30_000;
+/** How soon a replica asks again for the holder's probe while there is none yet. */
+const PROBE_RETRY_MS = 250;
 /** The fixed text whose vector says whether two replicas' embedders are the same. */
 const PROBE_TEXT = 'knode embedding probe: the quick brown fox jumps over the lazy dog 0123456789';
 /** Cosine similarity two probes must reach (the same model gives the same vector up to float noise). */
@@ -225,6 +227,7 @@ export class SharedEmbedding {
     if (known && known.until > Date.now()) return known.embedder;
     const { windows, log } = this.deps;
     let embedder: Embedder | undefined;
+    let unknown = false;
     try {
       const candidate = await this.deps.embedderOf(datasetId);
       const [probe] = await candidate.embed([PROBE_TEXT]);
@@ -237,12 +240,13 @@ export class SharedEmbedding {
           { dataset: datasetId, embedder: candidate.id },
           "this replica's embedder differs from the dataset holder's: it embeds none of its windows",
         );
+      else unknown = true;
     } catch (error) {
       log.info({ dataset: datasetId, err: error }, "this replica lacks the dataset's embedder: it embeds none of its windows");
     }
     // Agreed: checked again now and then (the holder may change). Not: tried again after a back-off, or
-    // soon while the holder has recorded no probe yet.
-    this.ready.set(datasetId, { ...(embedder ? { embedder } : {}), until: Date.now() + (embedder ? BACK_OFF_MS : 2_000) });
+    // soon while the holder has recorded no probe yet (it is starting the dataset).
+    this.ready.set(datasetId, { ...(embedder ? { embedder } : {}), until: Date.now() + (unknown ? PROBE_RETRY_MS : BACK_OFF_MS) });
     return embedder;
   }
 
