@@ -1,7 +1,5 @@
 import type { OpenedDatabase } from '../db/database.ts';
 import type { ChunkSet } from './chunk-sets.ts';
-import { FileStaging } from './file-staging.ts';
-import type { GarbageCollector } from './garbage-collector.ts';
 import type { SearchMode } from './ranking.ts';
 import type { FittedCalibration, SampledFile } from './self-calibration.ts';
 import { fittedCalibrations, sampleFiles, saveCalibration } from './sqlite-calibrations.ts';
@@ -12,15 +10,14 @@ import { neighbours } from './sqlite-neighbours.ts';
 import { candidates, search } from './sqlite-search.ts';
 import { sqliteStaging } from './sqlite-staging.ts';
 import { addVectorsOf, filesToEmbed, unembeddedOf } from './sqlite-vector-progress.ts';
+import { StagingVectorStore } from './staging-store.ts';
 import type {
   CandidateSet,
   ChunkNeighbours,
-  ChunkSource,
   EmbeddingProgress,
   ReadLimits,
   SearchHit,
   SearchOptions,
-  StagedFile,
   UnembeddedChunks,
   VectorPart,
   VectorStore,
@@ -33,20 +30,19 @@ import type {
  * of consecutive rows (`vector_sets`, chunk-sets.ts) swapped in at once, replaced and deleted ones hidden at
  * once and deleted in batches in the background.
  *
- * A facade: each job is a file of its own, on the one connection (sqlite-connection.ts) and the one garbage
- * collector (sqlite-garbage.ts, the loop of garbage-collector.ts): a dataset's index (sqlite-index.ts), phase 1's staged writes
- * (file-staging.ts over sqlite-staging.ts), phase 2's vectors (sqlite-vector-progress.ts), search (sqlite-search.ts), a chunk's
- * neighbours in its file (sqlite-neighbours.ts) and a dataset's own calibration (sqlite-calibrations.ts).
+ * A facade: each job is a file of its own, on the one connection (sqlite-connection.ts): a dataset's index
+ * (sqlite-index.ts), phase 1's staged writes (sqlite-staging.ts) and the garbage collector (sqlite-garbage.ts),
+ * both run as PostgreSQL's are (staging-store.ts, file-staging.ts, garbage-collector.ts), phase 2's vectors
+ * (sqlite-vector-progress.ts), search (sqlite-search.ts), a chunk's neighbours in its file
+ * (sqlite-neighbours.ts) and a dataset's own calibration (sqlite-calibrations.ts).
  */
-export class SqliteVectorStore implements VectorStore {
+export class SqliteVectorStore extends StagingVectorStore<ChunkSet> implements VectorStore {
   private readonly connection: StoreConnection;
-  private readonly garbage: GarbageCollector;
-  private readonly staging: FileStaging<ChunkSet>;
 
   constructor(opened: OpenedDatabase) {
-    this.connection = new StoreConnection(opened);
-    this.garbage = sqliteGarbageCollector(this.connection);
-    this.staging = new FileStaging(sqliteStaging(this.connection), this.garbage);
+    const connection = new StoreConnection(opened);
+    super(sqliteGarbageCollector(connection), sqliteStaging(connection));
+    this.connection = connection;
   }
 
   get longestWriteMs(): number {
@@ -63,30 +59,6 @@ export class SqliteVectorStore implements VectorStore {
 
   async diskUse(datasetId: string): Promise<number> {
     return diskUse(this.connection, datasetId);
-  }
-
-  async stage(datasetId: string, fileKey: string, source: ChunkSource, signal?: AbortSignal): Promise<StagedFile> {
-    return this.staging.stage(datasetId, fileKey, source, signal);
-  }
-
-  async publish(staged: StagedFile): Promise<boolean> {
-    return this.staging.publish(staged);
-  }
-
-  async discard(staged: StagedFile): Promise<void> {
-    await this.staging.discard(staged);
-  }
-
-  async retireFile(datasetId: string, fileKey: string): Promise<number> {
-    return this.staging.retireFile(datasetId, fileKey);
-  }
-
-  /**
-   * Deletes every hidden chunk now (they are otherwise deleted in the background after the write that hid
-   * them): what a test or a bench waits for before it counts rows.
-   */
-  collectGarbage(): Promise<void> {
-    return this.garbage.collect();
   }
 
   async filesToEmbed(datasetId: string): Promise<string[]> {
@@ -139,10 +111,5 @@ export class SqliteVectorStore implements VectorStore {
 
   async fittedCalibrations(datasetIds: readonly string[]): Promise<Map<string, FittedCalibration>> {
     return fittedCalibrations(this.connection, datasetIds);
-  }
-
-  /** Stops collecting garbage (what is left is collected at the next start) and waits for the batch under way. */
-  async close(): Promise<void> {
-    await this.garbage.close();
   }
 }

@@ -1,17 +1,14 @@
 import type { Db } from '../../db/database.ts';
-import { FileStaging } from '../file-staging.ts';
-import type { GarbageCollector } from '../garbage-collector.ts';
 import type { SearchMode } from '../ranking.ts';
 import type { FittedCalibration, SampledFile } from '../self-calibration.ts';
+import { StagingVectorStore } from '../staging-store.ts';
 import type {
   CandidateSet,
   ChunkNeighbours,
-  ChunkSource,
   EmbeddingProgress,
   ReadLimits,
   SearchHit,
   SearchOptions,
-  StagedFile,
   UnembeddedChunks,
   VectorPart,
   VectorStore,
@@ -40,25 +37,25 @@ import { addVectorsOf, filesToEmbed, unembeddedOf } from './vector-progress.ts';
  *
  * A facade, like the SQLite store (../sqlite-store.ts): each job is a file of its own, on one connection
  * (connection.ts), one garbage collector and one tokenizer (fts5-tokens.ts, FTS5's own, so both stores
- * index the same terms).
+ * index the same terms); phase 1 and the collector run as the SQLite store's (../staging-store.ts).
  */
-export class PostgresVectorStore implements VectorStore {
+export class PostgresVectorStore extends StagingVectorStore<ChunkSet> implements VectorStore {
   private readonly connection: PostgresConnection;
-  private readonly garbage: GarbageCollector;
-  private readonly tokenizer = new Fts5Tokenizer();
-  private readonly staging: FileStaging<ChunkSet>;
+  private readonly tokenizer: Fts5Tokenizer;
 
   private constructor(
     db: Db,
     private readonly pgvector: PgvectorSupport,
   ) {
-    this.connection = new PostgresConnection(db);
-    this.garbage = postgresGarbageCollector(this.connection);
-    const missing = this.vectorsMissing;
-    this.staging = new FileStaging(
-      postgresStaging({ connection: this.connection, tokenizer: this.tokenizer, ...(missing ? { vectorsMissing: missing } : {}) }),
-      this.garbage,
+    const connection = new PostgresConnection(db);
+    const tokenizer = new Fts5Tokenizer();
+    const missing = vectorsMissingOf(pgvector);
+    super(
+      postgresGarbageCollector(connection),
+      postgresStaging({ connection, tokenizer, ...(missing ? { vectorsMissing: missing } : {}) }),
     );
+    this.connection = connection;
+    this.tokenizer = tokenizer;
   }
 
   /**
@@ -73,7 +70,7 @@ export class PostgresVectorStore implements VectorStore {
 
   /** Why vectors cannot be stored or searched here (the server lacks pgvector), undefined when they can. */
   get vectorsMissing(): string | undefined {
-    return this.pgvector.version === undefined ? (this.pgvector.missing ?? 'not installed') : undefined;
+    return vectorsMissingOf(this.pgvector);
   }
 
   /** pgvector's version in this database, when there is one. */
@@ -95,27 +92,6 @@ export class PostgresVectorStore implements VectorStore {
 
   async diskUse(datasetId: string): Promise<number> {
     return diskUse(this.connection, datasetId);
-  }
-
-  async stage(datasetId: string, fileKey: string, source: ChunkSource, signal?: AbortSignal): Promise<StagedFile> {
-    return this.staging.stage(datasetId, fileKey, source, signal);
-  }
-
-  async publish(staged: StagedFile): Promise<boolean> {
-    return this.staging.publish(staged);
-  }
-
-  async discard(staged: StagedFile): Promise<void> {
-    await this.staging.discard(staged);
-  }
-
-  async retireFile(datasetId: string, fileKey: string): Promise<number> {
-    return this.staging.retireFile(datasetId, fileKey);
-  }
-
-  /** Deletes every hidden chunk now: what a test waits for before it counts rows. */
-  collectGarbage(): Promise<void> {
-    return this.garbage.collect();
   }
 
   async filesToEmbed(datasetId: string): Promise<string[]> {
@@ -170,9 +146,9 @@ export class PostgresVectorStore implements VectorStore {
     return fittedCalibrations(this.connection, datasetIds);
   }
 
-  /** Stops collecting garbage (what is left is collected at the next start) and waits for the batch under way. */
-  async close(): Promise<void> {
-    await this.garbage.close();
+  /** Stops collecting garbage (staging-store.ts), then closes the tokenizer. */
+  override async close(): Promise<void> {
+    await super.close();
     this.tokenizer.close();
   }
 
@@ -180,4 +156,8 @@ export class PostgresVectorStore implements VectorStore {
     const missing = this.vectorsMissing;
     return { connection: this.connection, tokenizer: this.tokenizer, ...(missing ? { vectorsMissing: missing } : {}) };
   }
+}
+
+function vectorsMissingOf(pgvector: PgvectorSupport): string | undefined {
+  return pgvector.version === undefined ? (pgvector.missing ?? 'not installed') : undefined;
 }
