@@ -79,7 +79,7 @@ interface Replica {
   kill(): void;
 }
 
-function replica(name: string, datasetId: string, embedder: Embedder, ttlMs: number, holder: boolean): Replica {
+function replica(name: string, datasetId: string, embedder: Embedder | Error, ttlMs: number, holder: boolean): Replica {
   let dead = false;
   const table = new PostgresEmbeddingWindows(postgres.db, { claimer: name, ttlMs });
   const windows: EmbeddingWindows = {
@@ -101,7 +101,10 @@ function replica(name: string, datasetId: string, embedder: Embedder, ttlMs: num
     db: postgres.db,
     log,
     datasets: async () => (dead ? [] : [datasetId]),
-    embedderOf: async () => embedder,
+    embedderOf: async () => {
+      if (embedder instanceof Error) throw embedder;
+      return embedder;
+    },
     holds: () => holder,
     embed: (_id, used, texts, signal) => used.embed(texts, signal),
     mayEmbed: () => !dead,
@@ -222,7 +225,7 @@ describe('embedding shared by two replicas', () => {
     await expectExactlyEmbedded(datasetId, sizes);
   }, 90_000);
 
-  test('a replica whose embedder differs from the holder’s claims nothing', async () => {
+  test('a replica whose embedder differs from the holder’s, or that lacks its model files, claims nothing', async () => {
     const sizes = [20];
     const datasetId = await dataset(sizes, 'replica-e');
     const other: Embedder = {
@@ -232,13 +235,17 @@ describe('embedding shared by two replicas', () => {
     };
     const e = replica('replica-e', datasetId, fakeEmbedder(1).embedder, 30_000, true);
     const f = replica('replica-f', datasetId, other, 30_000, false);
+    // As a transformers: embedder whose model is not in this replica's cache, with downloads off.
+    const g = replica('replica-g', datasetId, new Error('model files missing'), 30_000, false);
     try {
       await waitFor('every file indexed', () => allIndexed(datasetId), 30_000);
     } finally {
       await e.shared.stop();
       await f.shared.stop();
+      await g.shared.stop();
     }
     expect(f.shared.written.chunks).toBe(0);
+    expect(g.shared.written.chunks).toBe(0);
     await expectExactlyEmbedded(datasetId, sizes);
   }, 60_000);
 });
