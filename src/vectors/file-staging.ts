@@ -1,3 +1,4 @@
+import type { ChunkRow } from './chunk-sets.ts';
 import type { GarbageCollector } from './garbage-collector.ts';
 import type { ChunkSource, ChunkText, StagedFile } from './store.ts';
 import { datasetTables, leadOf } from './tables.ts';
@@ -144,4 +145,20 @@ export function nextChunks<Row extends { readonly content: string }>(
   }
   const lead = file.written === 0 ? leadOf(rows[0]?.content ?? '') : (file.lead ?? '');
   return { rows, lead };
+}
+
+/**
+ * A chunk as both engines write it: its text checked, its id made (a random UUID when the parser gave
+ * none), its metadata serialised, its title (metadata.title) taken out to be indexed beside the text. The
+ * vector is checked by each engine (the index's dimension on SQLite, pgvector's presence on PostgreSQL).
+ */
+export function chunkRowOf(chunk: ChunkText): ChunkRow {
+  if (typeof chunk.content !== 'string') throw new Error('chunk content must be a string');
+  return {
+    id: chunk.id ?? crypto.randomUUID(),
+    content: chunk.content,
+    metadata: JSON.stringify(chunk.metadata ?? {}),
+    title: typeof chunk.metadata?.title === 'string' ? chunk.metadata.title : '',
+    ...(chunk.embedding ? { embedding: chunk.embedding } : {}),
+  };
 }

@@ -10,7 +10,7 @@ import {
   retireFile as retireFileSets,
   writeRows,
 } from './chunk-sets.ts';
-import { type FileBeingStaged, nextChunks, type StagingEngine } from './file-staging.ts';
+import { chunkRowOf, type FileBeingStaged, nextChunks, type StagingEngine } from './file-staging.ts';
 import type { StoreConnection } from './sqlite-connection.ts';
 import { requireIndex } from './sqlite-index.ts';
 import type { ChunkText } from './store.ts';
@@ -81,15 +81,8 @@ function writeBatch(
   staged.advance(rows, lead);
 }
 
-/** A chunk as the store writes it: checked, its id made, its metadata serialised. */
+/** A chunk as the store writes it (file-staging.ts, chunkRowOf), its vector checked against the index's dimension first. */
 function chunkRow(chunk: ChunkText, dimension: number): ChunkRow {
   if (chunk.embedding !== undefined) checkVector(chunk.embedding, dimension);
-  if (typeof chunk.content !== 'string') throw new Error('chunk content must be a string');
-  return {
-    id: chunk.id ?? crypto.randomUUID(),
-    content: chunk.content,
-    metadata: JSON.stringify(chunk.metadata ?? {}),
-    title: typeof chunk.metadata?.title === 'string' ? chunk.metadata.title : '',
-    ...(chunk.embedding ? { embedding: chunk.embedding } : {}),
-  };
+  return chunkRowOf(chunk);
 }

@@ -1,4 +1,5 @@
-import { type FileBeingStaged, nextChunks, type StagingEngine } from '../file-staging.ts';
+import type { ChunkRow } from '../chunk-sets.ts';
+import { chunkRowOf, type FileBeingStaged, nextChunks, type StagingEngine } from '../file-staging.ts';
 import type { ChunkText } from '../store.ts';
 import { sourceWords } from '../tables.ts';
 import {
@@ -104,14 +105,9 @@ function nextBatch(context: StagingContext, staged: FileBeingStaged<ChunkSet>): 
   };
 }
 
-function checked(chunk: ChunkText, vectorsMissing: string | undefined) {
-  if (typeof chunk.content !== 'string') throw new Error('chunk content must be a string');
+/** A chunk as the store writes it (../file-staging.ts, chunkRowOf), refused with a vector when pgvector is missing. */
+function checked(chunk: ChunkText, vectorsMissing: string | undefined): ChunkRow {
+  const row = chunkRowOf(chunk);
   if (chunk.embedding !== undefined && vectorsMissing !== undefined) throw new PgvectorMissingError(vectorsMissing);
-  return {
-    id: chunk.id ?? crypto.randomUUID(),
-    content: chunk.content,
-    metadata: JSON.stringify(chunk.metadata ?? {}),
-    title: typeof chunk.metadata?.title === 'string' ? chunk.metadata.title : '',
-    ...(chunk.embedding ? { embedding: chunk.embedding } : {}),
-  };
+  return row;
 }
