@@ -2,6 +2,7 @@ import type { Database as SqliteDatabase } from 'bun:sqlite';
 import { now } from '../db/database.ts';
 import { discardStaged, keywordInsert } from './chunk-sets.ts';
 import type { GarbageCollector } from './garbage-collector.ts';
+import { checkDimension, checkSameDimension } from './index-dimension.ts';
 import type { StoreConnection } from './sqlite-connection.ts';
 import { VectorIndexMissingError } from './store.ts';
 import {
@@ -22,7 +23,6 @@ import {
  * the database it takes.
  */
 
-const MAX_DIMENSION = 8192;
 /** Chunk rows deleted per transaction when a dataset's index is dropped (plain rows: cheaper than garbage). */
 const DROP_ROWS = 5_000;
 
@@ -58,14 +58,10 @@ export async function createIndex(
   dimension: number,
 ): Promise<void> {
   const tables = datasetTables(datasetId);
-  if (!Number.isInteger(dimension) || dimension < 1 || dimension > MAX_DIMENSION) {
-    throw new Error(`vector dimension must be an integer from 1 to ${MAX_DIMENSION}, got ${dimension}`);
-  }
+  checkDimension(dimension);
   await connection.write((sqlite) => {
     const existing = readIndex(sqlite, tables);
-    if (existing && existing.dimension !== dimension) {
-      throw new Error(`dataset ${datasetId} already has a ${existing.dimension}-dimension index, not ${dimension}`);
-    }
+    checkSameDimension(datasetId, existing, dimension);
     if (existing && existing.keywordLayout < KEYWORD_LAYOUT) rebuildKeywords(sqlite, tables);
     for (const statement of createTablesSql(tables, dimension)) sqlite.run(statement);
     if (!existing) {

@@ -1,4 +1,5 @@
 import type { GarbageCollector } from '../garbage-collector.ts';
+import { checkDimension, checkSameDimension } from '../index-dimension.ts';
 import { discardStaged, readIndex } from './chunk-sets.ts';
 import { jsonRows, type PostgresConnection, type Query } from './connection.ts';
 import { allTables, createKeywordTablesSql, createVectorTableSql, type PostgresTables, postgresTables } from './dataset-tables.ts';
@@ -7,9 +8,6 @@ import { allTables, createKeywordTablesSql, createVectorTableSql, type PostgresT
  * A dataset's index in the PostgreSQL store, from its creation to its drop: its row in `vector_indexes`, its
  * own tables (dataset-tables.ts; the vectors' only where the server has pgvector), and their size on disk.
  */
-
-/** The SQLite store's bound (sqlite-index.ts); pgvector's columns take up to 16,000. */
-const MAX_DIMENSION = 8192;
 
 /**
  * Creates the dataset's tables; again with the same dimension does nothing (but creates the vectors' table
@@ -24,15 +22,11 @@ export async function createIndex(
   withVectors: boolean,
 ): Promise<void> {
   const tables = postgresTables(datasetId);
-  if (!Number.isInteger(dimension) || dimension < 1 || dimension > MAX_DIMENSION) {
-    throw new Error(`vector dimension must be an integer from 1 to ${MAX_DIMENSION}, got ${dimension}`);
-  }
+  checkDimension(dimension);
   await connection.write(async (query) => {
     await lockDataset(query, tables);
     const existing = await readIndex(query, tables);
-    if (existing && existing.dimension !== dimension) {
-      throw new Error(`dataset ${datasetId} already has a ${existing.dimension}-dimension index, not ${dimension}`);
-    }
+    checkSameDimension(datasetId, existing, dimension);
     for (const statement of createKeywordTablesSql(tables)) await query(statement);
     // Only when missing: its ALTER TABLE would lock the vectors out of every search at each start.
     if (withVectors && !(await hasVectorTable(query, tables))) {
