@@ -129,4 +129,24 @@ describe('embedding windows on PostgreSQL', () => {
     );
     expect(taken.map((window) => window.id).sort()).toEqual(claimed.map((window) => window.id).sort());
   });
+
+  test("a replica compares its probe with the dataset holder's; probes of replicas no longer alive are dropped", async () => {
+    const datasetId = crypto.randomUUID();
+    const holder = new PostgresEmbeddingWindows(replicaA.db, { claimer: 'probe-holder' });
+    const helper = new PostgresEmbeddingWindows(replicaB.db, { claimer: 'probe-helper' });
+    const gone = new PostgresEmbeddingWindows(replicaB.db, { claimer: 'probe-gone' });
+    await sql`
+      INSERT INTO coordination_leases (name, holder, token, acquired_at, expires_at) VALUES
+        (${`dataset:${datasetId}`}, 'probe-holder', 1, clock_timestamp(), clock_timestamp() + interval '1 hour'),
+        ('replica:probe-holder', 'probe-holder', 1, clock_timestamp(), clock_timestamp() + interval '1 hour'),
+        ('replica:probe-helper', 'probe-helper', 1, clock_timestamp(), clock_timestamp() + interval '1 hour')`.execute(replicaA.db);
+    expect(await helper.holderProbe(datasetId)).toBeUndefined();
+    await gone.saveProbe(datasetId, 'use-lite', Float32Array.of(0, 1));
+    await holder.saveProbe(datasetId, 'use-lite', Float32Array.of(0.6, 0.8));
+    await helper.saveProbe(datasetId, 'use-lite', Float32Array.of(0.6, 0.8));
+    expect(await helper.holderProbe(datasetId)).toEqual({ embedder: 'use-lite', probe: Float32Array.of(0.6, 0.8) });
+    const { rows } = await sql<{ replica: string }>`
+      SELECT replica FROM embedding_probes WHERE dataset_id = ${datasetId} ORDER BY replica`.execute(replicaA.db);
+    expect(rows.map((row) => row.replica)).toEqual(['probe-helper', 'probe-holder']);
+  });
 });

@@ -79,7 +79,12 @@ interface Replica {
   kill(): void;
 }
 
-function replica(name: string, datasetId: string, embedder: Embedder | Error, ttlMs: number, holder: boolean): Replica {
+async function replica(name: string, datasetId: string, embedder: Embedder | Error, ttlMs: number, holder: boolean): Promise<Replica> {
+  // Alive, as every replica is while it runs (coordination/replica-liveness.ts): probes of gone replicas are dropped.
+  await sql`
+    INSERT INTO coordination_leases (name, holder, token, acquired_at, expires_at)
+    VALUES (${`replica:${name}`}, ${name}, 1, clock_timestamp(), clock_timestamp() + interval '1 hour')
+    ON CONFLICT (name) DO NOTHING`.execute(postgres.db);
   let dead = false;
   const table = new PostgresEmbeddingWindows(postgres.db, { claimer: name, ttlMs });
   const windows: EmbeddingWindows = {
@@ -182,8 +187,8 @@ describe('embedding shared by two replicas', () => {
     // One big file split across windows (and replicas), and small ones packed several to a window.
     const sizes = [400, 3, 1, 150, 7, 60, 2, 90];
     const datasetId = await dataset(sizes, 'replica-a');
-    const a = replica('replica-a', datasetId, fakeEmbedder(1).embedder, 30_000, true);
-    const b = replica('replica-b', datasetId, fakeEmbedder(1).embedder, 30_000, false);
+    const a = await replica('replica-a', datasetId, fakeEmbedder(1).embedder, 30_000, true);
+    const b = await replica('replica-b', datasetId, fakeEmbedder(1).embedder, 30_000, false);
     try {
       await waitFor('every file indexed', () => allIndexed(datasetId), 60_000);
       await waitFor('the counts', async () => a.shared.written.chunks + b.shared.written.chunks === 713, 10_000);
@@ -202,8 +207,8 @@ describe('embedding shared by two replicas', () => {
     const sizes = [300, 5, 120, 40];
     const datasetId = await dataset(sizes, 'replica-c');
     const slow = fakeEmbedder(2);
-    const c = replica('replica-c', datasetId, fakeEmbedder(2).embedder, 600, true);
-    const d = replica('replica-d', datasetId, slow.embedder, 600, false);
+    const c = await replica('replica-c', datasetId, fakeEmbedder(2).embedder, 600, true);
+    const d = await replica('replica-d', datasetId, slow.embedder, 600, false);
     try {
       // d embeds its first windows, then dies in the middle of the next one.
       await waitFor('two windows embedded by d', async () => slow.calls() >= 2, 20_000);
@@ -233,10 +238,10 @@ describe('embedding shared by two replicas', () => {
       dimension: DIMENSION,
       embed: async (texts) => texts.map((text) => vectorOf(`${text}!`)),
     };
-    const e = replica('replica-e', datasetId, fakeEmbedder(1).embedder, 30_000, true);
-    const f = replica('replica-f', datasetId, other, 30_000, false);
+    const e = await replica('replica-e', datasetId, fakeEmbedder(1).embedder, 30_000, true);
+    const f = await replica('replica-f', datasetId, other, 30_000, false);
     // As a transformers: embedder whose model is not in this replica's cache, with downloads off.
-    const g = replica('replica-g', datasetId, new Error('model files missing'), 30_000, false);
+    const g = await replica('replica-g', datasetId, new Error('model files missing'), 30_000, false);
     try {
       await waitFor('every file indexed', () => allIndexed(datasetId), 30_000);
     } finally {

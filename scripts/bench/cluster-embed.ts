@@ -86,9 +86,12 @@ async function run(replicas: number, embedder: Embedder): Promise<{ seconds: num
         INSERT INTO dataset_files (dataset_id, path, status, chunks, chunks_embedded, generation, updated_at)
         VALUES (${datasetId}, ${path}, 'searchable', ${count}, 0, 1, ${new Date().toISOString()})`.execute(postgres.db);
     }
+    // replica-0 holds the dataset; each replica is alive (its liveness lease), as in a cluster.
     await sql`
       INSERT INTO coordination_leases (name, holder, token, acquired_at, expires_at)
-      VALUES (${`dataset:${datasetId}`}, 'replica-0', 1, clock_timestamp(), clock_timestamp() + interval '1 hour')`.execute(postgres.db);
+      VALUES (${`dataset:${datasetId}`}, 'replica-0', 1, clock_timestamp(), clock_timestamp() + interval '1 hour'),
+        ('replica:replica-0', 'replica-0', 1, clock_timestamp(), clock_timestamp() + interval '1 hour'),
+        ('replica:replica-1', 'replica-1', 1, clock_timestamp(), clock_timestamp() + interval '1 hour')`.execute(postgres.db);
     const started = performance.now();
     const shared = Array.from({ length: replicas }, (_, index) => {
       const scheduler = new EmbeddingScheduler({ concurrency: 2, slice: { texts: 64, characters: 16_000 } });

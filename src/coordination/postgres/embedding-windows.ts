@@ -131,14 +131,14 @@ export class PostgresEmbeddingWindows {
     await sql`DELETE FROM embedding_windows WHERE window_id = ${window.id} AND claimer = ${this.claimer}`.execute(this.db);
   }
 
-  /** Forgets every window of a dataset (dropped: its chunks are gone). */
-  async forgetDataset(datasetId: string): Promise<void> {
-    await sql`DELETE FROM embedding_windows WHERE dataset_id = ${datasetId}`.execute(this.db);
-    await sql`DELETE FROM embedding_probes WHERE dataset_id = ${datasetId}`.execute(this.db);
-  }
-
-  /** Records this replica's probe vector for the dataset's embedder (see `probeOf`). */
+  /**
+   * Records this replica's probe vector for the dataset's embedder (see `holderProbe`), and drops those of
+   * replicas no longer alive (their `replica:<id>` liveness lease gone: replica ids are new at each start).
+   */
   async saveProbe(datasetId: string, embedder: string, probe: Float32Array): Promise<void> {
+    await sql`
+      DELETE FROM embedding_probes p WHERE p.dataset_id = ${datasetId} AND p.replica <> ${this.claimer} AND NOT EXISTS (
+        SELECT 1 FROM coordination_leases l WHERE l.name = 'replica:' || p.replica AND l.expires_at > clock_timestamp())`.execute(this.db);
     await sql`
       INSERT INTO embedding_probes (dataset_id, replica, embedder, probe) VALUES (${datasetId}, ${this.claimer}, ${embedder}, ${JSON.stringify([...probe])})
       ON CONFLICT (dataset_id, replica) DO UPDATE SET embedder = EXCLUDED.embedder, probe = EXCLUDED.probe, updated_at = clock_timestamp()`.execute(
