@@ -39,6 +39,9 @@ import type { ProgressLog } from './progress-log.ts';
  * - The holder's lane (embedding-phase.ts, cluster mode) embeds nothing: it only marks `indexed` a file
  *   whose vectors were all written before it was (a stop between the two), as a lane does on one node.
  *
+ * One job, this replica's share of the windows (claim, embed, wait for its turn, write, renew), hence the
+ * file's length.
+ *
  * What differs from one node: an embedder that fails releases the window and this replica leaves the
  * dataset alone for a while (the files stay `searchable` and are tried again, instead of `failed`), since
  * a helper's failure says nothing about the files; and other replicas see new work by polling (POLL_MS).
