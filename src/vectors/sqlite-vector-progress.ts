@@ -1,8 +1,9 @@
+import type { Database as SqliteDatabase } from 'bun:sqlite';
 import { addVectors, filesToEmbed as filesWaiting, readRows, visibleSet } from './chunk-sets.ts';
 import type { StoreConnection } from './sqlite-connection.ts';
 import { requireIndex } from './sqlite-index.ts';
 import type { EmbeddingProgress, ReadLimits, UnembeddedChunks, VectorPart } from './store.ts';
-import { datasetTables } from './tables.ts';
+import { type DatasetTables, datasetTables } from './tables.ts';
 
 /**
  * Phase 2 of a file in the SQLite store: which files' visible chunks still wait for vectors, their next
@@ -39,19 +40,29 @@ export async function unembeddedOf(
     let { texts, characters } = limits;
     for (const { fileKey, from } of files) {
       if (texts <= 0 || characters <= 0) break;
-      const set = visibleSet(sqlite, tables, fileKey);
-      if (!set) {
-        answers.push(undefined);
-        continue;
-      }
-      const start = Math.max(from ?? 0, set.firstRow + set.embedded);
-      const rows = start > set.lastRow ? [] : readRows(sqlite, start, set.lastRow, { texts, characters });
-      answers.push({ from: start, rows, last: (rows.at(-1)?.rowid ?? start - 1) >= set.lastRow });
+      const answer = unembeddedOfFile(sqlite, tables, fileKey, from, { texts, characters });
+      answers.push(answer);
+      const rows = answer?.rows ?? [];
       texts -= rows.length;
       for (const row of rows) characters -= row.content.length;
     }
     return answers;
   });
+}
+
+/** One file's next chunks without a vector within `limits`; undefined when it has no visible chunks any more. */
+function unembeddedOfFile(
+  sqlite: SqliteDatabase,
+  tables: DatasetTables,
+  fileKey: string,
+  from: number | undefined,
+  limits: ReadLimits,
+): UnembeddedChunks | undefined {
+  const set = visibleSet(sqlite, tables, fileKey);
+  if (!set) return undefined;
+  const start = Math.max(from ?? 0, set.firstRow + set.embedded);
+  const rows = start > set.lastRow ? [] : readRows(sqlite, start, set.lastRow, limits);
+  return { from: start, rows, last: (rows.at(-1)?.rowid ?? start - 1) >= set.lastRow };
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { EmbeddingProgress, ReadLimits, UnembeddedChunks, VectorPart } from '../store.ts';
 import { addVectors, filesWaitingForVectors, readRows, requireIndex, visibleSet } from './chunk-sets.ts';
-import type { PostgresConnection } from './connection.ts';
-import { postgresTables } from './dataset-tables.ts';
+import type { PostgresConnection, Query } from './connection.ts';
+import { type PostgresTables, postgresTables } from './dataset-tables.ts';
 import { PgvectorMissingError } from './pgvector.ts';
 
 /**
@@ -33,19 +33,29 @@ export async function unembeddedOf(
     let { texts, characters } = limits;
     for (const { fileKey, from } of files) {
       if (texts <= 0 || characters <= 0) break;
-      const set = await visibleSet(query, tables, fileKey);
-      if (!set) {
-        answers.push(undefined);
-        continue;
-      }
-      const start = Math.max(from ?? 0, set.firstRow + set.embedded);
-      const rows = start > set.lastRow ? [] : await readRows(query, tables, start, set.lastRow, { texts, characters });
-      answers.push({ from: start, rows, last: (rows.at(-1)?.rowid ?? start - 1) >= set.lastRow });
+      const answer = await unembeddedOfFile(query, tables, fileKey, from, { texts, characters });
+      answers.push(answer);
+      const rows = answer?.rows ?? [];
       texts -= rows.length;
       for (const row of rows) characters -= row.content.length;
     }
     return answers;
   });
+}
+
+/** One file's next chunks without a vector within `limits`; undefined when it has no visible chunks any more. */
+async function unembeddedOfFile(
+  query: Query,
+  tables: PostgresTables,
+  fileKey: string,
+  from: number | undefined,
+  limits: ReadLimits,
+): Promise<UnembeddedChunks | undefined> {
+  const set = await visibleSet(query, tables, fileKey);
+  if (!set) return undefined;
+  const start = Math.max(from ?? 0, set.firstRow + set.embedded);
+  const rows = start > set.lastRow ? [] : await readRows(query, tables, start, set.lastRow, limits);
+  return { from: start, rows, last: (rows.at(-1)?.rowid ?? start - 1) >= set.lastRow };
 }
 
 export async function addVectorsOf(
