@@ -32,25 +32,30 @@ const MINIMUM_VERSION = [0, 7];
 export async function ensurePgvector(query: Query): Promise<PgvectorSupport> {
   const installed = async () =>
     (await query<{ version: string }>(`SELECT extversion AS version FROM pg_extension WHERE extname = 'vector'`))[0];
-  let found = await installed();
-  if (!found) {
-    const available = await query(`SELECT 1 FROM pg_available_extensions WHERE name = 'vector'`);
-    if (available.length === 0) return { missing: 'not installed on the server' };
-    try {
-      await query('CREATE EXTENSION IF NOT EXISTS vector');
-    } catch (error) {
-      // Two replicas creating it at once: one wins, the other finds it. Otherwise a missing privilege.
-      found = await installed();
-      if (!found) return { missing: `CREATE EXTENSION vector failed: ${error instanceof Error ? error.message : String(error)}` };
-    }
-    found = await installed();
-    if (!found) return { missing: 'not created in this database' };
-  }
+  const found = (await installed()) ?? (await createPgvector(query, installed));
+  if ('missing' in found) return found;
   const [major = 0, minor = 0] = found.version.split('.').map(Number);
   if (major < (MINIMUM_VERSION[0] as number) || (major === MINIMUM_VERSION[0] && minor < (MINIMUM_VERSION[1] as number))) {
     return { missing: `version ${found.version} is older than ${MINIMUM_VERSION.join('.')}` };
   }
   return { version: found.version };
+}
+
+/** Creates the extension when the server has it: the version then installed, or why it is missing. */
+async function createPgvector(
+  query: Query,
+  installed: () => Promise<{ version: string } | undefined>,
+): Promise<{ version: string } | { missing: string }> {
+  const available = await query(`SELECT 1 FROM pg_available_extensions WHERE name = 'vector'`);
+  if (available.length === 0) return { missing: 'not installed on the server' };
+  try {
+    await query('CREATE EXTENSION IF NOT EXISTS vector');
+  } catch (error) {
+    // Two replicas creating it at once: one wins, the other finds it. Otherwise a missing privilege.
+    if (!(await installed()))
+      return { missing: `CREATE EXTENSION vector failed: ${error instanceof Error ? error.message : String(error)}` };
+  }
+  return (await installed()) ?? { missing: 'not created in this database' };
 }
 
 /**
