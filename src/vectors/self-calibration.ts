@@ -226,16 +226,7 @@ function place(
   calibration: Calibration,
   options: FitOptions,
 ): LogisticModel {
-  const z: number[] = [];
-  const y: number[] = [];
-  for (const row of rows) {
-    for (const [index, candidate] of row.candidates.entries()) {
-      const own = mode === 'hybrid' && candidate.cosine === undefined ? calibration.keyword : model;
-      if (own !== model) continue; // rescaled with the keyword model already
-      z.push(logit(model, row.evidence[index] as Evidence));
-      y.push(!row.question.leftOut && candidate.fileKey === row.question.fileKey ? 1 : 0);
-    }
-  }
+  const { z, y } = logOdds(rows, mode, model, calibration);
   if (z.length === 0 || !y.includes(1)) return model;
   const [fittedSlope = 1, fittedIntercept = 0] = fitLogistic(
     z.map((value) => [value, 1]),
@@ -245,24 +236,8 @@ function place(
   const slope = fitted ? fittedSlope : 1;
   // Where the fitted slope says a candidate is as likely relevant as not.
   const even = fitted ? -fittedIntercept / fittedSlope : 0;
-  const recallAt = (candidate: LogisticModel, threshold: number) => {
-    const modes: Calibration = { ...calibration, [mode]: candidate };
-    let found = 0;
-    let answerable = 0;
-    let empty = 0;
-    for (const row of rows) {
-      const ranked = rank(row.candidates, row.facts, mode, modes, threshold).slice(0, LIMIT);
-      if (row.question.leftOut) {
-        if (ranked.length === 0) empty++;
-        continue;
-      }
-      answerable++;
-      const files = ranked.map((entry) => row.candidates.find((candidate) => candidate.rowid === entry.rowid)?.fileKey);
-      const position = files.indexOf(row.question.fileKey);
-      if (position >= 0 && position < 5) found++;
-    }
-    return { recall: found / Math.max(1, answerable), empty };
-  };
+  const recallAt = (candidate: LogisticModel, threshold: number) =>
+    recallWith(rows, mode, { ...calibration, [mode]: candidate }, threshold);
   const full = recallAt(rescaled(model, slope, 0), 0).recall;
   if (full === 0) return model;
   const sorted = [...z].sort((a, b) => a - b);
@@ -274,6 +249,48 @@ function place(
   }
   if (options.floorAtEven.includes(mode)) shift = Math.max(shift, even);
   return round(rescaled(model, slope, shift));
+}
+
+/**
+ * The model's log-odds of each candidate it scores (`z`) and whether the candidate is the question's file (`y`).
+ * In hybrid mode a chunk without a vector is scored by the keyword model, rescaled already: left out.
+ */
+function logOdds(
+  rows: readonly Observed[],
+  mode: SearchMode,
+  model: LogisticModel,
+  calibration: Calibration,
+): { z: number[]; y: number[] } {
+  const z: number[] = [];
+  const y: number[] = [];
+  for (const row of rows) {
+    for (const [index, candidate] of row.candidates.entries()) {
+      const own = mode === 'hybrid' && candidate.cosine === undefined ? calibration.keyword : model;
+      if (own !== model) continue;
+      z.push(logit(model, row.evidence[index] as Evidence));
+      y.push(!row.question.leftOut && candidate.fileKey === row.question.fileKey ? 1 : 0);
+    }
+  }
+  return { z, y };
+}
+
+/** Recall@5 of the answerable questions ranked with `modes` at `threshold`, and how many left-out ones come back empty. */
+function recallWith(rows: readonly Observed[], mode: SearchMode, modes: Calibration, threshold: number): { recall: number; empty: number } {
+  let found = 0;
+  let answerable = 0;
+  let empty = 0;
+  for (const row of rows) {
+    const ranked = rank(row.candidates, row.facts, mode, modes, threshold).slice(0, LIMIT);
+    if (row.question.leftOut) {
+      if (ranked.length === 0) empty++;
+      continue;
+    }
+    answerable++;
+    const files = ranked.map((entry) => row.candidates.find((candidate) => candidate.rowid === entry.rowid)?.fileKey);
+    const position = files.indexOf(row.question.fileKey);
+    if (position >= 0 && position < 5) found++;
+  }
+  return { recall: found / Math.max(1, answerable), empty };
 }
 
 function round(model: LogisticModel): LogisticModel {
