@@ -16,19 +16,25 @@ export function fitLogistic(x: readonly (readonly number[])[], y: readonly numbe
     for (const [row, features] of x.entries()) {
       const p = 1 / (1 + Math.exp(-features.reduce((sum, value, k) => sum + value * (w[k] as number), 0)));
       const weight = y[row] === 1 ? weightOfPositive : 1;
-      for (let i = 0; i < size; i++) {
-        gradient[i] = (gradient[i] as number) + weight * (p - (y[row] as number)) * (features[i] as number);
-        for (let j = 0; j < size; j++) {
-          (hessian[i] as number[])[j] =
-            ((hessian[i] as number[])[j] as number) + weight * p * (1 - p) * (features[i] as number) * (features[j] as number);
-        }
-      }
+      addRow(gradient, hessian, features, p, y[row] as number, weight);
     }
     const step = solve(hessian, gradient);
     w = w.map((value, i) => value - (step[i] as number));
     if (Math.max(...step.map(Math.abs)) < 1e-9) break;
   }
   return w;
+}
+
+/** Adds one row's part to the gradient and the Hessian of the weighted log loss, at prediction `p`. */
+function addRow(gradient: number[], hessian: number[][], features: readonly number[], p: number, target: number, weight: number): void {
+  const size = gradient.length;
+  for (let i = 0; i < size; i++) {
+    gradient[i] = (gradient[i] as number) + weight * (p - target) * (features[i] as number);
+    for (let j = 0; j < size; j++) {
+      (hessian[i] as number[])[j] =
+        ((hessian[i] as number[])[j] as number) + weight * p * (1 - p) * (features[i] as number) * (features[j] as number);
+    }
+  }
 }
 
 /** Gaussian elimination with partial pivoting (the Hessian is small and positive definite). */
