@@ -122,36 +122,41 @@ export function contextText(passages: readonly Passage[], surroundings: PassageS
     text: passage.content,
     after: '',
   }));
-  const shown = new Set(passages.map((passage) => passage.document_id));
-  let size =
-    CONTEXT_INTRODUCTION.length +
-    2 +
-    blocks.reduce((sum, block, index) => sum + (index > 0 ? 2 : 0) + block.head.length + block.text.length, 0);
+  const room: Room = {
+    budget,
+    shown: new Set(passages.map((passage) => passage.document_id)),
+    size:
+      CONTEXT_INTRODUCTION.length +
+      2 +
+      blocks.reduce((sum, block, index) => sum + (index > 0 ? 2 : 0) + block.head.length + block.text.length, 0),
+  };
+  const overlap = surroundings.chunkOverlap;
   for (const [index, passage] of passages.entries()) {
     const around = surroundings.neighbours.get(passage.document_id);
     const block = blocks[index];
     if (!around || !block) continue;
-    const before = around.before.at(-1);
-    if (before && !shown.has(before.id)) {
-      const lead = leadingPart(before.content, passage.content, surroundings.chunkOverlap);
-      if (lead.length > 0 && size + lead.length <= budget) {
-        block.before = lead;
-        size += lead.length;
-        shown.add(before.id);
-      }
-    }
-    const after = around.after[0];
-    if (after && !shown.has(after.id)) {
-      const tail = trailingPart(passage.content, after.content, surroundings.chunkOverlap);
-      if (tail.length > 0 && size + tail.length <= budget) {
-        block.after = tail;
-        size += tail.length;
-        shown.add(after.id);
-      }
-    }
+    block.before = neighbourPart(room, around.before.at(-1), (before) => leadingPart(before, passage.content, overlap));
+    block.after = neighbourPart(room, around.after[0], (after) => trailingPart(passage.content, after, overlap));
   }
   const text = blocks.map((block) => `${block.head}${block.before}${block.text}${block.after}`).join('\n\n');
   return `${CONTEXT_INTRODUCTION}\n\n${text}`;
+}
+
+/** What is left of the context's budget: the characters used so far and the chunks already shown. */
+interface Room {
+  readonly budget: number;
+  readonly shown: Set<string>;
+  size: number;
+}
+
+/** A neighbour's part (`partOf` its text) when it is not shown yet and fits in the room left, which it then takes; else ''. */
+function neighbourPart(room: Room, neighbour: { id: string; content: string } | undefined, partOf: (content: string) => string): string {
+  if (!neighbour || room.shown.has(neighbour.id)) return '';
+  const part = partOf(neighbour.content);
+  if (part.length === 0 || room.size + part.length > room.budget) return '';
+  room.size += part.length;
+  room.shown.add(neighbour.id);
+  return part;
 }
 
 /**
@@ -192,12 +197,7 @@ export function overlapLength(first: string, second: string, maxOverlap: number)
   const length = Math.min(maxOverlap, first.length, second.length);
   if (length < MIN_OVERLAP) return 0;
   const pattern = second.slice(0, length);
-  const failure = new Int32Array(length);
-  for (let i = 1, k = 0; i < length; i++) {
-    while (k > 0 && pattern[i] !== pattern[k]) k = failure[k - 1] as number;
-    if (pattern[i] === pattern[k]) k++;
-    failure[i] = k;
-  }
+  const failure = failureFunction(pattern);
   let matched = 0;
   for (let i = first.length - length; i < first.length; i++) {
     while (matched > 0 && (matched === length || first[i] !== pattern[matched])) matched = failure[matched - 1] as number;
@@ -210,6 +210,17 @@ export function overlapLength(first: string, second: string, maxOverlap: number)
     matched = failure[matched - 1] as number;
   }
   return 0;
+}
+
+/** Knuth-Morris-Pratt's failure function: for each prefix of `pattern`, the length of its longest proper border. */
+function failureFunction(pattern: string): Int32Array {
+  const failure = new Int32Array(pattern.length);
+  for (let i = 1, k = 0; i < pattern.length; i++) {
+    while (k > 0 && pattern[i] !== pattern[k]) k = failure[k - 1] as number;
+    if (pattern[i] === pattern[k]) k++;
+    failure[i] = k;
+  }
+  return failure;
 }
 
 /** When the passage's file was modified, if the dataset knows (a folder's file). */
