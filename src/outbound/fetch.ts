@@ -51,57 +51,81 @@ export function outboundFetch(reach: Reach, options: OutboundOptions = {}): Outb
 }
 
 async function send(reach: Reach, options: OutboundOptions, input: string | URL | Request, init: RequestInit = {}): Promise<Response> {
-  const request = input instanceof Request ? input : undefined;
-  let url = parseUrl(request ? request.url : String(input));
-  let method = (init.method ?? request?.method ?? 'GET').toUpperCase();
-  const headers = new Headers(init.headers ?? request?.headers);
-  let body = init.body ?? (request?.body ? await request.arrayBuffer() : undefined);
+  const asked = await requestParts(input, init);
+  let { url, method, body } = asked;
+  const { headers, callerSignal } = asked;
   const maxBytes = options.maxBytes ?? ONE_MEGABYTE;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const lookup = options.lookup ?? resolveAll;
-  const callerSignal = init.signal ?? request?.signal ?? undefined;
 
   for (let hop = 0; ; hop++) {
     const address = await checkedAddress(reach, url, lookup);
     // Our controller closes the connection past the size limit and when the headers are late.
     const own = new AbortController();
-    const signal = callerSignal ? AbortSignal.any([callerSignal, own.signal]) : own.signal;
-    const timer = setTimeout(() => own.abort(new DOMException(`No answer within ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
-    let response: Response;
-    try {
-      response = await fetch(pinned(url, address), {
-        ...init,
-        method,
-        headers: withHost(headers, url),
-        body,
-        redirect: 'manual',
-        signal,
-        // The certificate is checked for the host that was asked for, not for the address connected to.
-        // (Checked by hand with a certificate for a name and a server on 127.0.0.1: verified against serverName.)
-        ...(url.protocol === 'https:' && isIP(bareHost(url)) === 0
-          ? { tls: { ...(init as { tls?: object }).tls, serverName: bareHost(url) } }
-          : {}),
-      } as RequestInit);
-    } finally {
-      clearTimeout(timer);
-    }
-    const location = response.headers.get('location');
-    const follows = options.redirect !== 'manual' && (method === 'GET' || method === 'HEAD');
-    if (response.status >= 300 && response.status < 400 && location && hop < MAX_REDIRECTS && follows) {
-      const next = safeUrl(location, url);
-      if (next && bareHost(next) === bareHost(url)) {
-        await response.body?.cancel().catch(() => undefined);
-        url = next;
-        if (response.status === 303) {
-          method = 'GET';
-          body = undefined;
-        }
-        continue;
+    const requestInit = { ...init, method, headers: withHost(headers, url), body };
+    const response = await fetchPinned(url, address, requestInit, own, callerSignal, timeoutMs);
+    const next = hop < MAX_REDIRECTS && options.redirect !== 'manual' ? await sameHostRedirect(response, url, method) : undefined;
+    if (next) {
+      url = next;
+      if (response.status === 303) {
+        method = 'GET';
+        body = undefined;
       }
+      continue;
     }
     const limit = response.ok ? maxBytes : Math.min(maxBytes, ONE_MEGABYTE);
     return bounded(response, limit, own, bareHost(url));
   }
+}
+
+/** What a fetch call asks for, from its init first and else from its Request. */
+async function requestParts(input: string | URL | Request, init: RequestInit) {
+  const request = input instanceof Request ? input : undefined;
+  return {
+    url: parseUrl(request ? request.url : String(input)),
+    method: (init.method ?? request?.method ?? 'GET').toUpperCase(),
+    headers: new Headers(init.headers ?? request?.headers),
+    body: init.body ?? (request?.body ? await request.arrayBuffer() : undefined),
+    callerSignal: init.signal ?? request?.signal ?? undefined,
+  };
+}
+
+/** One request to the address checked for `url`, aborted by the caller or by `own` (and by it after `timeoutMs` without headers). */
+async function fetchPinned(
+  url: URL,
+  address: string,
+  init: RequestInit,
+  own: AbortController,
+  callerSignal: AbortSignal | undefined,
+  timeoutMs: number,
+): Promise<Response> {
+  const signal = callerSignal ? AbortSignal.any([callerSignal, own.signal]) : own.signal;
+  const timer = setTimeout(() => own.abort(new DOMException(`No answer within ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
+  try {
+    return await fetch(pinned(url, address), {
+      ...init,
+      redirect: 'manual',
+      signal,
+      // The certificate is checked for the host that was asked for, not for the address connected to.
+      // (Checked by hand with a certificate for a name and a server on 127.0.0.1: verified against serverName.)
+      ...(url.protocol === 'https:' && isIP(bareHost(url)) === 0
+        ? { tls: { ...(init as { tls?: object }).tls, serverName: bareHost(url) } }
+        : {}),
+    } as RequestInit);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Where a redirect leads when it is followed (a GET or HEAD to the same host), its body dropped; undefined otherwise. */
+async function sameHostRedirect(response: Response, url: URL, method: string): Promise<URL | undefined> {
+  const location = response.headers.get('location');
+  if (method !== 'GET' && method !== 'HEAD') return undefined;
+  if (response.status < 300 || response.status >= 400 || !location) return undefined;
+  const next = safeUrl(location, url);
+  if (!next || bareHost(next) !== bareHost(url)) return undefined;
+  await response.body?.cancel().catch(() => undefined);
+  return next;
 }
 
 function parseUrl(text: string): URL {
