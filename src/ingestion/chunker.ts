@@ -70,37 +70,53 @@ function validate({ chunkSize, chunkOverlap }: ChunkOptions): void {
  * remembering the last boundary of each kind; stops at the first paragraph break at or after `minEnd`.
  */
 function findBreak(text: string, start: number, limit: number, minEnd: number): number {
-  let sentence = -1;
-  let line = -1;
-  let word = -1;
-  // True while only spaces/tabs separate position i from a newline seen further right.
-  let newlineAhead = false;
+  const found: Boundaries = { sentence: -1, line: -1, word: -1, newlineAhead: false };
   // A break at p means: the chunk is text[start, p) and the character at p is whitespace (or the
   // previous character ends a CJK sentence, which needs no space after it).
   for (let p = limit; p > start; p--) {
-    const code = text.charCodeAt(p);
-    if (code === NEWLINE) {
-      if (newlineAhead && p >= minEnd) return p;
-      newlineAhead = true;
-      if (line < 0 && p >= minEnd) line = p;
-    } else if (!isSpace(code)) {
-      newlineAhead = false;
-    }
-    if (isSpace(code)) {
-      if (word < 0) word = p;
-      if (sentence < 0 && p >= minEnd && endsSentence(text, p)) sentence = p;
-    } else if (sentence < 0 && p >= minEnd && isCjkStop(text.charCodeAt(p - 1))) {
-      sentence = p;
-    }
+    if (atParagraphBreak(text, p, minEnd, found)) return p;
+    noteBoundary(text, p, minEnd, found);
     // Below the second half only a word break can still be wanted, and the first one found is the best.
-    if (p < minEnd && word >= 0) break;
+    if (p < minEnd && found.word >= 0) break;
   }
-  if (sentence >= 0) return sentence;
-  if (line >= 0) return line;
-  if (word >= 0) return word;
+  if (found.sentence >= 0) return found.sentence;
+  if (found.line >= 0) return found.line;
+  if (found.word >= 0) return found.word;
   // One word longer than the whole chunk: cut it, but not between the halves of a surrogate pair
   // (unless the chunk would then be empty: a chunk size of 1 cannot hold the pair).
   return isHighSurrogate(text.charCodeAt(limit - 1)) && limit - 1 > start ? limit - 1 : limit;
+}
+
+/** The last boundary of each kind findBreak's backward scan has seen (-1: none yet). */
+interface Boundaries {
+  sentence: number;
+  line: number;
+  word: number;
+  /** True while only spaces/tabs separate the position from a newline seen further right. */
+  newlineAhead: boolean;
+}
+
+/** Follows newlines at `p`: true at a paragraph break (two newlines with only spaces between) at or after `minEnd`. */
+function atParagraphBreak(text: string, p: number, minEnd: number, found: Boundaries): boolean {
+  const code = text.charCodeAt(p);
+  if (code === NEWLINE) {
+    if (found.newlineAhead && p >= minEnd) return true;
+    found.newlineAhead = true;
+    if (found.line < 0 && p >= minEnd) found.line = p;
+  } else if (!isSpace(code)) {
+    found.newlineAhead = false;
+  }
+  return false;
+}
+
+/** Remembers `p` as the last word break, and as the last sentence end when it is one at or after `minEnd`. */
+function noteBoundary(text: string, p: number, minEnd: number, found: Boundaries): void {
+  if (isSpace(text.charCodeAt(p))) {
+    if (found.word < 0) found.word = p;
+    if (found.sentence < 0 && p >= minEnd && endsSentence(text, p)) found.sentence = p;
+  } else if (found.sentence < 0 && p >= minEnd && isCjkStop(text.charCodeAt(p - 1))) {
+    found.sentence = p;
+  }
 }
 
 /**
