@@ -119,14 +119,7 @@ export class EmbeddingScheduler {
       const request = line[0] as Request;
       if (request.embedder !== embedder) break; // a restarted dataset's new embedder gets its own slice
       const part: Part = { request, start: request.next, end: request.next };
-      while (request.next < request.texts.length) {
-        const text = request.texts[request.next] as string;
-        const full = slice.texts.length >= this.options.slice.texts || size + text.length > this.options.slice.characters;
-        if (full && slice.texts.length > 0) break;
-        slice.texts.push(text);
-        size += text.length;
-        request.next++;
-      }
+      size = this.fill(slice, request, size);
       part.end = request.next;
       if (part.end > part.start) slice.parts.push(part);
       if (request.next < request.texts.length) break; // the slice is full
@@ -134,6 +127,20 @@ export class EmbeddingScheduler {
     }
     this.addWaiting(key, -size);
     return slice.texts.length > 0 ? slice : undefined;
+  }
+
+  /** Moves the request's next texts into the slice until it is full (a slice takes one text at least); the slice's new size. */
+  private fill(slice: Slice, request: Request, size: number): number {
+    let filled = size;
+    while (request.next < request.texts.length) {
+      const text = request.texts[request.next] as string;
+      const full = slice.texts.length >= this.options.slice.texts || filled + text.length > this.options.slice.characters;
+      if (full && slice.texts.length > 0) break;
+      slice.texts.push(text);
+      filled += text.length;
+      request.next++;
+    }
+    return filled;
   }
 
   private async run(slice: Slice): Promise<void> {
