@@ -47,10 +47,23 @@ export class UseLiteTokenizer {
     const normalised = text.normalize('NFKC');
     const input = normalised.length > 0 ? SEPARATOR + normalised.replace(/ /g, SEPARATOR) : normalised;
     const symbols = [...input];
+    const words = bestPieces(this.piecesEndingAt(symbols));
+    const reversed: number[] = [];
+    for (let at = symbols.length; at > 0; ) {
+      const id = words[at] as number;
+      reversed.push(id);
+      at -= (this.vocabulary[id] as readonly [string, number])[0].length;
+    }
+    return mergeUnknowns(reversed).reverse();
+  }
+
+  /**
+   * Pieces by end position, in the order the original visits them: start ascending (its object keys),
+   * then shorter before longer (commonPrefixSearch's order). A (start, end) pair has one piece at most.
+   */
+  private piecesEndingAt(symbols: readonly string[]): Candidate[][] {
     const count = symbols.length;
-    // Pieces by end position, in the order the original visits them: start ascending (its object keys),
-    // then shorter before longer (commonPrefixSearch's order). A (start, end) pair has one piece at most.
-    const endingAt: { start: number; score: number; index: number }[][] = Array.from({ length: count + 1 }, () => []);
+    const endingAt: Candidate[][] = Array.from({ length: count + 1 }, () => []);
     for (let start = 0; start < count; start++) {
       let node = this.root.children.get(symbols[start] as string);
       let found = false;
@@ -64,32 +77,43 @@ export class UseLiteTokenizer {
       // No piece starts here: the character alone, as the unknown piece (id 0, score 0).
       if (!found) endingAt[start + 1]?.push({ start, score: 0, index: 0 });
     }
-    const words = new Array<number>(count + 1).fill(0);
-    const best = new Array<number>(count + 1).fill(0);
-    for (let end = 0; end <= count; end++) {
-      for (const candidate of endingAt[end] as { start: number; score: number; index: number }[]) {
-        const score = candidate.score + (best[candidate.start] as number);
-        // As the original: 0 means "not reached yet" (so a total of exactly 0 can be replaced), ties go to the later.
-        if (best[end] === 0 || score >= (best[end] as number)) {
-          best[end] = score;
-          words[end] = candidate.index;
-        }
+    return endingAt;
+  }
+}
+
+/** A piece that may end at a position: where it starts, its score and its id. */
+interface Candidate {
+  start: number;
+  score: number;
+  index: number;
+}
+
+/** Viterbi over the candidates: the id of the last piece of the best-scoring path to each end position. */
+function bestPieces(endingAt: readonly Candidate[][]): number[] {
+  const words = new Array<number>(endingAt.length).fill(0);
+  const best = new Array<number>(endingAt.length).fill(0);
+  for (let end = 0; end < endingAt.length; end++) {
+    for (const candidate of endingAt[end] as Candidate[]) {
+      const score = candidate.score + (best[candidate.start] as number);
+      // As the original: 0 means "not reached yet" (so a total of exactly 0 can be replaced), ties go to the later.
+      if (best[end] === 0 || score >= (best[end] as number)) {
+        best[end] = score;
+        words[end] = candidate.index;
       }
     }
-    const reversed: number[] = [];
-    for (let at = count; at > 0; ) {
-      const id = words[at] as number;
-      reversed.push(id);
-      at -= (this.vocabulary[id] as readonly [string, number])[0].length;
-    }
-    const merged: number[] = [];
-    let previousUnknown = false;
-    for (const id of reversed) {
-      if (!(previousUnknown && id === 0)) merged.push(id);
-      previousUnknown = id === 0;
-    }
-    return merged.reverse();
   }
+  return words;
+}
+
+/** Consecutive unknown pieces (id 0) as one, as the original does. */
+function mergeUnknowns(ids: readonly number[]): number[] {
+  const merged: number[] = [];
+  let previousUnknown = false;
+  for (const id of ids) {
+    if (!(previousUnknown && id === 0)) merged.push(id);
+    previousUnknown = id === 0;
+  }
+  return merged;
 }
 
 /** The graph's inputs for a batch: [row, position] of every token (the first 128 of each text) and its id. */
