@@ -197,28 +197,34 @@ const HOST_NAME = /^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9
  * so naming them is a mistake worth stopping start-up for, rather than an entry silently ignored.
  */
 function outboundAllow(env: Env, name: string): OutboundAllowList {
-  const result = { loopback: false, private: false, hosts: [] as string[], cidrs: [] as string[] };
-  for (const item of list(env, name, []).map((entry) => entry.toLowerCase())) {
-    if (item === 'loopback' || item === 'private') {
-      result[item] = true;
-      continue;
-    }
-    const cidr = parseCidr(item);
-    if (cidr) {
-      if (NEVER_ALLOWED.some((range) => cidrsOverlap(range, cidr))) {
-        fail(name, `${item} covers link-local or cloud metadata addresses, which are never allowed`, env[name] ?? '');
-      }
-      result.cidrs.push(item);
-      continue;
-    }
-    if (HOST_NAME.test(item) && !item.includes('/')) {
-      if (isMetadataHost(item)) fail(name, `${item} is a cloud metadata host, which is never allowed`, env[name] ?? '');
-      result.hosts.push(item.replace(/\.$/, ''));
-      continue;
-    }
-    fail(name, `${item} is none of loopback, private, a host name or an address range (CIDR)`, env[name] ?? '');
-  }
+  const result: AllowListDraft = { loopback: false, private: false, hosts: [], cidrs: [] };
+  const refuse = (message: string) => fail(name, message, env[name] ?? '');
+  for (const item of list(env, name, []).map((entry) => entry.toLowerCase())) addAllowEntry(result, item, refuse);
   return result;
+}
+
+type AllowListDraft = { loopback: boolean; private: boolean; hosts: string[]; cidrs: string[] };
+
+/** Adds one entry of an allow list to `result`, or refuses it (`refuse` throws). */
+function addAllowEntry(result: AllowListDraft, item: string, refuse: (message: string) => never): void {
+  if (item === 'loopback' || item === 'private') {
+    result[item] = true;
+    return;
+  }
+  const cidr = parseCidr(item);
+  if (cidr) {
+    if (NEVER_ALLOWED.some((range) => cidrsOverlap(range, cidr))) {
+      refuse(`${item} covers link-local or cloud metadata addresses, which are never allowed`);
+    }
+    result.cidrs.push(item);
+    return;
+  }
+  if (HOST_NAME.test(item) && !item.includes('/')) {
+    if (isMetadataHost(item)) refuse(`${item} is a cloud metadata host, which is never allowed`);
+    result.hosts.push(item.replace(/\.$/, ''));
+    return;
+  }
+  refuse(`${item} is none of loopback, private, a host name or an address range (CIDR)`);
 }
 
 /**
