@@ -138,18 +138,7 @@ function readWeights(model: TfjsModelJson, bytes: Uint8Array): Map<string, Const
       const count = spec.shape.reduce((product, dim) => product * dim, 1);
       const end = offset + count * 4;
       if (end > bytes.byteLength) throw new UnsupportedGraphError(`the weights end before ${spec.name}`);
-      const view = new DataView(bytes.buffer, bytes.byteOffset + offset, count * 4);
-      if (spec.dtype === 'float32') {
-        const data = new Float32Array(count);
-        for (let i = 0; i < count; i++) data[i] = view.getFloat32(i * 4, true);
-        values.set(spec.name, { type: OnnxType.FLOAT, dims: spec.shape, data });
-      } else if (spec.dtype === 'int32') {
-        const data = new BigInt64Array(count);
-        for (let i = 0; i < count; i++) data[i] = BigInt(view.getInt32(i * 4, true));
-        values.set(spec.name, { type: OnnxType.INT64, dims: spec.shape, data });
-      } else {
-        throw new UnsupportedGraphError(`weight ${spec.name} has dtype ${spec.dtype} (only float32 and int32 are mapped)`);
-      }
+      values.set(spec.name, decodeWeight(spec, new DataView(bytes.buffer, bytes.byteOffset + offset, count * 4), count));
       offset = end;
     }
   }
@@ -158,12 +147,52 @@ function readWeights(model: TfjsModelJson, bytes: Uint8Array): Map<string, Const
   return values;
 }
 
+/** One weight's little-endian values: float32 as FLOAT, int32 widened to INT64 (ONNX's index type). */
+function decodeWeight(spec: TfWeightSpec, view: DataView, count: number): ConstantValue {
+  if (spec.dtype === 'float32') {
+    const data = new Float32Array(count);
+    for (let i = 0; i < count; i++) data[i] = view.getFloat32(i * 4, true);
+    return { type: OnnxType.FLOAT, dims: spec.shape, data };
+  }
+  if (spec.dtype === 'int32') {
+    const data = new BigInt64Array(count);
+    for (let i = 0; i < count; i++) data[i] = BigInt(view.getInt32(i * 4, true));
+    return { type: OnnxType.INT64, dims: spec.shape, data };
+  }
+  throw new UnsupportedGraphError(`weight ${spec.name} has dtype ${spec.dtype} (only float32 and int32 are mapped)`);
+}
+
 function tensorBytes(value: ConstantValue): Uint8Array {
   return new Uint8Array(value.data.buffer, value.data.byteOffset, value.data.byteLength).slice();
 }
 
 function int64(values: readonly (number | bigint)[]): BigInt64Array {
   return BigInt64Array.from(values, (value) => BigInt(value));
+}
+
+/**
+ * One axis of a StridedSlice as ONNX Slice bounds, its masks applied; `shrink` when the axis keeps one element
+ * and goes (begin -1 then means the last element, so its end is "to the end").
+ */
+function stridedAxis(
+  nodeName: string,
+  axis: number,
+  start: number,
+  end: number | undefined,
+  stride: number,
+  masks: { beginMask: number; endMask: number; shrinkMask: number },
+): { start: bigint; end: bigint; shrink: boolean } {
+  const bit = 1 << axis;
+  if (masks.shrinkMask & bit) {
+    if (stride !== 1) throw new UnsupportedGraphError(`StridedSlice ${nodeName} shrinks with stride ${stride}`);
+    return { start: BigInt(start), end: start === -1 ? INT64_MAX : BigInt(start + 1), shrink: true };
+  }
+  const open = { start: stride > 0 ? 0n : INT64_MAX, end: stride > 0 ? INT64_MAX : -INT64_MAX };
+  return {
+    start: masks.beginMask & bit ? open.start : BigInt(start),
+    end: masks.endMask & bit ? open.end : BigInt(end ?? 0),
+    shrink: false,
+  };
 }
 
 type Convert = (node: TfNode, c: Converter) => void;
@@ -470,18 +499,10 @@ const CONVERTERS: Readonly<Record<string, Convert>> = {
     const ends: bigint[] = [];
     const shrunk: number[] = [];
     begin.forEach((start, axis) => {
-      const bit = 1 << axis;
-      const stride = strides[axis] ?? 1;
-      if (shrinkMask & bit) {
-        // One element, and the axis goes: begin -1 means the last element, so its end is "to the end".
-        starts.push(BigInt(start));
-        ends.push(start === -1 ? INT64_MAX : BigInt(start + 1));
-        shrunk.push(axis);
-        if (stride !== 1) throw new UnsupportedGraphError(`StridedSlice ${node.name} shrinks with stride ${stride}`);
-        return;
-      }
-      starts.push(beginMask & bit ? (stride > 0 ? 0n : INT64_MAX) : BigInt(start));
-      ends.push(endMask & bit ? (stride > 0 ? INT64_MAX : -INT64_MAX) : BigInt(end[axis] ?? 0));
+      const bounds = stridedAxis(node.name, axis, start, end[axis], strides[axis] ?? 1, { beginMask, endMask, shrinkMask });
+      starts.push(bounds.start);
+      ends.push(bounds.end);
+      if (bounds.shrink) shrunk.push(axis);
     });
     const axes = begin.map((_, axis) => axis);
     const sliced = c.emit('Slice', [
