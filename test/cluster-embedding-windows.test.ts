@@ -55,6 +55,7 @@ async function claimUntilDone(
     if (parts.length === 0) return mine;
     const window = await windows.claim(datasetId, parts);
     if (window) mine.push({ ...window, by: windows });
+    await Bun.sleep(5); // a window takes a while to embed: the claimers' turns interleave as replicas' do
   }
 }
 
