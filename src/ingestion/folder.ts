@@ -33,30 +33,39 @@ export async function scanFolder(root: string, fileTypes: ReadonlySet<string>): 
   const folders = [root];
   while (folders.length > 0) {
     const folder = folders.pop() as string;
-    let entries: Dirent[];
-    try {
-      entries = await readdir(folder, { withFileTypes: true });
-    } catch {
-      continue; // removed or unreadable meanwhile: the watcher reports what happened to it
-    }
-    for (const entry of entries) {
+    for (const entry of await entriesOf(folder)) {
       if (entry.name.startsWith('.')) continue;
       const absolute = join(folder, entry.name);
       if (entry.isDirectory()) {
         folders.push(absolute);
-      } else if (entry.isFile()) {
-        const path = toRelative(root, absolute);
-        if (!isIndexable(path, fileTypes)) continue;
-        try {
-          const facts = await stat(absolute);
-          files.push({ path, size: facts.size, mtimeMs: Math.floor(facts.mtimeMs) });
-        } catch {
-          // vanished between readdir and stat
-        }
+        continue;
       }
+      const facts = entry.isFile() ? await indexableFile(root, absolute, fileTypes) : undefined;
+      if (facts) files.push(facts);
     }
   }
   return files;
+}
+
+/** A folder's entries; none when it was removed or is unreadable meanwhile (the watcher reports what happened to it). */
+async function entriesOf(folder: string): Promise<Dirent[]> {
+  try {
+    return await readdir(folder, { withFileTypes: true });
+  } catch {
+    return [];
+  }
+}
+
+/** A file's facts when it is indexable; undefined otherwise, or when it vanished between readdir and stat. */
+async function indexableFile(root: string, absolute: string, fileTypes: ReadonlySet<string>): Promise<FileFacts | undefined> {
+  const path = toRelative(root, absolute);
+  if (!isIndexable(path, fileTypes)) return undefined;
+  try {
+    const facts = await stat(absolute);
+    return { path, size: facts.size, mtimeMs: Math.floor(facts.mtimeMs) };
+  } catch {
+    return undefined;
+  }
 }
 
 /**
