@@ -1,31 +1,22 @@
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import type { DestinationStream, Logger } from 'pino';
 import { AnalyticsRepository } from './analytics/repository.ts';
 import { AnalyticsService } from './analytics/service.ts';
 import { FailedAuthLimiter } from './auth/failed-attempts.ts';
 import { CredentialGuard } from './auth/guard.ts';
 import { AuthService } from './auth/service.ts';
-import { TokenIssuer } from './auth/tokens.ts';
+import { announceMarketplace, type Coordination, marketplaceSubscriber, openCoordination } from './cluster.ts';
 import type { Config } from './config.ts';
-import { type ChangeEntry, type ChangeLog, LocalChangeLog } from './coordination/change-log.ts';
 import { ClusterWork, SINGLETON } from './coordination/cluster-work.ts';
 import { LeasedDatasets } from './coordination/dataset-leases.ts';
-import { type Leases, LocalLeases } from './coordination/leases.ts';
-import { PostgresChangeLog } from './coordination/postgres/change-log.ts';
 import { PostgresEmbeddingWindows } from './coordination/postgres/embedding-windows.ts';
-import { PostgresLeases } from './coordination/postgres/leases.ts';
-import { keepReplicaAlive, LocalReplicaLiveness, PostgresReplicaLiveness, type ReplicaLiveness } from './coordination/replica-liveness.ts';
+import { keepReplicaAlive } from './coordination/replica-liveness.ts';
 import { DatasetCalibrator } from './datasets/calibrator.ts';
 import { DatasetRepository } from './datasets/repository.ts';
 import { DatasetSearchService } from './datasets/search.ts';
 import { DatasetSelectionService } from './datasets/selection-service.ts';
 import { DatasetService } from './datasets/service.ts';
 import { StorageService } from './datasets/storage-service.ts';
-import { type OpenedDatabase, openDatabase } from './db/database.ts';
-import { type FixedWindows, SqliteFixedWindows } from './db/fixed-windows.ts';
-import { openPostgresDatabase } from './db/postgres/database.ts';
-import { PostgresFixedWindows } from './db/postgres/fixed-windows.ts';
+import type { OpenedDatabase } from './db/database.ts';
 import { DEFAULT_TENANT } from './domain/principal.ts';
 import { closeEmbedders, datasetEmbedder } from './embeddings/embedder.ts';
 import { setUseLiteWarningListener } from './embeddings/use-lite.ts';
@@ -71,9 +62,8 @@ import { tunnelAdapter } from './publishing/tunnel-adapter.ts';
 import { QueryPipeline } from './query/pipeline.ts';
 import { UsageRepository } from './query/usage-repository.ts';
 import { UsageService } from './query/usage-service.ts';
-import { loadOrCreateKey } from './security/key-file.ts';
 import type { PasswordHashCost } from './security/passwords.ts';
-import { SecretBox } from './security/secret-box.ts';
+import { openState } from './state.ts';
 import { HubClients } from './syfthub/hub-client.ts';
 import { HUB_TIMEOUT_MS } from './syfthub/hub-session.ts';
 import { HubSatelliteVerifier } from './syfthub/satellite.ts';
@@ -85,11 +75,13 @@ import { TUNNEL_BACKOFF, TunnelManager } from './tunnel/manager.ts';
 import { NgrokTunnelProvider } from './tunnel/ngrok.ts';
 import type { TunnelProvider } from './tunnel/provider.ts';
 import { type Clock, systemClock } from './util/clock.ts';
-import { vectorExtensionPath, vectorExtensionVersion } from './vectors/extension.ts';
-import { PgvectorMissingError } from './vectors/postgres/pgvector.ts';
-import { PostgresVectorStore } from './vectors/postgres/store.ts';
-import { SqliteVectorStore } from './vectors/sqlite-store.ts';
 import type { SearchEngine, VectorStore } from './vectors/store.ts';
+
+/*
+ * The wiring: every service constructed from the configuration, and only constructed (one job; long because
+ * knode has many services, each built in a line or a few). Where the state lives is state.ts; how replicas
+ * coordinate, cluster.ts.
+ */
 
 /** Everything the routes need, built once from the configuration; tests build it on a temporary data directory. */
 export interface Services {
@@ -516,119 +508,4 @@ export async function createServices(config: Config, options: ServiceOptions = {
   settlements.start();
   clusterWork.keep(SINGLETON.reconciler, { start: () => settlements.adopt(), stop: () => settlements.relinquish() });
   return services;
-}
-
-/** What replicas coordinate through: leases and the change log (coordination/), in memory on a single node. */
-export interface Coordination {
-  readonly leases: Leases;
-  readonly changes: ChangeLog;
-  /** Whether other replicas share the state (cluster mode): only then are changes announced. */
-  readonly shared: boolean;
-  /** Which replicas are gone (their `replica:<id>` lease lapsed or released; on a single node, earlier processes). */
-  readonly liveness: ReplicaLiveness;
-}
-
-function openCoordination(config: Config, state: State, log: Logger): Coordination {
-  if (config.databaseUrl === undefined) {
-    const leases = new LocalLeases();
-    const liveness = new LocalReplicaLiveness(leases.holder);
-    return { leases, changes: new LocalChangeLog(state.database.db), shared: false, liveness };
-  }
-  const onError = (error: unknown) => log.warn({ err: error }, 'cluster coordination');
-  const leases = new PostgresLeases(state.database.db, {
-    onError,
-    ...(config.leaseTtlMs !== undefined ? { ttlMs: config.leaseTtlMs } : {}),
-  });
-  return {
-    leases,
-    changes: new PostgresChangeLog(state.database.db, { url: config.databaseUrl, onError }),
-    shared: true,
-    liveness: new PostgresReplicaLiveness(state.database.db, leases.holder),
-  };
-}
-
-/** Tells the other replicas that a marketplace was connected (or its credentials changed) or deleted. */
-function announceMarketplace(coordination: Coordination, id: string, change: 'connected' | 'deleted', log: Logger): Promise<void> {
-  const { changes, leases, shared } = coordination;
-  if (!shared) return Promise.resolve(); // a single node has nobody to tell
-  return changes
-    .announce({ kind: 'marketplace.changed', payload: { marketplace: id, change, from: leases.holder } })
-    .catch((error: unknown) => log.warn({ marketplace: id, err: error }, 'a marketplace change could not be announced'));
-}
-
-/**
- * Another replica changed a marketplace: the hub session kept here is dropped (the next use logs in with
- * the stored credentials), and a deleted one's pending satellite registration is forgotten.
- */
-function marketplaceSubscriber(leases: Leases, hubs: HubClients, satellites: SatelliteRegistry): (entry: ChangeEntry) => void {
-  return (entry) => {
-    const id = entry.payload.marketplace;
-    if (entry.kind !== 'marketplace.changed' || typeof id !== 'string' || entry.payload.from === leases.holder) return;
-    hubs.forget(id);
-    if (entry.payload.change === 'deleted') satellites.forget(id);
-  };
-}
-
-/** Where the state lives, and what depends on the engine: the counters, the vector store, the two keys. */
-interface State {
-  readonly database: OpenedDatabase;
-  readonly windows: FixedWindows;
-  readonly store: VectorStore;
-  readonly searchEngine: SearchEngine;
-  readonly box: SecretBox;
-  readonly tokens: TokenIssuer;
-  close(): Promise<void>;
-}
-
-/**
- * The embedded SQLite database in the data folder, with the keys kept beside it; or, in cluster mode,
- * PostgreSQL shared by every replica, with the keys from the environment (config.ts requires both there).
- */
-async function openState(config: Config, clock: Clock): Promise<State> {
-  if (config.databaseUrl === undefined) {
-    const database = await openDatabase(config.dataDir, [vectorExtensionPath()]);
-    return {
-      database,
-      windows: new SqliteFixedWindows(database, clock),
-      store: new SqliteVectorStore(database),
-      searchEngine: {
-        vectorStore: 'sqlite-vec',
-        vectorStoreVersion: await database.exclusive(vectorExtensionVersion),
-        keywordIndex: 'SQLite FTS5',
-        vectorsMissing: undefined,
-      },
-      box: new SecretBox(loadOrCreateKey(join(config.dataDir, 'secret.key'), 32)),
-      tokens: new TokenIssuer(config.jwtSecret ?? loadOrCreateKey(join(config.dataDir, 'jwt.key'), 32)),
-      close: () => database.close(),
-    };
-  }
-  if (config.jwtSecret === undefined || config.secretKey === undefined) throw new Error('cluster mode needs both keys (config.ts)');
-  // The data folder still holds what each machine keeps for itself: model files and the embedders' cache.
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  const postgres = await openPostgresDatabase(config.databaseUrl);
-  try {
-    const store = await PostgresVectorStore.open(postgres.db);
-    const database: OpenedDatabase = {
-      db: postgres.db,
-      exclusive: () => Promise.reject(new Error('cluster mode has no SQLite connection')),
-      close: postgres.close,
-    };
-    return {
-      database,
-      windows: new PostgresFixedWindows(postgres.db, clock),
-      store,
-      searchEngine: {
-        vectorStore: 'pgvector',
-        vectorStoreVersion: store.pgvectorVersion ?? 'none',
-        keywordIndex: 'PostgreSQL BM25',
-        vectorsMissing: store.vectorsMissing === undefined ? undefined : new PgvectorMissingError(store.vectorsMissing).message,
-      },
-      box: new SecretBox(config.secretKey),
-      tokens: new TokenIssuer(config.jwtSecret),
-      close: postgres.close,
-    };
-  } catch (error) {
-    await postgres.close();
-    throw error;
-  }
 }

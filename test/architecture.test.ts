@@ -75,7 +75,7 @@ const MAY_IMPORT: Record<string, readonly string[]> = {
   console: [...FOUNDATION, 'runtime', 'http', 'ingestion'],
 };
 /** The wiring at the top may import anything. */
-const TOP = new Set(['main.ts', 'server.ts', 'app.ts', 'services.ts', 'logging.ts', 'startup.ts']);
+const TOP = new Set(['main.ts', 'server.ts', 'app.ts', 'services.ts', 'state.ts', 'cluster.ts', 'logging.ts', 'startup.ts']);
 
 function sourceFiles(folder: string): string[] {
   return readdirSync(folder).flatMap((name) => {
