@@ -66,13 +66,7 @@ export class FolderSync {
    */
   async reconcile(runtime: DatasetRuntime, entries: readonly RuntimeEntry[]): Promise<void> {
     const { files, closing } = this.deps;
-    const found: FileFacts[] = [];
-    for (const entry of entries) {
-      for (const file of await scanEntry(entry, runtime.fileTypes)) {
-        const path = datasetPathOf(entry, file.path);
-        if (entryOf(runtime.entries, path) === entry) found.push({ ...file, path });
-      }
-    }
+    const found = await filesOfEntries(runtime, entries);
     // In batches, a turn between two: recorded one after the other, 5,000 files held the API for 0.8 s.
     for (let start = 0; start < found.length; start += SEEN_BATCH) {
       if (runtime.stopped || closing.aborted) return;
@@ -82,11 +76,7 @@ export class FolderSync {
     const present = new Set(found.map((file) => file.path));
     for (const path of await files.livePaths(runtime.datasetId)) {
       if (runtime.stopped || closing.aborted) return;
-      const entry = entryOf(runtime.entries, path);
-      if (entry && (!entries.includes(entry) || present.has(path))) continue;
-      // A file created after the scan read its folder is on disk, just not in `found`.
-      const located = locate(runtime.entries, path);
-      if (!located || !existsSync(located.absolute)) await this.removeFile(runtime, path);
+      if (isGone(runtime, entries, present, path)) await this.removeFile(runtime, path);
     }
   }
 
@@ -150,4 +140,28 @@ export class FolderSync {
       await this.deps.files.removed(runtime.datasetId, path);
     });
   }
+}
+
+/** The indexable files of the given entries, named as the dataset names them; each file once, under the entry that holds it. */
+async function filesOfEntries(runtime: DatasetRuntime, entries: readonly RuntimeEntry[]): Promise<FileFacts[]> {
+  const found: FileFacts[] = [];
+  for (const entry of entries) {
+    for (const file of await scanEntry(entry, runtime.fileTypes)) {
+      const path = datasetPathOf(entry, file.path);
+      if (entryOf(runtime.entries, path) === entry) found.push({ ...file, path });
+    }
+  }
+  return found;
+}
+
+/**
+ * Whether an indexed file is gone after a scan of `entries` that found `present`: no entry of the selection holds
+ * it any more, or its entry was scanned without finding it and it is not on disk (a file created after the scan
+ * read its folder is on disk, just not in `present`). Files of entries not scanned are left alone.
+ */
+function isGone(runtime: DatasetRuntime, entries: readonly RuntimeEntry[], present: ReadonlySet<string>, path: string): boolean {
+  const entry = entryOf(runtime.entries, path);
+  if (entry && (!entries.includes(entry) || present.has(path))) return false;
+  const located = locate(runtime.entries, path);
+  return !located || !existsSync(located.absolute);
 }
