@@ -75,35 +75,17 @@ export class DatasetSelectionService {
     const addedAt = now();
     for (const [index, path] of paths.entries()) {
       const problem = (msg: string) => issues.add(['paths', index], `'${path}': ${msg}`);
-      const placed = placeInside(roots, path);
-      if ('problem' in placed) {
-        problem(placed.problem);
+      const checked = selectable(roots, path, fileTypes);
+      if ('problem' in checked) {
+        problem(checked.problem);
         continue;
       }
-      const real = placed.real;
-      const kind = kindOf(real);
-      if (!kind) {
-        problem('is not a file or a folder');
-        continue;
-      }
-      if (isHidden(basename(real))) {
-        problem('hidden files and folders are not indexed');
-        continue;
-      }
-      if (kind === 'file' && !fileTypes.has(extname(real).slice(1).toLowerCase())) {
-        problem(`is not one of the dataset's file types (${[...fileTypes].join(', ')})`);
-        continue;
-      }
+      const { real, kind } = checked;
       const every = [...selected, ...added];
       if (every.some((entry) => entry.path === real)) continue; // already selected: merged
-      const holder = every.find((entry) => entry.kind === 'folder' && isInside(entry.path, real));
-      if (holder) {
-        problem(`is inside the selected folder '${holder.path}'`);
-        continue;
-      }
-      const held = kind === 'folder' ? every.find((entry) => isInside(real, entry.path)) : undefined;
-      if (held) {
-        problem(`holds the selected ${held.kind} '${held.path}': remove that entry first`);
+      const overlap = overlapProblem(every, real, kind);
+      if (overlap) {
+        problem(overlap);
         continue;
       }
       const prefix = freePrefix(real, kind, taken);
@@ -159,6 +141,33 @@ export class DatasetSelectionService {
     if (row.dtype !== 'local_file') throw new ConflictError(`Dataset '${row.name}' reads feeds: it has no selection of files and folders`);
     return row;
   }
+}
+
+/** A path to select, placed inside the tenant's roots: its real path and kind, or why it cannot be selected. */
+function selectable(
+  roots: Parameters<typeof placeInside>[0],
+  path: string,
+  fileTypes: ReadonlySet<string>,
+): { real: string; kind: 'file' | 'folder' } | { problem: string } {
+  const placed = placeInside(roots, path);
+  if ('problem' in placed) return { problem: placed.problem };
+  const real = placed.real;
+  const kind = kindOf(real);
+  if (!kind) return { problem: 'is not a file or a folder' };
+  if (isHidden(basename(real))) return { problem: 'hidden files and folders are not indexed' };
+  if (kind === 'file' && !fileTypes.has(extname(real).slice(1).toLowerCase())) {
+    return { problem: `is not one of the dataset's file types (${[...fileTypes].join(', ')})` };
+  }
+  return { real, kind };
+}
+
+/** Why an entry cannot join the selection `every`: it is inside a selected folder, or holds a selected entry. */
+function overlapProblem(every: readonly SelectionRow[], real: string, kind: 'file' | 'folder'): string | undefined {
+  const holder = every.find((entry) => entry.kind === 'folder' && isInside(entry.path, real));
+  if (holder) return `is inside the selected folder '${holder.path}'`;
+  const held = kind === 'folder' ? every.find((entry) => isInside(real, entry.path)) : undefined;
+  if (held) return `holds the selected ${held.kind} '${held.path}': remove that entry first`;
+  return undefined;
 }
 
 function kindOf(real: string): 'file' | 'folder' | undefined {
