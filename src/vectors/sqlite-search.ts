@@ -94,19 +94,31 @@ function candidatesNow(
       cosines.set(hit.rowid, 1 - hit.distance);
     }
   }
-  if (mode === 'hybrid' && query) {
-    for (const rowid of bm25.keys()) {
-      if (cosines.has(rowid)) continue;
-      const distance = distanceTo(sqlite, tables, query, rowid);
-      if (distance !== undefined) cosines.set(rowid, 1 - distance);
-    }
-    const unscored = [...cosines.keys()].filter((rowid) => !bm25.has(rowid));
-    if (keyword)
-      for (const [rowid, score] of keywordScoresOf(sqlite, tables, keyword, unscored, index.keywordLayout)) bm25.set(rowid, score);
-  }
+  if (mode === 'hybrid' && query) completeSignals(sqlite, tables, index, { query, keyword, bm25, cosines });
   const files = fileKeysOf(sqlite, foundRows(bm25, cosines));
   const matched = keyword ? matchedWeights(sqlite, tables, keyword, [...bm25.keys()]) : new Map<number, number>();
   return assembleCandidates({ bm25, cosines, files, matched, words: keyword?.words, chunkCount: index.chunkCount });
+}
+
+/**
+ * Hybrid mode: each signal's candidates get the other signal's score too, the cosine of BM25's and the
+ * BM25 of the vector index's (absent when the chunk holds no query word).
+ */
+function completeSignals(
+  sqlite: SqliteDatabase,
+  tables: DatasetTables,
+  index: IndexRow,
+  signals: { query: Uint8Array; keyword: KeywordQuery | undefined; bm25: Map<number, number>; cosines: Map<number, number> },
+): void {
+  const { query, keyword, bm25, cosines } = signals;
+  for (const rowid of bm25.keys()) {
+    if (cosines.has(rowid)) continue;
+    const distance = distanceTo(sqlite, tables, query, rowid);
+    if (distance !== undefined) cosines.set(rowid, 1 - distance);
+  }
+  const unscored = [...cosines.keys()].filter((rowid) => !bm25.has(rowid));
+  if (!keyword) return;
+  for (const [rowid, score] of keywordScoresOf(sqlite, tables, keyword, unscored, index.keywordLayout)) bm25.set(rowid, score);
 }
 
 /**

@@ -95,29 +95,39 @@ async function candidatesNow(
   const cosines = new Map<number, number>();
   const target = vectorSide ? queryEmbedding : undefined;
   if (target) {
-    const hiddenVectors = hidden.reduce((sum, range) => sum + range.vectors, 0);
-    for (const hit of await nearestVisible(
-      query,
-      tables,
-      index.dimension,
-      index.chunkCount + hiddenVectors,
-      hidden,
-      target,
-      wanted,
-      vectorScan,
-    )) {
+    const total = index.chunkCount + hidden.reduce((sum, range) => sum + range.vectors, 0);
+    for (const hit of await nearestVisible(query, tables, index.dimension, total, hidden, target, wanted, vectorScan)) {
       cosines.set(hit.rowid, 1 - hit.distance);
     }
   }
-  if (mode === 'hybrid' && target) {
-    const missing = [...bm25.keys()].filter((rowid) => !cosines.has(rowid));
-    for (const [rowid, distance] of await distancesTo(query, tables, index.dimension, target, missing)) cosines.set(rowid, 1 - distance);
-    const unscored = [...cosines.keys()].filter((rowid) => !bm25.has(rowid));
-    if (keyword) for (const [rowid, score] of await keywordScoresOf(query, tables, keyword, unscored, held)) bm25.set(rowid, score);
-  }
+  if (mode === 'hybrid' && target) await completeSignals(query, tables, index.dimension, { target, keyword, held, bm25, cosines });
   const files = await fileKeysOf(query, tables, foundRows(bm25, cosines));
   const matched = keyword ? matchedWeights(keyword, held, [...bm25.keys()]) : new Map<number, number>();
   return assembleCandidates({ bm25, cosines, files, matched, words: keyword?.words, chunkCount: index.chunkCount });
+}
+
+/**
+ * Hybrid mode: each signal's candidates get the other signal's score too, the cosine of BM25's and the
+ * BM25 of the vector index's (absent when the chunk holds no query word).
+ */
+async function completeSignals(
+  query: Query,
+  tables: PostgresTables,
+  dimension: number,
+  signals: {
+    target: Float32Array;
+    keyword: PostingsQuery | undefined;
+    held: HeldPhrases;
+    bm25: Map<number, number>;
+    cosines: Map<number, number>;
+  },
+): Promise<void> {
+  const { target, keyword, held, bm25, cosines } = signals;
+  const missing = [...bm25.keys()].filter((rowid) => !cosines.has(rowid));
+  for (const [rowid, distance] of await distancesTo(query, tables, dimension, target, missing)) cosines.set(rowid, 1 - distance);
+  const unscored = [...cosines.keys()].filter((rowid) => !bm25.has(rowid));
+  if (!keyword) return;
+  for (const [rowid, score] of await keywordScoresOf(query, tables, keyword, unscored, held)) bm25.set(rowid, score);
 }
 
 async function fileKeysOf(query: Query, tables: PostgresTables, rowids: readonly number[]): Promise<Map<number, string>> {
