@@ -55,7 +55,7 @@ interface Kept {
   readonly firstAttempt: Promise<void>;
 }
 
-export function datasetLeaseName(datasetId: string): string {
+function datasetLeaseName(datasetId: string): string {
   return `dataset:${datasetId}`;
 }
 

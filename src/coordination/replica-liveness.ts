@@ -17,7 +17,7 @@ export interface ReplicaLiveness {
   gone(replicas: readonly string[]): Promise<ReadonlySet<string>>;
 }
 
-export function livenessLeaseName(replica: string): string {
+function livenessLeaseName(replica: string): string {
   return `replica:${replica}`;
 }
 

@@ -14,13 +14,13 @@ export const DATASET_DTYPES = ['local_file', 'rss'] as const;
 export type DatasetDtype = (typeof DATASET_DTYPES)[number];
 
 /** The file types a new dataset indexes unless told otherwise (the parsers know a few more: `markdown`, `xlsx`, `csv`, `json`). */
-export const DEFAULT_FILE_TYPES = 'pdf,txt,md,docx,html,htm';
+const DEFAULT_FILE_TYPES = 'pdf,txt,md,docx,html,htm';
 
 /** How often an `rss` dataset polls its feeds. */
-export const FEED_INTERVALS = ['15m', '1h', '6h', '1d'] as const;
+const FEED_INTERVALS = ['15m', '1h', '6h', '1d'] as const;
 
 /** The newest items an `rss` dataset keeps, at most (issue 27). */
-export const MAX_FEED_ITEMS = 5_000;
+const MAX_FEED_ITEMS = 5_000;
 
 const Port = Type.Integer({
   minimum: 1,
@@ -61,7 +61,7 @@ const IndexFields = {
   api_key: Type.Optional(Type.String({ maxLength: 2000, description: 'Key of an openai: embedder; stored encrypted, shown masked' })),
 };
 
-export const LocalFileConfigurationSchema = Type.Object(
+const LocalFileConfigurationSchema = Type.Object(
   {
     ingestionPath: Type.String({
       maxLength: 4096,

@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { Configuration, Name, ShortText, Timestamp, Uuid } from '../http/schemas.ts';
 import { DATASET_DTYPES } from './configuration-schema.ts';
 
-export const DatasetStatus = Type.Enum(['starting', 'running', 'stopped', 'error']);
+const DatasetStatus = Type.Enum(['starting', 'running', 'stopped', 'error']);
 
 export const CreateDatasetBody = Type.Object({
   name: Name,
@@ -17,7 +17,7 @@ export const UpdateDatasetBody = Type.Object({
 });
 
 /** A file is keyword-searchable before it is indexed (vectors too): see datasets/repository.ts, IngestionCounts. */
-export const IngestionCounters = Type.Object({
+const IngestionCounters = Type.Object({
   files_total: Type.Integer(),
   files_searchable: Type.Integer(),
   files_indexed: Type.Integer(),

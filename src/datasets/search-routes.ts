@@ -7,7 +7,7 @@ import { IdParams } from '../http/schemas.ts';
 import { ReferencesView } from './schemas.ts';
 import type { References, SearchOptions } from './search.ts';
 
-export const SearchBody = Type.Object({
+const SearchBody = Type.Object({
   query: Type.String({ minLength: 1, maxLength: 10_000, pattern: '\\S' }),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: SEARCH_LIMIT_MAX, default: SEARCH_LIMIT_DEFAULT })),
   similarity_threshold: Type.Optional(Type.Number({ minimum: 0, maximum: 1, default: 0 })),

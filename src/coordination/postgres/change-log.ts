@@ -15,7 +15,7 @@ import {
 } from '../change-log.ts';
 
 /** The NOTIFY channel: its payload (the newest seq) is only a wake-up, the table says what changed. */
-export const CHANGES_CHANNEL = 'knode_changes';
+const CHANGES_CHANNEL = 'knode_changes';
 /** The listening connection's application_name, for an operator reading pg_stat_activity. */
 export const LISTENER_APPLICATION_NAME = 'knode change log';
 
