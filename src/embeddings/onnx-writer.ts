@@ -34,7 +34,7 @@ export interface OnnxTensor {
   readonly bytes: Uint8Array;
 }
 
-export interface OnnxValueInfo {
+interface OnnxValueInfo {
   readonly name: string;
   readonly type: OnnxElementType;
   /** A number is a fixed size, a string a named dynamic one. */

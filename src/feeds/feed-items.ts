@@ -95,7 +95,7 @@ function absolute(link: string | undefined, base: string): string | null {
 }
 
 /** RFC 822 (RSS) and ISO 8601 (Atom, Dublin Core) dates as ISO 8601 in UTC. */
-export function isoDate(text: string | undefined): string | null {
+function isoDate(text: string | undefined): string | null {
   if (!text) return null;
   const time = Date.parse(text);
   return Number.isFinite(time) ? new Date(time).toISOString() : null;

@@ -8,7 +8,7 @@ import { type FeedItem, parseFeed } from './feed-items.ts';
 import type { FeedRepository, FoundItem } from './feed-repository.ts';
 
 /** The most of an item's HTML that is indexed (issue 27: "a 1 MB cap per item"); a longer item is skipped with the reason. */
-export const MAX_ITEM_BYTES = 1024 * 1024;
+const MAX_ITEM_BYTES = 1024 * 1024;
 
 /** A running `rss` dataset's settings, as the poller needs them. */
 export interface PolledFeeds {

@@ -21,7 +21,7 @@ export interface FeedSourceTable {
   items: number;
 }
 
-export interface FeedItemTable {
+interface FeedItemTable {
   dataset_id: string;
   item_key: string;
   feed_url: string;

@@ -9,7 +9,7 @@ import { FeedPoller } from './feed-poller.ts';
 import type { FeedRepository } from './feed-repository.ts';
 
 /** How often each interval a dataset may choose polls (API-CONTRACT 4, `rss`). */
-export const FEED_INTERVAL_MS: Readonly<Record<string, number>> = {
+const FEED_INTERVAL_MS: Readonly<Record<string, number>> = {
   '15m': 15 * 60_000,
   '1h': 60 * 60_000,
   '6h': 6 * 60 * 60_000,
@@ -17,7 +17,7 @@ export const FEED_INTERVAL_MS: Readonly<Record<string, number>> = {
 };
 
 /** The newest items a dataset keeps unless its `maxItems` says fewer (issue 27: "a window of the newest 5,000 items"). */
-export const FEED_WINDOW = 5_000;
+const FEED_WINDOW = 5_000;
 
 /**
  * The most of a feed document read: 5,000 items of about 3 KB each. Past it the feed fails with the reason
@@ -25,7 +25,7 @@ export const FEED_WINDOW = 5_000;
  * the main thread (feed-xml.ts): 10 MB of RSS (5,000 items of 2 KB) took 60 to 150 ms here, so 16 MB holds
  * the event loop a quarter of a second at worst, once per poll.
  */
-export const FEED_MAX_BYTES = 16 * ONE_MEGABYTE;
+const FEED_MAX_BYTES = 16 * ONE_MEGABYTE;
 
 const encoder = new TextEncoder();
 

@@ -7,7 +7,7 @@ import { redactSecrets } from '../security/redact.ts';
  * internal page to a megabyte of text, and repeating it turned model tests into a way to read them.
  */
 
-export const SHORT_REASON = 200;
+const SHORT_REASON = 200;
 
 /** The short message of a JSON error body, or '' (not JSON, or no message in it). */
 export function jsonErrorMessage(text: string, secrets: readonly (string | undefined)[] = []): string {

@@ -46,7 +46,7 @@ const MAX_SOURCE = 300;
  * The most characters a passage adds besides its text: its first line at its longest, and the blank line
  * between passages. The cost ceiling counts it per reference (pipeline.ts).
  */
-export const PASSAGE_OVERHEAD = 8 + MAX_TITLE + 3 + MAX_SOURCE + 3 + 10 + 1 + 2;
+const PASSAGE_OVERHEAD = 8 + MAX_TITLE + 3 + MAX_SOURCE + 3 + 10 + 1 + 2;
 
 /** Two chunks whose overlap is not found are joined on a line break (the chunker cut between them at a space or break). */
 const JOIN = '\n';
