@@ -18,7 +18,7 @@ export interface WindowLimits {
 }
 
 /** What the lane reads of a file: its next chunks without a vector (vectors/store.ts, UnembeddedChunks). */
-export interface LaneChunks {
+interface LaneChunks {
   /** The row the chunks start at. */
   readonly from: number;
   readonly rows: readonly { readonly rowid: number; readonly content: string }[];

@@ -76,7 +76,7 @@ export const DEFAULT_MAX_PAGES = 5_000;
  * 302 MB resident); 15 MB of DOCX text peaked at 496 MB resident. 512 MB is over seven times the PDF's heap,
  * and with two threads keeps parsing within about 1 GB however hostile the files.
  */
-export const DEFAULT_MAX_HEAP_BYTES = 512 * 1024 * 1024;
+const DEFAULT_MAX_HEAP_BYTES = 512 * 1024 * 1024;
 
 // `new Worker(new URL(..., import.meta.url))` is the form Bun supports both from source and in a
 // `bun build --compile` binary, where the worker file must also be listed as an entry point (see

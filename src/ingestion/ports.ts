@@ -10,7 +10,7 @@ export interface IngestedDataset {
 }
 
 /** What ingestion reads of a dataset's configuration; the embedder's settings go to embeddings/ as they are. */
-export interface IngestionConfiguration {
+interface IngestionConfiguration {
   readonly [key: string]: unknown;
   /** The folder the dataset was created with; what is read is its selection (IngestionDatasets.selection). */
   readonly ingestionPath: string;

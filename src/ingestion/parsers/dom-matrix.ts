@@ -7,7 +7,7 @@
  */
 type Init = ArrayLike<number> | undefined;
 
-export class AffineDOMMatrix {
+class AffineDOMMatrix {
   a = 1;
   b = 0;
   c = 0;

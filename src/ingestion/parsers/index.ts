@@ -14,8 +14,8 @@ import { type ParsedDocument, ParseError } from './types.ts';
 import { parseXlsx } from './xlsx.ts';
 
 export { SUPPORTED_EXTENSIONS } from './file-types.ts';
-export { type FileLimits, NO_LIMITS } from './limits.ts';
-export { type ParsedDocument, type ParsedSection, ParseError, type ParseErrorCode, type TableLocation } from './types.ts';
+export { NO_LIMITS } from './limits.ts';
+export { type ParsedDocument, ParseError, type ParseErrorCode } from './types.ts';
 
 /**
  * What a parse is told: the limits, and the chunk size, which the tabular parsers (XLSX, CSV, JSON) lay

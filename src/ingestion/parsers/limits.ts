@@ -65,7 +65,7 @@ export function tooManyPages(pages: number, maxPages: number): ParseError {
 }
 
 /** What the parse thread held when it was found over its memory budget. */
-export function outOfMemory(heapBytes: number, maxHeapBytes: number): ParseError {
+function outOfMemory(heapBytes: number, maxHeapBytes: number): ParseError {
   return new ParseError(
     'out_of_memory',
     `parsing held ${megabytes(heapBytes)} of memory, more than the ${setting(maxHeapBytes)} a file may use: stopped`,

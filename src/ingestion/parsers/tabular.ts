@@ -16,7 +16,7 @@ import type { ParsedSection, TableLocation } from './types.ts';
  */
 
 /** Chunk size when the caller gives none (the dataset configuration's default, API-CONTRACT 4). */
-export const DEFAULT_CHUNK_SIZE = 1000;
+const DEFAULT_CHUNK_SIZE = 1000;
 
 /** What the tabular parsers are told besides the limits: the chunk size their row groups must fit. */
 export interface TableOptions extends FileLimits {

@@ -48,7 +48,7 @@ function binaryContent(): ParseError {
 }
 
 /** Counts control characters (line breaks, tabs, form feeds and ESC of coloured logs excepted) and U+FFFD. */
-export function looksBinary(text: string): boolean {
+function looksBinary(text: string): boolean {
   if (text.length === 0) return false;
   let controls = 0;
   let replacements = 0;

@@ -27,7 +27,7 @@ import { type ParsedDocument, type ParsedSection, ParseError } from './types.ts'
  * 40 MB of the grid's slots. A dense sheet this large would need some 100 MB of XML, five times the default
  * SVC_MAX_TEXT_MB, so only sparse sheets with a cell far away ever meet it.
  */
-export const MAX_GRID_CELLS = 5_000_000;
+const MAX_GRID_CELLS = 5_000_000;
 
 export async function parseXlsx(bytes: Uint8Array, options: TableOptions): Promise<ParsedDocument> {
   const zip = await openOfficeZip(bytes, options, 'XLSX');
