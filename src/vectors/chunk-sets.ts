@@ -12,7 +12,7 @@ import { type DatasetTables, datasetTables, hasBitColumn, type RowRange, sourceW
  * candidate, no lookup. Everything here runs synchronously inside the caller's transaction.
  */
 
-export type SetState = 'staged' | 'visible' | 'garbage';
+type SetState = 'staged' | 'visible' | 'garbage';
 
 export interface ChunkSet {
   readonly id: number;

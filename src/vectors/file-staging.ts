@@ -15,8 +15,8 @@ import { datasetTables, leadOf } from './tables.ts';
  * chunks: 10 to 40 ms per 256 chunks (FTS5 and its merges most of it). Each transaction blocks the thread
  * that answers requests, and queries wait for it, so it is kept far below the 200 ms the API may stall at most.
  */
-export const WRITE_ROWS = 256;
-export const WRITE_CHARACTERS = 256_000;
+const WRITE_ROWS = 256;
+const WRITE_CHARACTERS = 256_000;
 
 /** A file being staged: how far its writing is, and the set it is written into. */
 export class FileBeingStaged<Set> implements StagedFile {

@@ -13,9 +13,6 @@ import type { Candidate, QueryFacts, SearchMode } from './ranking.ts';
 import type { CalibrationSource, FittedCalibration, SampledFile } from './self-calibration.ts';
 import type { VectorScan } from './vector-search.ts';
 
-export type { SearchMode } from './ranking.ts';
-export type { VectorScan } from './vector-search.ts';
-
 export interface SearchOptions {
   readonly mode: SearchMode;
   readonly limit: number;

@@ -42,7 +42,7 @@ export function hasBitColumn(dimension: number): boolean {
 export const KEYWORD_LAYOUT = 3;
 
 /** How much of a document's opening is its lead: about the first paragraph (issue 23's experiment used 400). */
-export const LEAD_CHARACTERS = 400;
+const LEAD_CHARACTERS = 400;
 
 /** A document's lead from its first chunk: its first LEAD_CHARACTERS, cut at a word boundary. */
 export function leadOf(firstChunk: string): string {

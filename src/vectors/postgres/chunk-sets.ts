@@ -15,7 +15,7 @@ import { vectorLiteral, vectorType } from './pgvector.ts';
  */
 
 /** A set, its states and the hidden rows are the SQLite store's (../chunk-sets.ts): one meaning, two engines. */
-export type { ChunkSet, HiddenRange, SetState } from '../chunk-sets.ts';
+export type { ChunkSet, HiddenRange } from '../chunk-sets.ts';
 
 export interface IndexRow {
   readonly dimension: number;
@@ -303,7 +303,7 @@ async function insertVectors(
   );
 }
 
-export function checkVector(vector: Float32Array, dimension: number): void {
+function checkVector(vector: Float32Array, dimension: number): void {
   if (!(vector instanceof Float32Array) || vector.length !== dimension) {
     const got = vector instanceof Float32Array ? `${vector.length} dimensions` : 'no Float32Array';
     throw new Error(`chunk embedding must have ${dimension} dimensions, got ${got}`);

@@ -47,7 +47,7 @@ export class PostgresConnection {
   query: Query = (text, parameters) => queryOn(this.db)(text, parameters);
 }
 
-export function queryOn(db: DbOrTransaction): Query {
+function queryOn(db: DbOrTransaction): Query {
   return async <R>(text: string, parameters: readonly unknown[] = []) =>
     (await db.executeQuery<R>(CompiledQuery.raw(text, [...parameters]))).rows as R[];
 }
@@ -63,7 +63,7 @@ export function jsonRows(rows: readonly unknown[]): string {
   return JSON.stringify(rows, (_key, value: unknown) => (typeof value === 'string' ? storableText(value) : value));
 }
 
-export function storableText(text: string): string {
+function storableText(text: string): string {
   const wellFormed = (text as string & { toWellFormed(): string }).toWellFormed();
   return wellFormed.includes('\0') ? wellFormed.replaceAll('\0', '\uFFFD') : wellFormed;
 }

@@ -72,7 +72,7 @@ export async function diskUse(connection: PostgresConnection, datasetId: string)
 }
 
 /** Whether the dataset's vectors have a table (pgvector was there when the dataset last started). */
-export async function hasVectorTable(query: Query, tables: PostgresTables): Promise<boolean> {
+async function hasVectorTable(query: Query, tables: PostgresTables): Promise<boolean> {
   const [row] = await query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [tables.embeddings]);
   return row?.present === true;
 }

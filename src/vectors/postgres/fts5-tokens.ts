@@ -10,7 +10,7 @@ import { TOKENIZER } from '../tables.ts';
  */
 
 /** A term of a chunk with its count in each keyword field. */
-export interface FieldCounts {
+interface FieldCounts {
   readonly term: string;
   readonly content: number;
   readonly title: number;

@@ -39,7 +39,7 @@ const storeTables: Migration = {
   },
 };
 
-export const vectorStoreMigrations: Record<string, Migration> = {
+const vectorStoreMigrations: Record<string, Migration> = {
   '0001-store-tables': storeTables,
 };
 
