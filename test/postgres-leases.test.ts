@@ -142,19 +142,22 @@ describe('leases on PostgreSQL', () => {
     try {
       const lease = acquired(await a.acquire('dataset:writing'));
       let takeover: Promise<Awaited<ReturnType<PostgresLeases['acquire']>>> | undefined;
-      let takenBeforeCommit = false;
+      let takenBeforeCommit: Promise<boolean> | undefined;
       await replicaA.db.transaction().execute(async (trx) => {
         await lease.fence(trx);
         await Bun.sleep(600); // the lease lapses while the write is under way
         takeover = b.acquire('dataset:writing');
-        void takeover.then(() => {
-          takenBeforeCommit = true;
+        // Taken before the commit, B would not see the fenced write yet. (Whether B's answer or A's commit is
+        // handled first here says nothing: both can arrive in the same turn once the row is free.)
+        takenBeforeCommit = takeover.then(async () => {
+          const seen = await replicaB.db.selectFrom('tenants').select('id').where('id', '=', 'fenced').execute();
+          return seen.length === 0;
         });
         await Bun.sleep(400);
         await trx.insertInto('tenants').values({ id: 'fenced', name: 'Fenced write', created_at: new Date().toISOString() }).execute();
       });
-      expect(takenBeforeCommit).toBe(false);
       expect(await takeover).toMatchObject({ acquired: true });
+      expect(await takenBeforeCommit).toBe(false);
       expect(await replicaA.db.selectFrom('tenants').select('id').where('id', '=', 'fenced').execute()).toEqual([{ id: 'fenced' }]);
     } finally {
       await a.close();
