@@ -4,6 +4,7 @@ import type { StoreConnection } from './sqlite-connection.ts';
 import { requireIndex } from './sqlite-index.ts';
 import type { EmbeddingProgress, ReadLimits, UnembeddedChunks, VectorPart } from './store.ts';
 import { type DatasetTables, datasetTables } from './tables.ts';
+import { writeVectorSlices } from './vector-slices.ts';
 
 /**
  * Phase 2 of a file in the SQLite store: which files' visible chunks still wait for vectors, their next
@@ -76,45 +77,15 @@ export async function addVectorsOf(
   parts: readonly VectorPart[],
 ): Promise<(EmbeddingProgress | undefined)[]> {
   const tables = datasetTables(datasetId);
-  const progress: (EmbeddingProgress | undefined)[] = parts.map(() => undefined);
-  const gone = new Set<number>();
-  for (const slice of vectorSlices(parts, VECTOR_ROWS)) {
-    await connection.write((sqlite) => {
+  return writeVectorSlices(parts, VECTOR_ROWS, (slice) =>
+    connection.write((sqlite) => {
       const index = requireIndex(sqlite, tables);
+      const answers = new Map<number, EmbeddingProgress | undefined>();
       for (const { part, fileKey, from, vectors } of slice) {
-        if (gone.has(part)) continue;
         const set = addVectors(sqlite, tables, index.dimension, fileKey, from, vectors);
-        if (set) progress[part] = { embedded: set.embedded, count: set.count };
-        else {
-          gone.add(part); // no longer the file's visible chunks: the rest of its vectors have no place
-          progress[part] = undefined;
-        }
+        answers.set(part, set && { embedded: set.embedded, count: set.count });
       }
-    });
-  }
-  return progress;
-}
-
-/** The parts' vectors in consecutive slices of at most `rows`, a part split where a slice ends. */
-function vectorSlices(parts: readonly VectorPart[], rows: number): (VectorPart & { part: number })[][] {
-  const slices: (VectorPart & { part: number })[][] = [];
-  let slice: (typeof slices)[number] = [];
-  let room = rows;
-  for (const [part, { fileKey, from, vectors }] of parts.entries()) {
-    // A part with no vectors still gets its place: writing it records that the file has all of them.
-    let offset = 0;
-    do {
-      const taken = vectors.slice(offset, offset + room);
-      slice.push({ part, fileKey, from: from + offset, vectors: taken });
-      offset += taken.length;
-      room -= taken.length;
-      if (room === 0) {
-        slices.push(slice);
-        slice = [];
-        room = rows;
-      }
-    } while (offset < vectors.length);
-  }
-  if (slice.length > 0) slices.push(slice);
-  return slices;
+      return answers;
+    }),
+  );
 }

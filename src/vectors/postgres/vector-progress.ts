@@ -1,4 +1,5 @@
 import type { EmbeddingProgress, ReadLimits, UnembeddedChunks, VectorPart } from '../store.ts';
+import { writeVectorSlices } from '../vector-slices.ts';
 import { addVectors, filesWaitingForVectors, readRows, requireIndex, visibleSet } from './chunk-sets.ts';
 import type { PostgresConnection, Query } from './connection.ts';
 import { type PostgresTables, postgresTables } from './dataset-tables.ts';
@@ -66,48 +67,15 @@ export async function addVectorsOf(
 ): Promise<(EmbeddingProgress | undefined)[]> {
   if (vectorsMissing !== undefined) throw new PgvectorMissingError(vectorsMissing);
   const tables = postgresTables(datasetId);
-  const progress: (EmbeddingProgress | undefined)[] = parts.map(() => undefined);
-  const gone = new Set<number>();
-  for (const slice of vectorSlices(parts, VECTOR_ROWS)) {
-    const written = await connection.write(async (query) => {
+  return writeVectorSlices(parts, VECTOR_ROWS, (slice) =>
+    connection.write(async (query) => {
       const index = await requireIndex(query, tables);
       const answers = new Map<number, EmbeddingProgress | undefined>();
       for (const { part, fileKey, from, vectors } of slice) {
-        if (gone.has(part) || (answers.has(part) && answers.get(part) === undefined)) continue;
         const set = await addVectors(query, tables, index.dimension, fileKey, from, vectors);
         answers.set(part, set && { embedded: set.embedded, count: set.count });
       }
       return answers;
-    });
-    for (const [part, answer] of written) {
-      progress[part] = answer;
-      // No longer the file's visible chunks: the rest of its vectors have no place.
-      if (answer === undefined) gone.add(part);
-    }
-  }
-  return progress;
-}
-
-/** The parts' vectors in consecutive slices of at most `rows`, a part split where a slice ends. */
-function vectorSlices(parts: readonly VectorPart[], rows: number): (VectorPart & { part: number })[][] {
-  const slices: (VectorPart & { part: number })[][] = [];
-  let slice: (typeof slices)[number] = [];
-  let room = rows;
-  for (const [part, { fileKey, from, vectors }] of parts.entries()) {
-    // A part with no vectors still gets its place: writing it records that the file has all of them.
-    let offset = 0;
-    do {
-      const taken = vectors.slice(offset, offset + room);
-      slice.push({ part, fileKey, from: from + offset, vectors: taken });
-      offset += taken.length;
-      room -= taken.length;
-      if (room === 0) {
-        slices.push(slice);
-        slice = [];
-        room = rows;
-      }
-    } while (offset < vectors.length);
-  }
-  if (slice.length > 0) slices.push(slice);
-  return slices;
+    }),
+  );
 }
