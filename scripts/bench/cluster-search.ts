@@ -39,6 +39,7 @@ import { ADMIN_KEY } from '../../test/helpers/constants.ts';
 import { type KnodeProcess, startKnodeProcess } from '../../test/helpers/knode-process.ts';
 import { startPglite } from '../../test/helpers/pglite.ts';
 import { startPostgres } from '../../test/helpers/postgres.ts';
+import { zipfWords } from './zipf-words.ts';
 
 const DIMENSION = 512;
 const CHUNKS_PER_FILE = 250;
@@ -54,33 +55,7 @@ const withIngestion = flags.includes('--ingest');
 
 const random = seededRandom(7);
 const gaussian = () => Math.sqrt(-2 * Math.log(random() || 1e-12)) * Math.cos(2 * Math.PI * random());
-const SYLLABLES = ['ka', 'to', 'ri', 'me', 'su', 'na', 'lo', 'pe', 'di', 'gu', 'ba', 'ze', 'mo', 'fi', 'ne', 'ra'];
-const VOCABULARY = Array.from({ length: 5000 }, (_, i) => {
-  let word = '';
-  let n = i + 1;
-  do {
-    word += SYLLABLES[n % SYLLABLES.length];
-    n = Math.floor(n / SYLLABLES.length);
-  } while (n > 0);
-  return word;
-});
-const zipfCdf = (() => {
-  const weights = VOCABULARY.map((_, rank) => 1 / (rank + 1));
-  const total = weights.reduce((a, b) => a + b, 0);
-  let sum = 0;
-  return weights.map((weight) => (sum += weight / total));
-})();
-function zipfWord(): string {
-  const r = random();
-  let low = 0;
-  let high = zipfCdf.length - 1;
-  while (low < high) {
-    const middle = (low + high) >> 1;
-    if ((zipfCdf[middle] as number) < r) low = middle + 1;
-    else high = middle;
-  }
-  return VOCABULARY[low] as string;
-}
+const zipfWord = zipfWords(random);
 const words = (count: number) => Array.from({ length: count }, zipfWord).join(' ');
 
 function normalise(vector: Float32Array): Float32Array {

@@ -22,6 +22,7 @@ import { vectorExtensionPath } from '../../src/vectors/extension.ts';
 import { SqliteVectorStore } from '../../src/vectors/sqlite-store.ts';
 import type { SearchOptions } from '../../src/vectors/store.ts';
 import { replaceFileChunks } from '../../test/helpers/vector-store.ts';
+import { zipfWords } from './zipf-words.ts';
 
 const DIMENSION = 512;
 const CHUNKS_PER_FILE = 100;
@@ -45,33 +46,7 @@ function nearby(vector: Float32Array): Float32Array {
   return normalise(vector.map((value) => value + gaussian() * 0.02));
 }
 
-const SYLLABLES = ['ka', 'to', 'ri', 'me', 'su', 'na', 'lo', 'pe', 'di', 'gu', 'ba', 'ze', 'mo', 'fi', 'ne', 'ra'];
-const VOCABULARY = Array.from({ length: 5000 }, (_, i) => {
-  let word = '';
-  let n = i + 1;
-  do {
-    word += SYLLABLES[n % SYLLABLES.length];
-    n = Math.floor(n / SYLLABLES.length);
-  } while (n > 0);
-  return word;
-});
-const zipfCdf = (() => {
-  const weights = VOCABULARY.map((_, rank) => 1 / (rank + 1));
-  const total = weights.reduce((a, b) => a + b, 0);
-  let sum = 0;
-  return weights.map((weight) => (sum += weight / total));
-})();
-function zipfWord(): string {
-  const r = random();
-  let low = 0;
-  let high = zipfCdf.length - 1;
-  while (low < high) {
-    const middle = (low + high) >> 1;
-    if (zipfCdf[middle]! < r) low = middle + 1;
-    else high = middle;
-  }
-  return VOCABULARY[low]!;
-}
+const zipfWord = zipfWords(random);
 function text(characters: number): string {
   const words: string[] = [];
   let length = 0;
