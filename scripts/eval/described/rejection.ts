@@ -1,48 +1,12 @@
-/**
- * How the weight of `bestHeld` in the keyword and hybrid models was chosen (src/vectors/calibration.ts,
- * BEST_HELD_WEIGHT; issue 23, rejection), straight on the described set's index (run `run.ts` first). For each
- * weight, the shipped model without it (fit.ts's constants) gets it, its intercept is placed where recall@5
- * keeps 95% at 0.5 on the **tuning** half, and recall@5 kept and unanswerable questions emptied at 0.5 are
- * printed for the tuning half (to choose) and the held-out half (to report), with the intercept to paste.
- *
- * Usage: bun scripts/eval/described/rejection.ts [--weights 0,8,16,24,32]
- */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { openDatabase } from '../../../src/db/database.ts';
-import { UseLiteEmbedder } from '../../../src/embeddings/use-lite.ts';
 import { calibrationFor, type LogisticModel } from '../../../src/vectors/calibration.ts';
-import { vectorExtensionPath } from '../../../src/vectors/extension.ts';
 import { type Candidate, type QueryFacts, rank } from '../../../src/vectors/ranking.ts';
-import { SqliteVectorStore } from '../../../src/vectors/sqlite-store.ts';
-import { COMMITTED_DESCRIBED_SET, DESCRIBED_CACHE, type DescribedQuestion } from './build.ts';
+import { openIndexedSet } from './indexed-set.ts';
 
 const { values } = parseArgs({ options: { weights: { type: 'string', default: '0,8,16,24,32' } } });
-const set = JSON.parse(readFileSync(COMMITTED_DESCRIBED_SET, 'utf8')) as {
-  fingerprint: string;
-  answerable: DescribedQuestion[];
-  unanswerable: DescribedQuestion[];
-};
-const database = await openDatabase(join(DESCRIBED_CACHE, `index-described-${set.fingerprint}-use-lite`), [vectorExtensionPath()]);
-const store = new SqliteVectorStore(database);
-const datasetId = await database.exclusive(
-  (sqlite) => (sqlite.query('SELECT dataset_id FROM vector_indexes').get() as { dataset_id: string }).dataset_id,
-);
-const embedder = new UseLiteEmbedder({});
-const questions = [...set.answerable, ...set.unanswerable.map((question) => ({ ...question, relevant: null }))];
-const vectors = await embedder.embed(questions.map((question) => question.question));
 type Mode = 'hybrid' | 'keyword';
-const observed = new Map<Mode, { candidates: Candidate[]; facts: QueryFacts }[]>();
-for (const mode of ['hybrid', 'keyword'] as const) {
-  const rows = [];
-  for (const [index, question] of questions.entries()) {
-    rows.push(await store.candidates(datasetId, mode === 'keyword' ? undefined : vectors[index], question.question, mode, 10));
-  }
-  observed.set(mode, rows);
-}
-await database.close();
-await embedder.close?.();
+const { questions, observed, close } = await openIndexedSet<Mode>(['hybrid', 'keyword']);
+await close();
 
 /** Recall@5 and unanswerable questions emptied at `threshold`, with `model` as the mode's model. */
 function figures(mode: Mode, model: LogisticModel, split: string, threshold: number) {

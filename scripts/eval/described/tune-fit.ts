@@ -8,40 +8,15 @@
  *   the variants of FitOptions to try (JSON); --calibration: shipped constants to start from (fit.ts --out)
  */
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { openDatabase } from '../../../src/db/database.ts';
-import { UseLiteEmbedder } from '../../../src/embeddings/use-lite.ts';
 import { type Calibration, calibrationFor } from '../../../src/vectors/calibration.ts';
-import { vectorExtensionPath } from '../../../src/vectors/extension.ts';
 import { type Candidate, type QueryFacts, rank, type SearchMode } from '../../../src/vectors/ranking.ts';
 import { type FitOptions, fitDatasetCalibration } from '../../../src/vectors/self-calibration.ts';
-import { SqliteVectorStore } from '../../../src/vectors/sqlite-store.ts';
-import { COMMITTED_DESCRIBED_SET, DESCRIBED_CACHE, type DescribedQuestion } from './build.ts';
+import { openIndexedSet } from './indexed-set.ts';
 
 const { values, positionals } = parseArgs({ options: { calibration: { type: 'string', default: '' } }, allowPositionals: true });
-const set = JSON.parse(readFileSync(COMMITTED_DESCRIBED_SET, 'utf8')) as {
-  fingerprint: string;
-  answerable: DescribedQuestion[];
-  unanswerable: DescribedQuestion[];
-};
-const database = await openDatabase(join(DESCRIBED_CACHE, `index-described-${set.fingerprint}-use-lite`), [vectorExtensionPath()]);
-const store = new SqliteVectorStore(database);
-const datasetId = await database.exclusive(
-  (sqlite) => (sqlite.query('SELECT dataset_id FROM vector_indexes').get() as { dataset_id: string }).dataset_id,
-);
-const embedder = new UseLiteEmbedder({});
-const questions = [...set.answerable, ...set.unanswerable.map((question) => ({ ...question, relevant: null }))];
-const vectors = await embedder.embed(questions.map((question) => question.question));
 const MODES: SearchMode[] = ['hybrid', 'keyword', 'vector'];
-const observed = new Map<SearchMode, { candidates: Candidate[]; facts: QueryFacts }[]>();
-for (const mode of MODES) {
-  const rows = [];
-  for (const [index, question] of questions.entries()) {
-    rows.push(await store.candidates(datasetId, mode === 'keyword' ? undefined : vectors[index], question.question, mode, 10));
-  }
-  observed.set(mode, rows);
-}
+const { store, datasetId, embedder, questions, observed, close } = await openIndexedSet(MODES);
 
 function figures(calibration: Calibration, mode: SearchMode, split: string) {
   const rows = observed.get(mode) ?? [];
@@ -102,5 +77,4 @@ for (const options of variants) {
     console.log(`  ${split}: ${MODES.map((mode) => figures(fitted.calibration, mode, split)).join(' | ')}`);
   }
 }
-await database.close();
-await embedder.close?.();
+await close();

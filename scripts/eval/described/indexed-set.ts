@@ -1,0 +1,48 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { openDatabase } from '../../../src/db/database.ts';
+import { UseLiteEmbedder } from '../../../src/embeddings/use-lite.ts';
+import { vectorExtensionPath } from '../../../src/vectors/extension.ts';
+import type { Candidate, QueryFacts, SearchMode } from '../../../src/vectors/ranking.ts';
+import { SqliteVectorStore } from '../../../src/vectors/sqlite-store.ts';
+import { COMMITTED_DESCRIBED_SET, DESCRIBED_CACHE, type DescribedQuestion } from './build.ts';
+
+/**
+ * The described set as `run.ts` indexed it (its cached knode database), for the scripts that tune on it
+ * straight from the store: the questions (unanswerable ones with `relevant: null`) and, per mode asked for,
+ * each question's candidates and facts as the store gives them (10 asked, the ranking left to the caller).
+ */
+export async function openIndexedSet<M extends SearchMode>(modes: readonly M[]) {
+  const set = JSON.parse(readFileSync(COMMITTED_DESCRIBED_SET, 'utf8')) as {
+    fingerprint: string;
+    answerable: DescribedQuestion[];
+    unanswerable: DescribedQuestion[];
+  };
+  const database = await openDatabase(join(DESCRIBED_CACHE, `index-described-${set.fingerprint}-use-lite`), [vectorExtensionPath()]);
+  const store = new SqliteVectorStore(database);
+  const datasetId = await database.exclusive(
+    (sqlite) => (sqlite.query('SELECT dataset_id FROM vector_indexes').get() as { dataset_id: string }).dataset_id,
+  );
+  const embedder = new UseLiteEmbedder({});
+  const questions = [...set.answerable, ...set.unanswerable.map((question) => ({ ...question, relevant: null }))];
+  const vectors = await embedder.embed(questions.map((question) => question.question));
+  const observed = new Map<M, { candidates: Candidate[]; facts: QueryFacts }[]>();
+  for (const mode of modes) {
+    const rows = [];
+    for (const [index, question] of questions.entries()) {
+      rows.push(await store.candidates(datasetId, mode === 'keyword' ? undefined : vectors[index], question.question, mode, 10));
+    }
+    observed.set(mode, rows);
+  }
+  return {
+    store,
+    datasetId,
+    embedder,
+    questions,
+    observed,
+    close: async () => {
+      await database.close();
+      await embedder.close?.();
+    },
+  };
+}
