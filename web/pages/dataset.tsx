@@ -121,7 +121,7 @@ function View(props: { dataset: Dataset; reload: () => Promise<void>; leaving: {
           {Object.entries(dataset.configuration).map(([key, value]) => (
             <div key={key}>
               <dt>{key}</dt>
-              <dd>{typeof value === 'object' ? JSON.stringify(value) : String(value)}</dd>
+              <dd>{configurationValue(value)}</dd>
             </div>
           ))}
           <div>
@@ -302,4 +302,10 @@ function Files(props: { dataset: Dataset }) {
       )}
     </section>
   );
+}
+
+/** A configuration value as read: a list of strings one per line (a dataset's feeds), other objects as JSON. */
+function configurationValue(value: unknown): string {
+  if (Array.isArray(value) && value.every((item) => typeof item === 'string')) return value.join('\n');
+  return typeof value === 'object' ? JSON.stringify(value) : String(value);
 }
