@@ -62,6 +62,20 @@ export function postgresBinaries(): string {
   return join(root, newest, 'bin');
 }
 
+/**
+ * The folder of a PostgreSQL server with pgvector: the private copy of Debian's newest server that
+ * `test/vendor/build-pgvector.sh` builds pgvector into (`.ci/run` runs it), since Debian's own server lacks
+ * pgvector and stays so for the tests of that case.
+ */
+export function pgvectorBinaries(): string {
+  const root = process.env.KNODE_PGVECTOR_ROOT ?? '/var/tmp/knode-pgvector';
+  const bin = join(root, postgresBinaries().replace(/^\/+/, ''));
+  if (!existsSync(join(bin, 'postgres')) || !existsSync(join(root, '.built-from'))) {
+    throw new Error(`PostgreSQL with pgvector is not built: bash test/vendor/build-pgvector.sh (looked in ${bin})`);
+  }
+  return bin;
+}
+
 /** Owner of the clusters: the `postgres` system user when this process is root, this process otherwise. */
 function runAsPrefix(): string[] {
   return process.getuid?.() === 0 ? ['runuser', '-u', 'postgres', '--'] : [];
@@ -102,10 +116,11 @@ async function runPlain(command: string[], what: string): Promise<void> {
   if (code !== 0) throw new Error(`${what} failed (exit ${code}): ${stderr.trim()}`);
 }
 
-let template: Promise<string> | undefined;
+const templates = new Map<string, Promise<string>>();
 
-/** A data folder made by initdb once per process; each cluster starts from a copy of it. */
+/** A data folder made by initdb once per process and server; each cluster starts from a copy of it. */
 function templateData(bin: string): Promise<string> {
+  let template = templates.get(bin);
   template ??= (async () => {
     const folder = await ownedFolder('knode-pg-template-');
     watchdog(['rm', '-rf', folder]);
@@ -116,6 +131,7 @@ function templateData(bin: string): Promise<string> {
     );
     return data;
   })();
+  templates.set(bin, template);
   return template;
 }
 
@@ -157,9 +173,12 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** Starts a private cluster with one database, `knode`, owned by the superuser `knode`. */
-export async function startPostgres(): Promise<PrivatePostgres> {
-  const bin = postgresBinaries();
+/**
+ * Starts a private cluster with one database, `knode`, owned by the superuser `knode`: Debian's server
+ * (without pgvector), or with `{ pgvector: true }` the copy of it that has pgvector.
+ */
+export async function startPostgres(options: { pgvector?: boolean } = {}): Promise<PrivatePostgres> {
+  const bin = options.pgvector ? pgvectorBinaries() : postgresBinaries();
   const source = await templateData(bin);
   const folder = await ownedFolder('knode-pg-');
   const data = join(folder, 'data');
