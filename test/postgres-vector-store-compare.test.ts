@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type OpenedDatabase, openDatabase } from '../src/db/database.ts';
+import { type OpenedPostgres, openPostgresDatabase } from '../src/db/postgres/database.ts';
 import { calibrationFor } from '../src/vectors/calibration.ts';
 import { vectorExtensionPath } from '../src/vectors/extension.ts';
 import { PostgresVectorStore } from '../src/vectors/postgres/store.ts';
@@ -10,10 +11,12 @@ import type { SearchMode } from '../src/vectors/ranking.ts';
 import { SqliteVectorStore } from '../src/vectors/sqlite-store.ts';
 import type { CandidateSet, ChunkText, SearchOptions, VectorStore } from '../src/vectors/store.ts';
 import { type InProcessPostgres, startPglite } from './helpers/pglite.ts';
+import { type PrivatePostgres, startPostgres } from './helpers/postgres.ts';
 
 /**
- * The same corpus indexed by the SQLite store (sqlite-vec + FTS5) and the PostgreSQL store (pgvector on
- * PGlite + BM25 from postings) gives the same candidates with the same evidence, and the same answers with
+ * The same corpus indexed by the SQLite store (sqlite-vec + FTS5) and the PostgreSQL store (BM25 from
+ * postings, and pgvector: on PGlite in-process, and on a PostgreSQL server with pgvector built in,
+ * test/vendor/build-pgvector.sh) gives the same candidates with the same evidence, and the same answers with
  * the same scores, in every mode: today's ranking and calibration carry over to cluster mode unchanged.
  * BM25 is expected to be the very same number (the postings reproduce FTS5's formula operation by
  * operation); cosines differ by float rounding only (each engine sums float32 products in its own order).
@@ -23,8 +26,11 @@ const DIMENSION = 32;
 const dataDir = mkdtempSync(join(tmpdir(), 'knode-compare-'));
 let opened: OpenedDatabase;
 let sqliteStore: SqliteVectorStore;
-let postgres: InProcessPostgres;
-let postgresStore: PostgresVectorStore;
+let pglite: InProcessPostgres;
+let server: PrivatePostgres;
+let serverDatabase: OpenedPostgres;
+/** The PostgreSQL store on each engine, named for the tests. */
+const postgresStores: { engine: string; store: PostgresVectorStore }[] = [];
 const datasetId = crypto.randomUUID();
 const queries: { text: string; vector: Float32Array }[] = [];
 /** The largest differences seen, printed at the end (the report's figures). */
@@ -118,20 +124,27 @@ beforeAll(async () => {
   }
   opened = await openDatabase(dataDir, [vectorExtensionPath()]);
   sqliteStore = new SqliteVectorStore(opened);
-  postgres = await startPglite();
-  postgresStore = await PostgresVectorStore.open(postgres.db);
+  pglite = await startPglite();
+  server = await startPostgres({ pgvector: true });
+  serverDatabase = await openPostgresDatabase(server.url);
+  postgresStores.push(
+    { engine: 'PGlite', store: await PostgresVectorStore.open(pglite.db) },
+    { engine: 'a PostgreSQL server', store: await PostgresVectorStore.open(serverDatabase.db) },
+  );
   await index(sqliteStore, files);
-  await index(postgresStore, files);
-});
+  for (const { store } of postgresStores) await index(store, files);
+}, 60_000);
 
 afterAll(async () => {
   console.log(
     `largest differences between the stores: bm25 ${largest.bm25}, matched ${largest.matched}, cosine ${largest.cosine}, score ${largest.score}`,
   );
   await sqliteStore?.close();
-  await postgresStore?.close();
+  for (const { store } of postgresStores) await store.close();
   await opened?.close();
-  await postgres?.close();
+  await pglite?.close();
+  await serverDatabase?.close();
+  await server?.stop();
   rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -147,53 +160,56 @@ function expectClose(kind: keyof typeof largest, actual: number | undefined, exp
   expect(difference).toBeLessThanOrEqual(tolerance);
 }
 
-describe('the SQLite and PostgreSQL stores on one corpus', () => {
-  test('hold the same chunks', async () => {
-    for (const store of [sqliteStore, postgresStore]) {
-      expect(await store.filesToEmbed(datasetId)).toEqual([]);
-    }
-    const sampled = await sqliteStore.sampleFiles(datasetId, 10, 3);
-    expect(await postgresStore.sampleFiles(datasetId, 10, 3)).toEqual(sampled);
-  });
-
-  for (const mode of ['keyword', 'vector', 'hybrid'] as const satisfies readonly SearchMode[]) {
-    test(`${mode} mode: the same candidates with the same evidence (BM25 identical, cosines within 1e-6)`, async () => {
-      for (const { text, vector } of queries) {
-        const expected = await sqliteStore.candidates(datasetId, vector, text, mode, 10);
-        const actual = await postgresStore.candidates(datasetId, vector, text, mode, 10);
-        expect(actual.facts).toEqual(expected.facts);
-        const expectedRows = byRow(expected);
-        expect([...byRow(actual).keys()].sort((a, b) => a - b)).toEqual([...expectedRows.keys()].sort((a, b) => a - b));
-        for (const candidate of actual.candidates) {
-          const other = expectedRows.get(candidate.rowid);
-          expect(candidate.fileKey).toBe(other?.fileKey as string);
-          expectClose('bm25', candidate.bm25, other?.bm25, 0);
-          expectClose('matched', candidate.matched, other?.matched, 0);
-          expectClose('cosine', candidate.cosine, other?.cosine, 1e-6);
-        }
+for (const engine of ['PGlite', 'a PostgreSQL server']) {
+  describe(`the SQLite store and the PostgreSQL store on ${engine}, one corpus`, () => {
+    const postgresStore = () => (postgresStores.find((entry) => entry.engine === engine) as { store: PostgresVectorStore }).store;
+    test('hold the same chunks', async () => {
+      for (const store of [sqliteStore, postgresStore()]) {
+        expect(await store.filesToEmbed(datasetId)).toEqual([]);
       }
+      const sampled = await sqliteStore.sampleFiles(datasetId, 10, 3);
+      expect(await postgresStore().sampleFiles(datasetId, 10, 3)).toEqual(sampled);
     });
 
-    test(`${mode} mode: the same answers in the same order, scores within 1e-6 (shipped calibration, exact and indexed scans)`, async () => {
-      for (const vectorScan of ['exact', 'auto', 'quantized'] as const) {
-        const options: SearchOptions = {
-          mode,
-          limit: 8,
-          similarityThreshold: 0,
-          includeMetadata: true,
-          calibration: calibrationFor('use-lite'),
-          vectorScan,
-        };
+    for (const mode of ['keyword', 'vector', 'hybrid'] as const satisfies readonly SearchMode[]) {
+      test(`${mode} mode: the same candidates with the same evidence (BM25 identical, cosines within 1e-6)`, async () => {
         for (const { text, vector } of queries) {
-          const expected = await sqliteStore.search(datasetId, vector, text, { ...options, vectorScan: 'exact' });
-          const actual = await postgresStore.search(datasetId, vector, text, options);
-          expect(actual.map((hit) => hit.document_id)).toEqual(expected.map((hit) => hit.document_id));
-          expect(actual.map((hit) => hit.metadata)).toEqual(expected.map((hit) => hit.metadata));
-          for (const [position, hit] of actual.entries()) {
-            expectClose('score', hit.similarity_score, expected[position]?.similarity_score, 1e-6);
+          const expected = await sqliteStore.candidates(datasetId, vector, text, mode, 10);
+          const actual = await postgresStore().candidates(datasetId, vector, text, mode, 10);
+          expect(actual.facts).toEqual(expected.facts);
+          const expectedRows = byRow(expected);
+          expect([...byRow(actual).keys()].sort((a, b) => a - b)).toEqual([...expectedRows.keys()].sort((a, b) => a - b));
+          for (const candidate of actual.candidates) {
+            const other = expectedRows.get(candidate.rowid);
+            expect(candidate.fileKey).toBe(other?.fileKey as string);
+            expectClose('bm25', candidate.bm25, other?.bm25, 0);
+            expectClose('matched', candidate.matched, other?.matched, 0);
+            expectClose('cosine', candidate.cosine, other?.cosine, 1e-6);
           }
         }
-      }
-    });
-  }
-});
+      });
+
+      test(`${mode} mode: the same answers in the same order, scores within 1e-6 (shipped calibration, exact and indexed scans)`, async () => {
+        for (const vectorScan of ['exact', 'auto', 'quantized'] as const) {
+          const options: SearchOptions = {
+            mode,
+            limit: 8,
+            similarityThreshold: 0,
+            includeMetadata: true,
+            calibration: calibrationFor('use-lite'),
+            vectorScan,
+          };
+          for (const { text, vector } of queries) {
+            const expected = await sqliteStore.search(datasetId, vector, text, { ...options, vectorScan: 'exact' });
+            const actual = await postgresStore().search(datasetId, vector, text, options);
+            expect(actual.map((hit) => hit.document_id)).toEqual(expected.map((hit) => hit.document_id));
+            expect(actual.map((hit) => hit.metadata)).toEqual(expected.map((hit) => hit.metadata));
+            for (const [position, hit] of actual.entries()) {
+              expectClose('score', hit.similarity_score, expected[position]?.similarity_score, 1e-6);
+            }
+          }
+        }
+      });
+    }
+  });
+}
