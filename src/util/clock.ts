@@ -1,7 +1,9 @@
 /**
- * The time, where behaviour waits on it: fixed windows (rate limits, failed attempts), heartbeats and
- * their backoff, the tunnel's reconnection backoff, the pause after a failed hub login. Production uses
- * `systemClock`; tests pass a clock they move by hand (test/fakes/clock.ts) instead of waiting.
+ * The time, wherever knode reads it: the timestamps it stores (`isoNow`), fixed windows (rate limits, failed
+ * attempts), expiries (challenges, tokens, single-use keys), heartbeats and their backoff, the tunnel's
+ * reconnection backoff, the pause after a failed hub login. Production uses `systemClock`, given once by the
+ * composition root (services.ts); tests pass a clock they move by hand (test/fakes/clock.ts) instead of
+ * waiting. No other file of src/ calls `Date.now()` or `new Date()` (test/clock-reads.test.ts).
  */
 export interface Clock {
   /** Milliseconds since the epoch. */
@@ -18,3 +20,11 @@ export const systemClock: Clock = {
     return () => clearTimeout(timer);
   },
 };
+
+/**
+ * The clock's time as knode stores it: ISO 8601 UTC with a trailing Z. A function beside the interface
+ * rather than a method of it, so that every clock (the test's, keyword-first's monotonic one) has it unasked.
+ */
+export function isoNow(clock: Clock): string {
+  return new Date(clock.now()).toISOString();
+}

@@ -3,6 +3,18 @@ import type { Clock } from '../../src/util/clock.ts';
 /** 10:00:30 UTC: half a minute away from either edge of its minute, so no fixed window turns over unasked. */
 export const CLOCK_START = Date.UTC(2026, 0, 1, 10, 0, 30);
 
+/**
+ * Half a minute into the real time's minute (in an hour's last minute, the minute before: the hour's edge is
+ * then 90 s away): where a whole app's clock starts. What other parties stamp follows the real time (a hub's
+ * token expiry, the payer's check that a challenge has not expired, a range a test asks for in January), so
+ * the app's clock must stand near it; and still no fixed window turns over unasked.
+ */
+export function nearRealTime(): number {
+  const minute = Math.floor(Date.now() / 60_000) * 60_000;
+  const lastOfHour = new Date(minute).getUTCMinutes() === 59;
+  return (lastOfHour ? minute - 60_000 : minute) + 30_000;
+}
+
 interface Timer {
   at: number;
   callback: () => void;

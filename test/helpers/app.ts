@@ -7,7 +7,7 @@ import { loadConfig } from '../../src/config.ts';
 import type { Tenant } from '../../src/domain/principal.ts';
 import type { PasswordHashCost } from '../../src/security/passwords.ts';
 import { createServices, type ServiceOptions, type Services } from '../../src/services.ts';
-import { ManualClock } from '../fakes/clock.ts';
+import { ManualClock, nearRealTime } from '../fakes/clock.ts';
 
 export interface TestUser {
   email: string;
@@ -21,7 +21,7 @@ export interface TestApp {
   app: FastifyInstance;
   services: Services;
   dataDir: string;
-  /** The app's time: it stands still at CLOCK_START (mid-minute) until the test advances it. */
+  /** The app's time, every timestamp it stores included: it stands still near the real time (mid-minute) until the test advances it. */
   clock: ManualClock;
   /** Sends a request; `token` sets the bearer header. */
   request(options: InjectOptions & { token?: string }): Promise<LightMyRequestResponse>;
@@ -61,7 +61,7 @@ export interface TestAppOptions extends Omit<ServiceOptions, 'clock'> {
 export async function createTestApp(
   env: Record<string, string> = {},
   dataDir = tempDir(),
-  { clock = new ManualClock(), ...options }: TestAppOptions = {},
+  { clock = new ManualClock(nearRealTime()), ...options }: TestAppOptions = {},
 ): Promise<TestApp> {
   const config = loadConfig({
     SVC_DATA_DIR: dataDir,
