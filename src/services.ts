@@ -185,9 +185,9 @@ export async function createServices(config: Config, options: ServiceOptions = {
   // Held before anything is recorded under this replica's id, so no other replica takes its rows for a dead one's.
   const alive = await keepReplicaAlive(leases, (error) => log.warn({ err: error }, 'the liveness lease of this replica could not be held'));
 
-  const userRepository = new UserRepository(db);
-  const tenantRepository = new TenantRepository(db);
-  const datasetRepository = new DatasetRepository(db, box);
+  const userRepository = new UserRepository(db, clock);
+  const tenantRepository = new TenantRepository(db, clock);
+  const datasetRepository = new DatasetRepository(db, box, clock);
   const modelRepository = new ModelRepository(db, box);
   const endpointRepository = new EndpointRepository(db);
   const policyRepository = new PolicyRepository(db);
@@ -391,6 +391,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
       }),
     log,
     intervalMs: 60_000,
+    clock,
   });
 
   const datasetLeases = new LeasedDatasets({
@@ -431,11 +432,12 @@ export async function createServices(config: Config, options: ServiceOptions = {
       ingestionRoots,
       datasetLeases,
       files,
+      clock,
       outbound,
       store,
       feedRepository,
     ),
-    selections: new DatasetSelectionService(db, datasetRepository, ingestionRoots, datasetLeases),
+    selections: new DatasetSelectionService(db, datasetRepository, ingestionRoots, datasetLeases, clock),
     ingestion,
     datasetLeases,
     coordination,

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Embedder } from '../embeddings/embedder.ts';
+import { type Clock, isoNow } from '../util/clock.ts';
 import { calibrationFor } from '../vectors/calibration.ts';
 import { type FittedCalibration, fitDatasetCalibration, fitIsCurrent, MIN_FILES } from '../vectors/self-calibration.ts';
 import type { VectorStore } from '../vectors/store.ts';
@@ -25,6 +26,8 @@ export class DatasetCalibrator {
       readonly log: Pick<Logger, 'info' | 'warn'>;
       /** How often datasets are looked at; 0: never by itself (tests call `check`). */
       readonly intervalMs: number;
+      /** When a fit is said to be made. */
+      readonly clock: Clock;
     },
   ) {}
 
@@ -66,7 +69,7 @@ export class DatasetCalibrator {
       shipped: calibrationFor(embedderSpec),
       source: this.deps.store,
       embed: async (texts) => (await this.deps.embedderOf(record)).embed(texts),
-      now: new Date().toISOString(),
+      now: isoNow(this.deps.clock),
     });
     if (fitted) {
       await this.deps.store.saveCalibration(record.id, fitted);

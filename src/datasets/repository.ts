@@ -1,10 +1,13 @@
-import { sql } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import { countRows } from '../db/counts.ts';
-import { type DbOrTransaction, now } from '../db/database.ts';
+import type { DbOrTransaction } from '../db/database.ts';
 import { insertWithinQuota } from '../db/quotas.ts';
+import type { Database } from '../db/schema.ts';
 import { type Window, windowed } from '../db/windows.ts';
 import type { SelectedEntry } from '../ingestion/selection-entries.ts';
 import type { SecretBox } from '../security/secret-box.ts';
+import { type Clock, isoNow, systemClock } from '../util/clock.ts';
+import type { FencingLease } from '../vectors/store.ts';
 import { DATASET_COLUMNS, DatasetCodec, type DatasetRecord, type DatasetStatus } from './codec.ts';
 import { insertEntries, selectionOf } from './selection-repository.ts';
 
@@ -40,6 +43,7 @@ export class DatasetRepository {
   constructor(
     private readonly db: DbOrTransaction,
     box: SecretBox,
+    private readonly clock: Clock = systemClock,
   ) {
     this.codec = new DatasetCodec(box);
   }
@@ -104,9 +108,24 @@ export class DatasetRepository {
     return row && this.codec.toRecord(row);
   }
 
-  /** `error` says why a dataset is in status `error`; any other status clears it. */
-  async setStatus(id: string, status: DatasetStatus, error: string | null = null): Promise<void> {
-    await this.db.updateTable('datasets').set({ status, error, updated_at: now() }).where('id', '=', id).execute();
+  /**
+   * `error` says why a dataset is in status `error`; any other status clears it. The ingestion runtime's
+   * writes are fenced with the dataset's `lease` (vectors/store.ts, FencingLease): refused once it is lost.
+   */
+  async setStatus(id: string, status: DatasetStatus, error: string | null = null, lease?: FencingLease): Promise<void> {
+    const write = (db: DbOrTransaction) =>
+      db
+        .updateTable('datasets')
+        .set({ status, error, updated_at: isoNow(this.clock) })
+        .where('id', '=', id)
+        .execute();
+    if (!lease) return void (await write(this.db));
+    const fenced = async (trx: Transaction<Database>) => {
+      await lease.fence(trx);
+      await write(trx);
+    };
+    if (this.db.isTransaction) return fenced(this.db as Transaction<Database>);
+    await this.db.transaction().execute(fenced);
   }
 
   async delete(tenantId: string, id: string): Promise<void> {

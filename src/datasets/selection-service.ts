@@ -2,13 +2,14 @@ import { readdirSync, statSync } from 'node:fs';
 import { basename, extname } from 'node:path';
 import type { Static } from 'typebox';
 import { conflictAs } from '../db/conflicts.ts';
-import { type DbOrTransaction, now } from '../db/database.ts';
+import type { DbOrTransaction } from '../db/database.ts';
 import { ConflictError, NotFoundError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
 import { Issues } from '../http/issues.ts';
 import { isHidden } from '../ingestion/folder.ts';
 import { entryOf, type SelectedEntry } from '../ingestion/selection-entries.ts';
 import type { IngestionRoots } from '../tenants/ingestion-roots.ts';
+import { type Clock, isoNow } from '../util/clock.ts';
 import { isInside, placeInside, realPath } from '../util/paths.ts';
 import type { DatasetRecord } from './codec.ts';
 import type { DatasetRepository } from './repository.ts';
@@ -40,6 +41,7 @@ export class DatasetSelectionService {
     private readonly datasets: DatasetRepository,
     private readonly roots: IngestionRoots,
     private readonly ingestion: SelectionIngestion,
+    private readonly clock: Clock,
   ) {}
 
   async list(tenant: Tenant, id: string): Promise<SelectionEntryViewData[]> {
@@ -72,7 +74,7 @@ export class DatasetSelectionService {
     const issues = new Issues();
     const added: SelectionRow[] = [];
     const taken = new Set([...selected.map((entry) => entry.prefix), ...topLevelNames(selected)]);
-    const addedAt = now();
+    const addedAt = isoNow(this.clock);
     for (const [index, path] of paths.entries()) {
       const problem = (msg: string) => issues.add(['paths', index], `'${path}': ${msg}`);
       const checked = selectable(roots, path, fileTypes);

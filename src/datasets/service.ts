@@ -1,6 +1,5 @@
 import type { Static } from 'typebox';
 import { conflictAs } from '../db/conflicts.ts';
-import { now } from '../db/database.ts';
 import type { Window } from '../db/windows.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
@@ -10,6 +9,7 @@ import type { IngestionEngine } from '../ingestion/engine.ts';
 import type { FileRepository } from '../ingestion/files-repository.ts';
 import type { OutboundPolicy } from '../outbound/reach.ts';
 import type { IngestionRoots } from '../tenants/ingestion-roots.ts';
+import { type Clock, isoNow } from '../util/clock.ts';
 import { calibrationFor } from '../vectors/calibration.ts';
 import { RANKING } from '../vectors/ranking.ts';
 import type { FittedCalibration } from '../vectors/self-calibration.ts';
@@ -42,6 +42,7 @@ export class DatasetService {
     private readonly roots: IngestionRoots,
     private readonly ingestion: Pick<IngestionEngine, 'start' | 'stop' | 'remove' | 'reindex'>,
     private readonly files: FileRepository,
+    private readonly clock: Clock,
     /** What the tenant's calls may reach: an embedder's base_url it may never call is refused when configured (outbound/). */
     private readonly outbound?: OutboundPolicy,
     /** The datasets' own calibrations (vectors/store.ts), shown in their view. */
@@ -52,7 +53,7 @@ export class DatasetService {
 
   async create(tenant: Tenant, body: Static<typeof CreateDatasetBody>): Promise<DatasetViewData> {
     const rules: DatasetRules = { ingestionRoots: await this.roots.of(tenant.id), defaultEmbedder: this.rules.defaultEmbedder };
-    const timestamp = now();
+    const timestamp = isoNow(this.clock);
     const record: DatasetRecord = {
       id: crypto.randomUUID(),
       tenant_id: tenant.id,
@@ -107,7 +108,7 @@ export class DatasetService {
       throw ValidationError.body([], 'At least one of name, summary is required', 'missing');
     }
     await conflictAs(`Dataset named '${body.name}' already exists`, () =>
-      this.datasets.update(tenant.id, id, { name: body.name, summary: body.summary, updated_at: now() }),
+      this.datasets.update(tenant.id, id, { name: body.name, summary: body.summary, updated_at: isoNow(this.clock) }),
     );
     return this.get(tenant, id);
   }

@@ -1,6 +1,6 @@
 import type { DbOrTransaction } from '../db/database.ts';
-import { now } from '../db/database.ts';
 import type { Tenant } from '../domain/principal.ts';
+import { type Clock, isoNow, systemClock } from '../util/clock.ts';
 import { ingestionRootsCodec, TENANT_COLUMNS } from './codec.ts';
 
 export interface Member {
@@ -11,10 +11,13 @@ export interface Member {
 }
 
 export class TenantRepository {
-  constructor(private readonly db: DbOrTransaction) {}
+  constructor(
+    private readonly db: DbOrTransaction,
+    private readonly clock: Clock = systemClock,
+  ) {}
 
   async create(name: string, db: DbOrTransaction = this.db): Promise<Tenant> {
-    const tenant = { id: crypto.randomUUID(), name, created_at: now() };
+    const tenant = { id: crypto.randomUUID(), name, created_at: isoNow(this.clock) };
     await db.insertInto('tenants').values(tenant).execute();
     return tenant;
   }
@@ -38,7 +41,7 @@ export class TenantRepository {
   async ensure(name: string): Promise<Tenant> {
     await this.db
       .insertInto('tenants')
-      .values({ id: crypto.randomUUID(), name, created_at: now() })
+      .values({ id: crypto.randomUUID(), name, created_at: isoNow(this.clock) })
       .onConflict((oc) => oc.doNothing())
       .execute();
     const tenant = await this.findByName(name);
@@ -74,7 +77,10 @@ export class TenantRepository {
   }
 
   async addMember(tenantId: string, userId: string, role: Member['role'], db: DbOrTransaction = this.db): Promise<void> {
-    await db.insertInto('tenant_members').values({ tenant_id: tenantId, user_id: userId, role, created_at: now() }).execute();
+    await db
+      .insertInto('tenant_members')
+      .values({ tenant_id: tenantId, user_id: userId, role, created_at: isoNow(this.clock) })
+      .execute();
   }
 
   /** True when there was such a member. */

@@ -1,5 +1,5 @@
 import type { DbOrTransaction } from '../db/database.ts';
-import { now } from '../db/database.ts';
+import { type Clock, isoNow, systemClock } from '../util/clock.ts';
 import { USER_COLUMNS } from './codec.ts';
 
 export interface User {
@@ -10,10 +10,13 @@ export interface User {
 }
 
 export class UserRepository {
-  constructor(private readonly db: DbOrTransaction) {}
+  constructor(
+    private readonly db: DbOrTransaction,
+    private readonly clock: Clock = systemClock,
+  ) {}
 
   async create(email: string, passwordHash: string, db: DbOrTransaction = this.db): Promise<User> {
-    const user = { id: crypto.randomUUID(), email, password_hash: passwordHash, created_at: now() };
+    const user = { id: crypto.randomUUID(), email, password_hash: passwordHash, created_at: isoNow(this.clock) };
     await db.insertInto('users').values(user).execute();
     return user;
   }
