@@ -83,6 +83,8 @@ describe('rss datasets in the console', () => {
     await waitForText(page, 'section[aria-labelledby="feeds-title"] .error-text', 'answered 503', 20_000);
     await waitForText(page, 'section[aria-labelledby="feeds-title"]', '1 failing: tried again at the next poll');
     await waitForText(page, 'table.files', 'post-2', 20_000);
+    // The card counts what the list shows within seconds, not at the next 15-second poll (it said "0 of 0 files").
+    await waitForText(page, 'section[aria-labelledby="progress-title"] [data-stat="indexed"]', 'of 2 files', 5_000);
     await page.screenshot({ path: join(SCREENSHOTS, '51-rss-dataset-page.png'), fullPage: true });
 
     const datasets = (await t.request({ method: 'GET', url: '/api/v1/datasets/', token: owner.token })).json();
