@@ -259,7 +259,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     keyed: feedSources,
     ...(sharedEmbedding ? { sharedEmbedding } : {}),
   });
-  const models = new ModelService(modelRepository, ingestionRoots, config.tenantQuotas.models, outbound);
+  const models = new ModelService(modelRepository, ingestionRoots, clock, config.tenantQuotas.models, outbound);
   // Loaded GGUF models are shared by every request and given back after 10 idle minutes.
   const localModels = new LocalModelRegistry();
   const modelRunner = new ModelRunnerService(models, localModels, outbound);
@@ -319,6 +319,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     datasetRepository,
     modelRepository,
     policyRepository,
+    clock,
     publishing,
     config.tenantQuotas.endpoints,
   );
@@ -358,6 +359,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
       },
     },
     outbound,
+    clock,
   );
   const walletRepository = new WalletRepository(db, box);
   const journal = new SettlementJournal(database.db, leases.holder);
@@ -445,7 +447,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     models,
     modelRunner,
     endpoints,
-    policies: new PolicyService(policyRepository, endpointRepository, publishing, config.tenantQuotas.policies),
+    policies: new PolicyService(policyRepository, endpointRepository, clock, publishing, config.tenantQuotas.policies),
     marketplaces,
     publishing,
     hubs,
@@ -465,7 +467,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     }),
     usage: new UsageService(endpointRepository, usageRepository),
     analytics,
-    wallets: new WalletService(walletRepository, outbound),
+    wallets: new WalletService(walletRepository, clock, outbound),
     payments,
     settlements,
     ingestionRoots,

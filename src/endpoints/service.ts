@@ -2,7 +2,6 @@ import type { Static } from 'typebox';
 import { type DatasetRecord, datasetConfigurationView } from '../datasets/codec.ts';
 import type { DatasetRepository } from '../datasets/repository.ts';
 import { conflictAs } from '../db/conflicts.ts';
-import { now } from '../db/database.ts';
 import type { Window } from '../db/windows.ts';
 import { NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
@@ -12,6 +11,7 @@ import type { Listed } from '../http/pagination.ts';
 import { type ModelRecord, modelConfigurationView } from '../models/codec.ts';
 import type { ModelRepository } from '../models/repository.ts';
 import type { PolicyRepository } from '../policies/repository.ts';
+import { type Clock, isoNow } from '../util/clock.ts';
 import type { EndpointRecord } from './codec.ts';
 import type { ArchivedFilter, EndpointRepository } from './repository.ts';
 import type { CreatedEndpointView, CreateEndpointBody, EndpointDetail, EndpointListItem, UpdateEndpointBody } from './schemas.ts';
@@ -26,6 +26,7 @@ export class EndpointService {
     private readonly datasets: DatasetRepository,
     private readonly models: ModelRepository,
     private readonly policies: PolicyRepository,
+    private readonly clock: Clock,
     private readonly publications?: Publications,
     /** How many endpoints a tenant may have (SVC_TENANT_QUOTAS; 0: no limit). */
     private readonly quota = 0,
@@ -39,7 +40,7 @@ export class EndpointService {
     if (datasetId && !(await this.datasets.get(tenant.id, datasetId))) throw new NotFoundError(`Dataset '${datasetId}' not found`);
     if (modelId && !(await this.models.get(tenant.id, modelId))) throw new NotFoundError(`Model '${modelId}' not found`);
     const slug = body.slug.toLowerCase();
-    const timestamp = now();
+    const timestamp = isoNow(this.clock);
     const row: EndpointRecord = {
       id: crypto.randomUUID(),
       tenant_id: tenant.id,
@@ -128,7 +129,7 @@ export class EndpointService {
       summary: body.summary,
       description: body.description,
       generation_defaults: body.generation_defaults,
-      updated_at: now(),
+      updated_at: isoNow(this.clock),
     });
     if (described) this.publications?.refresh(tenant, row.id);
     return this.get(tenant, slug);
@@ -143,7 +144,7 @@ export class EndpointService {
   async archive(tenant: Tenant, slug: string): Promise<Detail> {
     const row = await this.require(tenant, slug);
     if (!row.archived_at) {
-      const timestamp = now();
+      const timestamp = isoNow(this.clock);
       await this.endpoints.update(tenant.id, row.id, { archived_at: timestamp, updated_at: timestamp });
     }
     await this.publications?.settleArchive(tenant, row.id);
@@ -153,7 +154,7 @@ export class EndpointService {
   /** Takes the endpoint out of the archive: it answers again and is published again where it was (retried likewise). */
   async unarchive(tenant: Tenant, slug: string): Promise<Detail> {
     const row = await this.require(tenant, slug);
-    if (row.archived_at) await this.endpoints.update(tenant.id, row.id, { archived_at: null, updated_at: now() });
+    if (row.archived_at) await this.endpoints.update(tenant.id, row.id, { archived_at: null, updated_at: isoNow(this.clock) });
     await this.publications?.settleArchive(tenant, row.id);
     return this.get(tenant, slug);
   }

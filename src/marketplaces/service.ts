@@ -1,6 +1,6 @@
 import type { Static } from 'typebox';
 import { conflictAs } from '../db/conflicts.ts';
-import { type Db, inTransaction, now } from '../db/database.ts';
+import { type Db, inTransaction } from '../db/database.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
 import { outboundFetch } from '../outbound/fetch.ts';
@@ -9,6 +9,7 @@ import type { SecretBox } from '../security/secret-box.ts';
 import { hubAccountKey } from '../syfthub/account.ts';
 import { type AccountingService, HttpAccountingService } from '../syfthub/accounting-service.ts';
 import type { HubClients } from '../syfthub/hub-client.ts';
+import { type Clock, isoNow } from '../util/clock.ts';
 import type { MarketplaceRecord } from './codec.ts';
 import type { MarketplaceRepository } from './repository.ts';
 import type { CreateMarketplaceBody, MarketplaceView, UpdateMarketplaceBody } from './schemas.ts';
@@ -39,6 +40,7 @@ export class MarketplaceService {
     private readonly hooks: MarketplaceHooks | undefined,
     /** What the tenant's calls may reach: its hub and accounting service are called through the outbound module. */
     private readonly outbound: OutboundPolicy,
+    private readonly clock: Clock,
   ) {}
 
   /** The first marketplace of a tenant becomes its default; `is_default: true` moves the default here. */
@@ -53,7 +55,7 @@ export class MarketplaceService {
     const account = hubAccountKey(url, body.username);
     await this.requireFreeAccount(tenant, account, undefined); // before the login, which the hub rations
     await this.hubs.connect(id, { name: body.name, url, username: body.username, password: body.password }, tenant.id);
-    const timestamp = now();
+    const timestamp = isoNow(this.clock);
     const record: MarketplaceRecord = {
       id,
       tenant_id: tenant.id,
@@ -140,7 +142,7 @@ export class MarketplaceService {
 
   /** The record's columns the body sets (secrets sealed, addresses without a trailing slash), stamped now. */
   private fieldChanges(body: Static<typeof UpdateMarketplaceBody>, url: string | undefined): Partial<MarketplaceRecord> {
-    const changes: Partial<MarketplaceRecord> = { updated_at: now() };
+    const changes: Partial<MarketplaceRecord> = { updated_at: isoNow(this.clock) };
     if (body.name !== undefined) changes.name = body.name;
     if (url !== undefined) changes.url = url;
     if (body.username !== undefined) changes.username = body.username;

@@ -1,11 +1,11 @@
 import type { Static } from 'typebox';
-import { now } from '../db/database.ts';
 import type { Window } from '../db/windows.ts';
 import { ConflictError, NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
 import type { Listed } from '../http/pagination.ts';
 import type { OutboundPolicy } from '../outbound/reach.ts';
 import { keepMaskedSecrets } from '../security/secret-config.ts';
+import { type Clock, isoNow } from '../util/clock.ts';
 import { type ModelConfiguration, type ModelRecord, modelConfigurationView } from './codec.ts';
 import { normalizeModelSettings } from './configuration.ts';
 import type { ModelRepository } from './repository.ts';
@@ -18,6 +18,7 @@ export class ModelService {
     private readonly models: ModelRepository,
     /** The folders a tenant's local model files must lie in: the folders it may index (tenants/ingestion-roots.ts). */
     private readonly roots: { of(tenantId: string): Promise<string[]> },
+    private readonly clock: Clock,
     /** How many models a tenant may have (SVC_TENANT_QUOTAS; 0: no limit). */
     private readonly quota = 0,
     /** What the tenant's calls may reach: a base_url it may never call is refused when it is configured (outbound/). */
@@ -25,7 +26,7 @@ export class ModelService {
   ) {}
 
   async create(tenant: Tenant, body: Static<typeof CreateModelBody>): Promise<ModelViewData> {
-    const timestamp = now();
+    const timestamp = isoNow(this.clock);
     const record: ModelRecord = {
       id: crypto.randomUUID(),
       tenant_id: tenant.id,
@@ -62,7 +63,7 @@ export class ModelService {
       await this.checkAddress(tenant, configuration);
     }
     await this.models.update(tenant.id, id, {
-      updated_at: now(),
+      updated_at: isoNow(this.clock),
       ...(body.name !== undefined ? { name: body.name } : {}),
       ...(configuration !== undefined ? { configuration } : {}),
     });

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Static } from 'typebox';
-import { now } from '../db/database.ts';
 import { NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
 import type { OutboundPolicy } from '../outbound/reach.ts';
 import { keepMaskedSecrets, maskedSecretKeys, maskSecrets } from '../security/secret-config.ts';
+import { type Clock, isoNow } from '../util/clock.ts';
 import type { PaymentWallet } from './codec.ts';
 import type { WalletRepository } from './repository.ts';
 import type { WalletBody, WalletView } from './schemas.ts';
@@ -20,6 +20,7 @@ export type WalletViewData = Static<typeof WalletView>;
 export class WalletService {
   constructor(
     private readonly wallets: WalletRepository,
+    private readonly clock: Clock,
     /** What the tenant's calls may reach: an RPC it may never call is refused when it is set (outbound/). */
     private readonly outbound?: OutboundPolicy,
   ) {}
@@ -41,7 +42,7 @@ export class WalletService {
       const refused = (await this.outbound.forTenant(tenant.id)).hostRefusal(new URL(rpcUrl).hostname);
       if (refused) throw ValidationError.body('rpc_url', refused, 'url_refused');
     }
-    const timestamp = now();
+    const timestamp = isoNow(this.clock);
     const wallet: PaymentWallet = {
       tenant_id: tenant.id,
       wallet_address: body.wallet_address as `0x${string}`,

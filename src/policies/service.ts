@@ -1,11 +1,11 @@
 import type { Static } from 'typebox';
-import { now } from '../db/database.ts';
 import type { Window } from '../db/windows.ts';
 import { type EndpointShape, generates, searches } from '../domain/endpoint-shape.ts';
 import { NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
 import type { Publications } from '../domain/publications.ts';
 import type { Listed } from '../http/pagination.ts';
+import { type Clock, isoNow } from '../util/clock.ts';
 import type { PolicyConfiguration, PolicyRecord, PolicySettings } from './codec.ts';
 import { normalizePolicySettings } from './configuration.ts';
 import type { PolicyRepository } from './repository.ts';
@@ -18,6 +18,7 @@ export class PolicyService {
     private readonly policies: PolicyRepository,
     /** The endpoint a policy attaches to, in its tenant (the endpoints' repository). */
     private readonly endpoints: { getById(tenantId: string, id: string): Promise<EndpointShape | undefined> },
+    private readonly clock: Clock,
     /** Published endpoints carry their policies to the marketplace: a change is sent there too. */
     private readonly publications?: Pick<Publications, 'refresh'>,
     /** How many policies an endpoint may have (SVC_TENANT_QUOTAS; 0: no limit). */
@@ -29,7 +30,7 @@ export class PolicyService {
     if (!endpoint) throw new NotFoundError(`Endpoint '${body.endpoint_id}' not found`);
     const settings = normalizePolicySettings(body.policy_type, body.configuration);
     checkFitsEndpoint(settings, endpoint);
-    const timestamp = now();
+    const timestamp = isoNow(this.clock);
     const record: PolicyRecord = {
       id: crypto.randomUUID(),
       tenant_id: tenant.id,
@@ -68,7 +69,7 @@ export class PolicyService {
       configuration = settings.configuration;
     }
     await this.policies.update(tenant.id, id, {
-      updated_at: now(),
+      updated_at: isoNow(this.clock),
       ...(body.name !== undefined ? { name: body.name } : {}),
       ...(configuration !== undefined ? { configuration } : {}),
     });
