@@ -28,7 +28,11 @@ export interface SelectionEntry {
 
 /** What the engine does for one dataset (ingestion/engine.ts implements it). */
 export interface DatasetIngestion {
-  start(datasetId: string): Promise<void>;
+  /**
+   * Runs the dataset here under its `lease`: every write its runtime makes because it holds the lease is
+   * fenced with it (Lease.fence), so a replica paused past the TTL writes nothing once another took over.
+   */
+  start(datasetId: string, lease?: Lease): Promise<void>;
   stop(datasetId: string, status?: 'stopped' | null): Promise<void>;
   remove(datasetId: string): Promise<void>;
   reindex(datasetId: string): Promise<void>;
@@ -165,7 +169,8 @@ export class LeasedDatasets implements DatasetIngestion {
     if (!kept) return this.keep(datasetId);
     await kept.firstAttempt;
     // Held: started again (a dataset in error is retried; a running one is left as it is).
-    if (kept.keeping.lease) await this.deps.engine.start(datasetId);
+    const lease = kept.keeping.lease;
+    if (lease) await this.deps.engine.start(datasetId, lease);
   }
 
   /**
@@ -212,7 +217,7 @@ export class LeasedDatasets implements DatasetIngestion {
           { once: true },
         );
         try {
-          await engine.start(datasetId);
+          await engine.start(datasetId, lease);
         } finally {
           answered();
         }

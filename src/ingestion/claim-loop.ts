@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { isInsideAny } from '../util/paths.ts';
-import type { DatasetRuntime, TenantRoots } from './dataset-runtime.ts';
+import { type DatasetRuntime, leaseLost, type TenantRoots } from './dataset-runtime.ts';
 import type { ClaimedFile, FileRepository } from './files-repository.ts';
 
 /** Files of one dataset claimed at once (rows only: a file's text is in memory only while it holds a parse turn). */
@@ -63,21 +63,31 @@ export class ClaimLoop {
    * starts them. Rounds go on while anything was claimed; a finished file starts the next round.
    */
   private async claimRound(): Promise<number> {
-    const { files, claimed: start } = this.deps;
     let claimed = 0;
     for (const runtime of this.deps.running()) {
       const room = DATASET_FILES_IN_FLIGHT - runtime.jobs.size;
-      if (runtime.stopped || room <= 0) continue;
-      const batch = await files.claim([runtime.datasetId], Math.min(room, CLAIM_FILES));
-      if (batch.length === 0) continue;
-      claimed += batch.length;
-      if (runtime.stopped || !(await this.refreshRoots(runtime))) {
-        for (const file of batch) await files.release(file);
-        continue;
+      if (runtime.stopped || room <= 0 || leaseLost(runtime)) continue;
+      try {
+        claimed += await this.claimFor(runtime, room);
+      } catch (error) {
+        // A claim (or release) refused because the dataset's lease was lost: the dataset stops here, the others go on.
+        if (!leaseLost(runtime)) throw error;
       }
-      for (const file of batch) start(runtime, file);
     }
     return claimed;
+  }
+
+  /** The dataset's turn: a few of its queued files claimed under its lease, and started; how many were claimed. */
+  private async claimFor(runtime: DatasetRuntime, room: number): Promise<number> {
+    const { files, claimed: start } = this.deps;
+    const batch = await files.claim([runtime.datasetId], Math.min(room, CLAIM_FILES), runtime.lease);
+    if (batch.length === 0) return 0;
+    if (runtime.stopped || !(await this.refreshRoots(runtime))) {
+      for (const file of batch) await files.release(file, runtime.lease);
+      return batch.length;
+    }
+    for (const file of batch) start(runtime, file);
+    return batch.length;
   }
 
   /** The operator may have taken a root away from the tenant since the dataset started. */

@@ -4,7 +4,7 @@ import type { Config } from '../config.ts';
 import { errorMessage } from '../domain/errors.ts';
 import { datasetEmbedder, type Embedder, type EmbedderOutbound } from '../embeddings/embedder.ts';
 import { SerialQueue } from '../util/serial-queue.ts';
-import type { VectorStore } from '../vectors/store.ts';
+import type { FencingLease, VectorStore } from '../vectors/store.ts';
 import type { EmbeddingLane } from './embedding-lane.ts';
 import type { EmbeddingPhase } from './embedding-phase.ts';
 import type { ClaimedFile, FileRepository } from './files-repository.ts';
@@ -20,6 +20,11 @@ import { type CheckedEntry, checkEntry, entryOf, type SelectedEntry } from './se
  * loaded, folder watched and scanned, embedding resumed), stopped, reindexed, refused when its folder may
  * no longer be read, and all stopped when knode closes. The parts of ingestion (folder-sync.ts,
  * claim-loop.ts, keyword-phase.ts, embedding-phase.ts) act on the runtimes registered here.
+ *
+ * A runtime runs under the dataset's lease (coordination/dataset-leases.ts hands it over; on a single node
+ * the local one): every write it makes because it holds the lease (file rows, chunks, the dataset's status)
+ * is fenced with it, and refused once the lease is lost. The runtime then writes nothing more, logs no
+ * failure and marks nothing failed: the replica that took the dataset over queues its files again at its start.
  */
 
 /** Where a keyed dataset's documents are read from: no folder, no roots (they are handed over as bytes). */
@@ -59,6 +64,8 @@ export interface DatasetRuntime {
   readonly keyed?: KeyedSources;
   /** The keyed source's poller, stopped with the dataset. */
   source?: KeyedSourceHandle;
+  /** The dataset's lease this runtime runs under, which its writes are fenced with; none when started without one (tests). */
+  readonly lease?: FencingLease;
   stopped: boolean;
 }
 
@@ -91,17 +98,26 @@ export function cancelJobs(runtime: DatasetRuntime, cause: CancelCause, matches:
   for (const job of runtime.jobs) if (matches(job)) job.controller.abort(new Cancelled(cause));
 }
 
-/** A file that cannot be indexed has no chunks: whatever an older version left is removed. */
+/**
+ * Whether the lease the runtime runs under is lost (taken over, not renewed in time, released): it writes
+ * nothing more, and coordination/dataset-leases.ts stops it.
+ */
+export function leaseLost(runtime: { readonly lease?: FencingLease }): boolean {
+  return runtime.lease?.signal.aborted === true;
+}
+
+/** A file that cannot be indexed has no chunks: whatever an older version left is removed (fenced with `lease`). */
 export function failFile(
   index: { readonly files: FileRepository; readonly store: VectorStore },
   serial: SerialQueue,
   file: { datasetId: string; path: string; generation: number },
   reason: string,
+  lease?: FencingLease,
 ): Promise<void> {
   return serial.run(async () => {
     if ((await index.files.generationOf(file.datasetId, file.path)) !== file.generation) return;
-    await index.store.retireFile(file.datasetId, file.path);
-    await index.files.failed(file, reason);
+    await index.store.retireFile(file.datasetId, file.path, lease);
+    await index.files.failed(file, reason, lease);
   });
 }
 
@@ -126,7 +142,8 @@ export interface DatasetRuntimesDeps {
 /** The running datasets of one engine, by id. */
 export class DatasetRuntimes {
   private readonly runtimes = new Map<string, DatasetRuntime>();
-  private readonly starting = new Map<string, Promise<void>>();
+  /** Datasets starting now, and the lease each start runs under. */
+  private readonly starting = new Map<string, { readonly done: Promise<void>; readonly lease: FencingLease | undefined }>();
   /** The selection change each dataset is following now (selectionChanged). */
   private readonly selecting = new Map<string, Promise<void>>();
 
@@ -149,74 +166,101 @@ export class DatasetRuntimes {
     await Promise.all(active.map((dataset) => this.start(dataset.id)));
   }
 
-  /** Starts (or resumes) a dataset: status `starting`, then `running` once its folder scan is queued. */
-  start(datasetId: string): Promise<void> {
-    if (this.deps.closing.aborted || this.runtimes.has(datasetId)) return Promise.resolve();
-    let starting = this.starting.get(datasetId);
-    if (!starting) {
-      starting = this.startNow(datasetId).finally(() => this.starting.delete(datasetId));
-      this.starting.set(datasetId, starting);
+  /**
+   * Starts (or resumes) a dataset under its `lease`: status `starting`, then `running` once its folder scan is
+   * queued. A runtime (or a start) under a lease since lost is replaced by one under the new lease.
+   */
+  start(datasetId: string, lease?: FencingLease): Promise<void> {
+    const running = this.runtimes.get(datasetId);
+    if (this.deps.closing.aborted || (running && !leaseLost(running))) return Promise.resolve();
+    const starting = this.starting.get(datasetId);
+    if (starting && starting.lease !== lease && starting.lease?.signal.aborted) {
+      return starting.done.then(() => this.start(datasetId, lease));
     }
-    return starting;
+    if (starting) return starting.done;
+    const done = this.startNow(datasetId, lease).finally(() => this.starting.delete(datasetId));
+    this.starting.set(datasetId, { done, lease });
+    return done;
   }
 
-  private async startNow(datasetId: string): Promise<void> {
-    const { datasets, files, store, config, log, closing, embedding } = this.deps;
+  private async startNow(datasetId: string, lease: FencingLease | undefined): Promise<void> {
+    const { datasets, closing, log } = this.deps;
+    const stale = this.runtimes.get(datasetId);
+    if (stale) await this.shutDown(stale, 'stopped'); // its lease was lost: this start runs under the new one
     const row = await datasets.getAnyTenant(datasetId);
     if (!row) return;
-    await datasets.setStatus(datasetId, 'starting');
-    let runtime: DatasetRuntime | undefined;
+    await datasets.setStatus(datasetId, 'starting', null, lease).catch((error: unknown) => {
+      if (!lease?.signal.aborted) throw error;
+    });
+    if (lease?.signal.aborted) return; // lost already: the replica that took the dataset over starts it
+    const started: { runtime?: DatasetRuntime } = {};
     try {
-      const { configuration } = row;
-      const keyed = this.keyedSourceOf(row);
-      // A keyed dataset has no folder: its documents come from its source, read through `keyed`.
-      const folder = keyed ? NO_FOLDER : await this.checkSelection(row.tenant_id, await datasets.selection(datasetId));
-      if ('refused' in folder) {
-        log.warn({ dataset: datasetId, reason: folder.refused }, 'dataset folder refused');
-        await datasets.setStatus(datasetId, 'error', folder.refused);
-        return;
-      }
-      const embedder = await datasetEmbedder(configuration, {
-        dataDir: config.dataDir,
-        allowDownload: config.allowModelDownload,
-        outbound: await this.deps.outbound(row.tenant_id),
-      });
-      if (closing.aborted) return; // it resumes at the next start-up (its status is still `starting`)
-      await store.createDatasetIndex(datasetId, embedder.dimension);
-      await files.requeueInterrupted(datasetId);
-      const serial = new SerialQueue();
-      const jobs = new Set<FileJob>();
-      // The lane reports to whichever runtime of the dataset is registered when its vectors are written.
-      const lane = embedding.laneFor(datasetId, embedder, serial, () => this.runtimes.get(datasetId)?.progress);
-      runtime = {
-        datasetId,
-        tenantId: row.tenant_id,
-        entries: folder.entries,
-        roots: folder.roots,
-        fileTypes: new Set(keyed ? [] : configuration.fileTypes),
-        chunkSize: configuration.chunkSize,
-        chunkOverlap: configuration.chunkOverlap,
-        embedder,
-        serial,
-        jobs,
-        lane,
-        progress: new ProgressLog({ datasetId, log, store, busy: () => jobs.size > 0 || lane.size > 0 }),
-        stopped: false,
-        ...(keyed ? { keyed } : {}),
-      };
-      await this.openDocuments(runtime, row);
-      if (runtime.stopped || closing.aborted) return; // stopped (or the engine closed) while the folder was scanned
-      await embedding.resume(datasetId, runtime.lane);
-      await datasets.setStatus(datasetId, 'running');
-      const selection = runtime.entries.map((entry) => entry.path);
-      log.info({ dataset: datasetId, selection, embedder: embedder.id }, 'dataset ingestion started');
-      this.deps.kick();
+      await this.launch(datasetId, row, lease, started);
     } catch (error) {
+      const { runtime } = started;
       if (closing.aborted && !runtime) return; // the database may be closed already
-      log.error({ dataset: datasetId, err: error }, 'dataset could not start');
+      // Lost while starting (a write was refused): nothing is written, the replica that took it over starts it.
+      if (!lease?.signal.aborted) log.error({ dataset: datasetId, err: error }, 'dataset could not start');
       if (runtime) await this.shutDown(runtime, 'stopped');
-      await datasets.setStatus(datasetId, 'error', `the dataset could not start: ${errorMessage(error)}`);
+      if (lease?.signal.aborted) return;
+      await datasets.setStatus(datasetId, 'error', `the dataset could not start: ${errorMessage(error)}`, lease);
     }
+  }
+
+  /** Checks the selection, loads the embedder, opens the index and the documents: the dataset runs (`started.runtime`). */
+  private async launch(
+    datasetId: string,
+    row: IngestedDataset,
+    lease: FencingLease | undefined,
+    started: { runtime?: DatasetRuntime },
+  ): Promise<void> {
+    const { datasets, files, store, config, log, closing, embedding } = this.deps;
+    const { configuration } = row;
+    const keyed = this.keyedSourceOf(row);
+    // A keyed dataset has no folder: its documents come from its source, read through `keyed`.
+    const folder = keyed ? NO_FOLDER : await this.checkSelection(row.tenant_id, await datasets.selection(datasetId));
+    if ('refused' in folder) {
+      log.warn({ dataset: datasetId, reason: folder.refused }, 'dataset folder refused');
+      await datasets.setStatus(datasetId, 'error', folder.refused, lease);
+      return;
+    }
+    const embedder = await datasetEmbedder(configuration, {
+      dataDir: config.dataDir,
+      allowDownload: config.allowModelDownload,
+      outbound: await this.deps.outbound(row.tenant_id),
+    });
+    if (closing.aborted) return; // it resumes at the next start-up (its status is still `starting`)
+    await store.createDatasetIndex(datasetId, embedder.dimension, lease);
+    await files.requeueInterrupted(datasetId, lease);
+    const serial = new SerialQueue();
+    const jobs = new Set<FileJob>();
+    // The lane reports to whichever runtime of the dataset is registered when its vectors are written.
+    const lane = embedding.laneFor(datasetId, embedder, serial, () => this.runtimes.get(datasetId)?.progress);
+    const runtime: DatasetRuntime = {
+      datasetId,
+      tenantId: row.tenant_id,
+      entries: folder.entries,
+      roots: folder.roots,
+      fileTypes: new Set(keyed ? [] : configuration.fileTypes),
+      chunkSize: configuration.chunkSize,
+      chunkOverlap: configuration.chunkOverlap,
+      embedder,
+      serial,
+      jobs,
+      lane,
+      progress: new ProgressLog({ datasetId, log, store, busy: () => jobs.size > 0 || lane.size > 0 }),
+      stopped: false,
+      ...(keyed ? { keyed } : {}),
+      ...(lease ? { lease } : {}),
+    };
+    started.runtime = runtime;
+    await this.openDocuments(runtime, row);
+    if (runtime.stopped || closing.aborted) return; // stopped (or the engine closed) while the folder was scanned
+    await embedding.resume(datasetId, runtime.lane);
+    await datasets.setStatus(datasetId, 'running', null, lease);
+    const selection = runtime.entries.map((entry) => entry.path);
+    log.info({ dataset: datasetId, selection, embedder: embedder.id }, 'dataset ingestion started');
+    this.deps.kick();
   }
 
   /** The keyed source of a dataset whose documents are kept by key (an `rss` dataset's feeds), if it is one. */
@@ -272,7 +316,7 @@ export class DatasetRuntimes {
   }
 
   private async followSelection(datasetId: string, removed: readonly SelectedEntry[]): Promise<void> {
-    await this.starting.get(datasetId);
+    await this.starting.get(datasetId)?.done;
     const { datasets, folders } = this.deps;
     const row = await datasets.getAnyTenant(datasetId);
     if (!row || this.keyedSourceOf(row)) return;
@@ -315,8 +359,9 @@ export class DatasetRuntimes {
   async stop(datasetId: string, status: 'stopped' | null = 'stopped'): Promise<void> {
     // A dataset still scanning its folder is registered already: it stops at the next file, not after the scan.
     await this.stopRuntime(datasetId, 'stopped');
-    await this.starting.get(datasetId);
+    await this.starting.get(datasetId)?.done;
     await this.stopRuntime(datasetId, 'stopped');
+    // The status asked for (by the API, wherever the runtime ran): not a write of the lease holder's, so not fenced.
     if (status) await this.deps.datasets.setStatus(datasetId, status);
   }
 
@@ -337,7 +382,7 @@ export class DatasetRuntimes {
    * (status `error`), and one that now leads to another allowed folder is watched and read from there.
    */
   async reindex(datasetId: string): Promise<void> {
-    await this.starting.get(datasetId);
+    await this.starting.get(datasetId)?.done;
     const runtime = this.runtimes.get(datasetId);
     if (runtime && !runtime.keyed) {
       const folder = await this.checkSelection(runtime.tenantId, await this.deps.datasets.selection(datasetId));
@@ -345,12 +390,13 @@ export class DatasetRuntimes {
       const moved = (entry: RuntimeEntry, index: number) => entry.path !== runtime.entries[index]?.path;
       if (folder.entries.length !== runtime.entries.length || folder.entries.some(moved)) {
         await this.shutDown(runtime, 'stopped');
-        await this.deps.files.requeueAll(datasetId);
-        return this.start(datasetId);
+        await this.deps.files.requeueAll(datasetId, runtime.lease);
+        return this.start(datasetId, runtime.lease);
       }
       runtime.roots = folder.roots;
     }
-    await this.deps.files.requeueAll(datasetId);
+    // Asked of a dataset that runs nowhere here, the files are queued again in the shared queue, unfenced.
+    await this.deps.files.requeueAll(datasetId, runtime?.lease);
     runtime?.lane.forget(() => true);
     this.deps.kick();
   }
@@ -359,7 +405,7 @@ export class DatasetRuntimes {
   async refuse(runtime: DatasetRuntime, reason: string): Promise<void> {
     this.deps.log.warn({ dataset: runtime.datasetId, reason }, 'dataset folder refused');
     await this.shutDown(runtime, 'stopped');
-    await this.deps.datasets.setStatus(runtime.datasetId, 'error', reason);
+    await this.deps.datasets.setStatus(runtime.datasetId, 'error', reason, runtime.lease);
   }
 
   /**
@@ -371,7 +417,7 @@ export class DatasetRuntimes {
     await stopAll(); // running datasets, and those still scanning their folder
     // A dataset whose embedder is still loading (or whose model server does not answer) is not waited
     // for long: it never touches the database once the engine is closed, and resumes at the next start-up.
-    await Promise.race([Promise.allSettled([...this.starting.values()]), delay(STARTING_WAIT_MS)]);
+    await Promise.race([Promise.allSettled([...this.starting.values()].map((starting) => starting.done)), delay(STARTING_WAIT_MS)]);
     await stopAll();
   }
 

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { EmbedderOutbound } from '../embeddings/embedder.ts';
-import type { VectorStore } from '../vectors/store.ts';
+import type { FencingLease, VectorStore } from '../vectors/store.ts';
 import { ClaimLoop } from './claim-loop.ts';
 import { DatasetRuntimes, type TenantRoots } from './dataset-runtime.ts';
 import { EmbeddingPhase, type SharedWindows } from './embedding-phase.ts';
@@ -128,9 +128,13 @@ export class IngestionEngine {
     return this.runtimes.resumeAll();
   }
 
-  /** Starts (or resumes) a dataset: status `starting`, then `running` once its folder scan is queued. */
-  start(datasetId: string): Promise<void> {
-    return this.runtimes.start(datasetId);
+  /**
+   * Starts (or resumes) a dataset: status `starting`, then `running` once its folder scan is queued. Its
+   * runtime's writes are fenced with `lease`, the dataset's (coordination/dataset-leases.ts): refused, and
+   * the runtime stopped, once another replica took the dataset over.
+   */
+  start(datasetId: string, lease?: FencingLease): Promise<void> {
+    return this.runtimes.start(datasetId, lease);
   }
 
   /** Pauses a dataset: no watching, no indexing; its index stays searchable. Work in progress is cancelled. */

@@ -2,6 +2,7 @@ import { type SqlBool, sql } from 'kysely';
 import type { Db, DbOrTransaction } from '../db/database.ts';
 import { isPostgres, now } from '../db/database.ts';
 import type { DatasetFileTable } from '../db/schema.ts';
+import type { FencingLease } from '../vectors/store.ts';
 import type { FileFacts } from './folder.ts';
 
 export type FileRow = Omit<DatasetFileTable, 'generation' | 'chunks_embedded'> & { generation: number; chunks_embedded: number };
@@ -24,43 +25,61 @@ export interface SearchableFile {
  * The per-file state of every dataset, which is also the durable job queue: a `queued` row is work to
  * do (parsing, then the keyword index), a `searchable` row waits for its vectors; both survive a crash
  * or restart. Every change seen on disk bumps the row's generation.
+ *
+ * The writes a dataset's runtime makes because it holds the dataset's lease take that `lease`: each is then
+ * fenced first in its transaction (vectors/store.ts, FencingLease), and refused, changing nothing, once the
+ * lease is lost. Without one (the API's own writes, tests) they run as they are.
  */
 export class FileRepository {
   constructor(private readonly db: Db) {}
+
+  /** `work` in a transaction fenced with `lease`, or on the database as it is without one. */
+  private fenced<T>(lease: FencingLease | undefined, work: (db: DbOrTransaction) => Promise<T>): Promise<T> {
+    if (!lease) return work(this.db);
+    return this.db.transaction().execute(async (trx) => {
+      await lease.fence(trx);
+      return work(trx);
+    });
+  }
 
   /**
    * Records a file seen on disk. It is queued when new, changed (size or time), unfinished, or removed
    * before; a file already indexed or failed with the same facts is left alone (nothing to redo).
    */
-  async seen(datasetId: string, file: FileFacts): Promise<boolean> {
-    return recordSeen(this.db, datasetId, file);
+  async seen(datasetId: string, file: FileFacts, lease?: FencingLease): Promise<boolean> {
+    return this.fenced(lease, (db) => recordSeen(db, datasetId, file));
   }
 
   /** `seen` for several files in one transaction: a folder's scan commits once per batch, not once per file. */
-  async seenAll(datasetId: string, files: readonly FileFacts[]): Promise<void> {
+  async seenAll(datasetId: string, files: readonly FileFacts[], lease?: FencingLease): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
+      await lease?.fence(trx);
       for (const file of files) await recordSeen(trx, datasetId, file);
     });
   }
 
   /** Every file of the dataset is indexed again from scratch (its hash forgotten). */
-  async requeueAll(datasetId: string): Promise<void> {
-    await this.db
-      .updateTable('dataset_files')
-      .set({ status: 'queued', content_hash: null, error: null, generation: sql`generation + 1`, updated_at: now() })
-      .where('dataset_id', '=', datasetId)
-      .where('status', '!=', 'removed')
-      .execute();
+  async requeueAll(datasetId: string, lease?: FencingLease): Promise<void> {
+    await this.fenced(lease, (db) =>
+      db
+        .updateTable('dataset_files')
+        .set({ status: 'queued', content_hash: null, error: null, generation: sql`generation + 1`, updated_at: now() })
+        .where('dataset_id', '=', datasetId)
+        .where('status', '!=', 'removed')
+        .execute(),
+    );
   }
 
-  /** Work interrupted by a crash or a stop is simply queued again. */
-  async requeueInterrupted(datasetId: string): Promise<void> {
-    await this.db
-      .updateTable('dataset_files')
-      .set({ status: 'queued', updated_at: now() })
-      .where('dataset_id', '=', datasetId)
-      .where('status', '=', 'indexing')
-      .execute();
+  /** Work interrupted by a crash or a stop (or by the loss of the dataset's lease elsewhere) is simply queued again. */
+  async requeueInterrupted(datasetId: string, lease?: FencingLease): Promise<void> {
+    await this.fenced(lease, (db) =>
+      db
+        .updateTable('dataset_files')
+        .set({ status: 'queued', updated_at: now() })
+        .where('dataset_id', '=', datasetId)
+        .where('status', '=', 'indexing')
+        .execute(),
+    );
   }
 
   /** Paths the index knows as present (anything not removed). */
@@ -96,10 +115,15 @@ export class FileRepository {
    * taken twice and a second claim takes the next files instead of waiting. Read-then-update was safe on
    * SQLite only because its one connection runs one claim at a time (measured on PostgreSQL without the
    * locks: 20 claims of 3 files took the same files up to 60 times).
+   *
+   * Fenced with the dataset's `lease`: a former holder claims nothing once its successor started, whose
+   * start queued again whatever was claimed before it (requeueInterrupted); a claim made after that would
+   * stay `indexing` with nobody to finish or release it.
    */
-  async claim(datasetIds: readonly string[], limit: number): Promise<ClaimedFile[]> {
+  async claim(datasetIds: readonly string[], limit: number, lease?: FencingLease): Promise<ClaimedFile[]> {
     if (datasetIds.length === 0) return [];
     return this.db.transaction().execute(async (trx) => {
+      await lease?.fence(trx);
       const shared = isPostgres(trx);
       const first = await trx
         .selectFrom('dataset_files')
@@ -161,21 +185,23 @@ export class FileRepository {
    * The file's chunks are keyword-searchable now (`indexed` at once when it has none), unless it changed
    * while they were made (then it stays queued).
    */
-  async searchable(file: ClaimedFile, contentHash: string, chunks: number): Promise<boolean> {
-    const result = await this.db
-      .updateTable('dataset_files')
-      .set({
-        status: chunks > 0 ? 'searchable' : 'indexed',
-        content_hash: contentHash,
-        chunks,
-        chunks_embedded: 0,
-        error: null,
-        updated_at: now(),
-      })
-      .where('dataset_id', '=', file.datasetId)
-      .where('path', '=', file.path)
-      .where('generation', '=', file.generation)
-      .executeTakeFirst();
+  async searchable(file: ClaimedFile, contentHash: string, chunks: number, lease?: FencingLease): Promise<boolean> {
+    const result = await this.fenced(lease, (db) =>
+      db
+        .updateTable('dataset_files')
+        .set({
+          status: chunks > 0 ? 'searchable' : 'indexed',
+          content_hash: contentHash,
+          chunks,
+          chunks_embedded: 0,
+          error: null,
+          updated_at: now(),
+        })
+        .where('dataset_id', '=', file.datasetId)
+        .where('path', '=', file.path)
+        .where('generation', '=', file.generation)
+        .executeTakeFirst(),
+    );
     return Number(result.numUpdatedRows) > 0;
   }
 
@@ -239,56 +265,67 @@ export class FileRepository {
    * the file is `searchable` again when some still wait for their vectors. Returns that status, or
    * undefined when the file changed meanwhile.
    */
-  async unchanged(file: ClaimedFile): Promise<'searchable' | 'indexed' | undefined> {
-    const row = await this.db
-      .updateTable('dataset_files')
-      .set({ status: sql`CASE WHEN chunks_embedded < chunks THEN 'searchable' ELSE 'indexed' END`, error: null, updated_at: now() })
-      .where('dataset_id', '=', file.datasetId)
-      .where('path', '=', file.path)
-      .where('generation', '=', file.generation)
-      .returning('status')
-      .executeTakeFirst();
+  async unchanged(file: ClaimedFile, lease?: FencingLease): Promise<'searchable' | 'indexed' | undefined> {
+    const row = await this.fenced(lease, (db) =>
+      db
+        .updateTable('dataset_files')
+        .set({ status: sql`CASE WHEN chunks_embedded < chunks THEN 'searchable' ELSE 'indexed' END`, error: null, updated_at: now() })
+        .where('dataset_id', '=', file.datasetId)
+        .where('path', '=', file.path)
+        .where('generation', '=', file.generation)
+        .returning('status')
+        .executeTakeFirst(),
+    );
     return row?.status === 'searchable' || row?.status === 'indexed' ? row.status : undefined;
   }
 
   /** The file is gone from the folder: its row stays as `removed` so the files route can say so. */
-  async removed(datasetId: string, path: string): Promise<void> {
-    await this.db
-      .updateTable('dataset_files')
-      .set({
-        status: 'removed',
-        chunks: 0,
-        chunks_embedded: 0,
-        error: null,
-        content_hash: null,
-        generation: sql`generation + 1`,
-        updated_at: now(),
-      })
-      .where('dataset_id', '=', datasetId)
-      .where('path', '=', path)
-      .execute();
+  async removed(datasetId: string, path: string, lease?: FencingLease): Promise<void> {
+    await this.fenced(lease, (db) =>
+      db
+        .updateTable('dataset_files')
+        .set({
+          status: 'removed',
+          chunks: 0,
+          chunks_embedded: 0,
+          error: null,
+          content_hash: null,
+          generation: sql`generation + 1`,
+          updated_at: now(),
+        })
+        .where('dataset_id', '=', datasetId)
+        .where('path', '=', path)
+        .execute(),
+    );
   }
 
   /** Records a failure, unless the file changed meanwhile (then its new generation is queued already). */
-  async failed(file: Pick<ClaimedFile, 'datasetId' | 'path' | 'generation'>, error: string): Promise<void> {
-    await this.db
-      .updateTable('dataset_files')
-      .set({ status: 'failed', error, chunks: 0, chunks_embedded: 0, content_hash: null, updated_at: now() })
-      .where('dataset_id', '=', file.datasetId)
-      .where('path', '=', file.path)
-      .where('generation', '=', file.generation)
-      .execute();
+  async failed(file: Pick<ClaimedFile, 'datasetId' | 'path' | 'generation'>, error: string, lease?: FencingLease): Promise<void> {
+    await this.fenced(lease, (db) =>
+      db
+        .updateTable('dataset_files')
+        .set({ status: 'failed', error, chunks: 0, chunks_embedded: 0, content_hash: null, updated_at: now() })
+        .where('dataset_id', '=', file.datasetId)
+        .where('path', '=', file.path)
+        .where('generation', '=', file.generation)
+        .execute(),
+    );
   }
 
-  /** Puts a claimed file back in the queue (the work was interrupted, not wrong). */
-  async release(file: ClaimedFile): Promise<void> {
-    await this.db
-      .updateTable('dataset_files')
-      .set({ status: 'queued', updated_at: now() })
-      .where('dataset_id', '=', file.datasetId)
-      .where('path', '=', file.path)
-      .where('status', '=', 'indexing')
-      .execute();
+  /**
+   * Puts a claimed file back in the queue (the work was interrupted, not wrong). Fenced with the lease it
+   * was claimed under: once another replica holds the dataset, the file may be its own claim by now.
+   */
+  async release(file: ClaimedFile, lease?: FencingLease): Promise<void> {
+    await this.fenced(lease, (db) =>
+      db
+        .updateTable('dataset_files')
+        .set({ status: 'queued', updated_at: now() })
+        .where('dataset_id', '=', file.datasetId)
+        .where('path', '=', file.path)
+        .where('status', '=', 'indexing')
+        .execute(),
+    );
   }
 
   async list(datasetId: string, skip: number, limit: number): Promise<FileRow[]> {

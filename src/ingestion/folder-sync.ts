@@ -3,7 +3,7 @@ import type { FSWatcher } from 'chokidar';
 import type { Logger } from 'pino';
 import { nextTurn } from '../util/next-turn.ts';
 import type { VectorStore } from '../vectors/store.ts';
-import { cancelJobs, type DatasetRuntime, type RuntimeEntry } from './dataset-runtime.ts';
+import { cancelJobs, type DatasetRuntime, leaseLost, type RuntimeEntry } from './dataset-runtime.ts';
 import type { FileRepository } from './files-repository.ts';
 import { type FileFacts, scanEntry } from './folder.ts';
 import { datasetPathOf, entryOf, locate, type SelectedEntry } from './selection-entries.ts';
@@ -27,7 +27,8 @@ export interface FolderSyncDeps {
  * (selection-entries.ts): what the watcher of each entry sees (a file added, changed or removed, a folder
  * removed) and, at every start or when an entry is added, what a scan of the entry finds. A change bumps the
  * file's generation and queues it, cancelling work on its older version in either phase; a removal (of a
- * file, or of the entry holding it) hides the file's chunks at once.
+ * file, or of the entry holding it) hides the file's chunks at once. Each of these writes is fenced with the
+ * dataset's lease (dataset-runtime.ts): a replica that lost the dataset records nothing more of its folder.
  */
 export class FolderSync {
   constructor(private readonly deps: FolderSyncDeps) {}
@@ -41,7 +42,7 @@ export class FolderSync {
     if (entry.kind === 'file') {
       return watchFile(entry.path, {
         changed: (file) => void this.changed(runtime, { ...file, path: entry.prefix }),
-        removed: () => void this.removed(runtime, entry.prefix, false),
+        removed: () => void this.removed(runtime, entry.prefix, false).catch(this.removalFailed(runtime, entry.prefix)),
         error,
       });
     }
@@ -53,7 +54,7 @@ export class FolderSync {
       },
       removed: (relative, folder) => {
         const path = datasetPathOf(entry, relative);
-        if (path === '' || owns(path)) void this.removed(runtime, path, folder);
+        if (path === '' || owns(path)) void this.removed(runtime, path, folder).catch(this.removalFailed(runtime, path));
       },
       error,
     });
@@ -70,7 +71,7 @@ export class FolderSync {
     // In batches, a turn between two: recorded one after the other, 5,000 files held the API for 0.8 s.
     for (let start = 0; start < found.length; start += SEEN_BATCH) {
       if (runtime.stopped || closing.aborted) return;
-      await files.seenAll(runtime.datasetId, found.slice(start, start + SEEN_BATCH));
+      await files.seenAll(runtime.datasetId, found.slice(start, start + SEEN_BATCH), runtime.lease);
       await nextTurn();
     }
     const present = new Set(found.map((file) => file.path));
@@ -109,7 +110,7 @@ export class FolderSync {
     if (runtime.stopped) return;
     const { files } = this.deps;
     try {
-      if (!(await files.seen(runtime.datasetId, file))) return;
+      if (!(await files.seen(runtime.datasetId, file, runtime.lease))) return;
       // Work on an older version is wasted: the new one is queued already.
       const generation = await files.generationOf(runtime.datasetId, file.path);
       if (generation !== undefined) {
@@ -118,8 +119,16 @@ export class FolderSync {
       }
       this.deps.queued();
     } catch (error) {
+      if (leaseLost(runtime)) return; // refused: the dataset is another replica's now, and stops here
       this.deps.log.error({ dataset: runtime.datasetId, file: file.path, err: error }, 'recording a changed file failed');
     }
+  }
+
+  private removalFailed(runtime: DatasetRuntime, path: string): (error: unknown) => void {
+    return (error) => {
+      if (leaseLost(runtime)) return; // refused: the dataset is another replica's now, and stops here
+      this.deps.log.error({ dataset: runtime.datasetId, file: path, err: error }, 'recording a removed file failed');
+    };
   }
 
   private async removed(runtime: DatasetRuntime, path: string, folder: boolean): Promise<void> {
@@ -136,8 +145,8 @@ export class FolderSync {
   /** Its chunks are hidden at once; their deletion follows in the background, in short transactions. */
   private removeFile(runtime: DatasetRuntime, path: string): Promise<void> {
     return runtime.serial.run(async () => {
-      await this.deps.store.retireFile(runtime.datasetId, path);
-      await this.deps.files.removed(runtime.datasetId, path);
+      await this.deps.store.retireFile(runtime.datasetId, path, runtime.lease);
+      await this.deps.files.removed(runtime.datasetId, path, runtime.lease);
     });
   }
 }

@@ -34,6 +34,7 @@ export function keyedQueue(runtime: DatasetRuntime, deps: KeyedSyncDeps): KeyedQ
         await deps.files.seenAll(
           runtime.datasetId,
           batch.map((entry) => ({ path: entry.key, size: entry.size, mtimeMs: entry.revision })),
+          runtime.lease,
         );
         const keys = new Set(batch.map((entry) => entry.key));
         // Work on an older version is wasted: the new one is queued already.
@@ -50,8 +51,8 @@ export function keyedQueue(runtime: DatasetRuntime, deps: KeyedSyncDeps): KeyedQ
       for (const key of keys) {
         if (stopped()) return;
         await runtime.serial.run(async () => {
-          await deps.store.retireFile(runtime.datasetId, key);
-          await deps.files.removed(runtime.datasetId, key);
+          await deps.store.retireFile(runtime.datasetId, key, runtime.lease);
+          await deps.files.removed(runtime.datasetId, key, runtime.lease);
         });
       }
     },

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import { errorMessage } from '../domain/errors.ts';
 import type { ChunkSource, VectorStore } from '../vectors/store.ts';
-import { Cancelled, type DatasetRuntime, type FileJob, failFile } from './dataset-runtime.ts';
+import { Cancelled, type DatasetRuntime, type FileJob, failFile, leaseLost } from './dataset-runtime.ts';
 import type { ClaimedFile, FileRepository } from './files-repository.ts';
 import type { KeyedDocument } from './keyed-sources.ts';
 import type { KeywordFirstGate } from './keyword-first.ts';
@@ -86,7 +86,7 @@ export class KeywordPhase {
           prepared = await this.deps.pool.prepare(located.absolute, options, signal, runtime.datasetId);
         }
         if (prepared.unchanged) {
-          const status = await runtime.serial.run(() => this.deps.files.unchanged(file));
+          const status = await runtime.serial.run(() => this.deps.files.unchanged(file, runtime.lease));
           if (status === 'searchable') runtime.lane.add(file);
           return;
         }
@@ -101,21 +101,22 @@ export class KeywordPhase {
 
   /**
    * Writes the file's chunks hidden (in short transactions, cancellable between them), then, unless the
-   * file changed or its work was cancelled meanwhile, makes them its chunks in place of the old ones.
+   * file changed or its work was cancelled meanwhile, makes them its chunks in place of the old ones. Every
+   * write is fenced with the dataset's lease: a former holder's chunks are never published, nor its status written.
    */
   private async writeKeywords(job: FileJob, prepared: PreparedFile, metadata?: KeyedDocument['metadata']): Promise<void> {
     const { runtime, file } = job;
     const { store, files } = this.deps;
     const signal = job.controller.signal;
     const source = chunkSource(file, prepared, metadata);
-    const staged = await store.stage(runtime.datasetId, file.path, source, signal);
+    const staged = await store.stage(runtime.datasetId, file.path, source, signal, runtime.lease);
     let published = false;
     try {
       const searchable = await runtime.serial.run(async () => {
         signal.throwIfAborted();
         if ((await files.generationOf(file.datasetId, file.path)) !== file.generation) return false;
-        published = await store.publish(staged);
-        return published && (await files.searchable(file, prepared.hash, source.count));
+        published = await store.publish(staged, runtime.lease);
+        return published && (await files.searchable(file, prepared.hash, source.count, runtime.lease));
       });
       if (!searchable) return;
       runtime.progress.searchable();
@@ -139,18 +140,21 @@ export class KeywordPhase {
 
   /**
    * A cancelled file is left as its cause says: stopped or closed → queued again for later; removed or
-   * changed → its row has moved on already. Anything else is the file's failure, with the reason.
+   * changed → its row has moved on already. Anything else is the file's failure, with the reason. Once the
+   * dataset's lease is lost nothing is written (a refused write lands here too): the file is its new holder's,
+   * which queued it again when it started.
    */
   private async settleFailure(job: FileJob, error: unknown): Promise<void> {
     const { runtime, file } = job;
+    if (leaseLost(runtime)) return;
     const reason: unknown = job.controller.signal.reason;
     const cause = reason instanceof Cancelled ? reason.why : undefined;
     if (cause === 'removed' || cause === 'changed') return;
     if (cause === 'stopped' || cause === 'closed' || error instanceof ParserPoolClosedError) {
-      await this.deps.files.release(file);
+      await this.deps.files.release(file, runtime.lease);
       return;
     }
-    await failFile(this.deps, runtime.serial, file, errorMessage(error));
+    await failFile(this.deps, runtime.serial, file, errorMessage(error), runtime.lease);
   }
 }
 

@@ -1,3 +1,4 @@
+import type { FencingLease } from '../vectors/store.ts';
 import type { SelectedEntry } from './selection-entries.ts';
 
 /** A dataset as ingestion needs it: its tenant and its configuration (checked, secrets opened). */
@@ -33,6 +34,9 @@ export interface IngestionDatasets {
   getAnyTenant(id: string): Promise<IngestedDataset | undefined>;
   /** A `local_file` dataset's selection of files and folders (selection-entries.ts), oldest first. */
   selection(id: string): Promise<SelectedEntry[]>;
-  /** `error` says why a dataset is in status `error`. */
-  setStatus(id: string, status: IngestionStatus, error?: string | null): Promise<void>;
+  /**
+   * `error` says why a dataset is in status `error`. Written by the dataset's runtime under its `lease`: fenced
+   * (vectors/store.ts, FencingLease), so a former holder's status never lands after a takeover.
+   */
+  setStatus(id: string, status: IngestionStatus, error?: string | null, lease?: FencingLease): Promise<void>;
 }

@@ -1,6 +1,6 @@
 import type { ChunkRow } from './chunk-sets.ts';
 import type { GarbageCollector } from './garbage-collector.ts';
-import type { ChunkSource, ChunkText, StagedFile } from './store.ts';
+import type { ChunkSource, ChunkText, FencingLease, StagedFile } from './store.ts';
 import { datasetTables, leadOf } from './tables.ts';
 
 /**
@@ -44,21 +44,24 @@ export class FileBeingStaged<Set> implements StagedFile {
   }
 }
 
-/** What an engine does for phase 1, each method one short write transaction. */
+/**
+ * What an engine does for phase 1, each method one short write transaction; those given a `lease` are
+ * refused in it once the lease is lost (store.ts, FencingLease).
+ */
 export interface StagingEngine<Set> {
   /** Names the engine in FileBeingStaged.engine. */
   readonly name: string;
   /** Writes the file's next batch (nextChunks) into its set, reserving the set with the first, and advances the file. */
-  writeNext(file: FileBeingStaged<Set>): Promise<void>;
+  writeNext(file: FileBeingStaged<Set>, lease?: FencingLease): Promise<void>;
   /**
    * Makes the file's set visible and hides its old one, writing the whole file first when it has no set yet
    * (a file with no chunks just loses its old ones). False when the set was discarded or the file deleted meanwhile.
    */
-  publish(file: FileBeingStaged<Set>): Promise<boolean>;
+  publish(file: FileBeingStaged<Set>, lease?: FencingLease): Promise<boolean>;
   /** Turns a staged set into garbage. */
   discardSet(set: Set): Promise<void>;
   /** Hides every chunk of one file; how many there were. */
-  retireFile(datasetId: string, fileKey: string): Promise<number>;
+  retireFile(datasetId: string, fileKey: string, lease?: FencingLease): Promise<number>;
 }
 
 /** Phase 1 over an engine: the staging half of the VectorStore interface (store.ts). */
@@ -73,13 +76,13 @@ export class FileStaging<Set> {
    * answers; a file that fits in one transaction is written by `publish` instead. On failure or abort what
    * was written is discarded.
    */
-  async stage(datasetId: string, fileKey: string, source: ChunkSource, signal?: AbortSignal): Promise<StagedFile> {
+  async stage(datasetId: string, fileKey: string, source: ChunkSource, signal?: AbortSignal, lease?: FencingLease): Promise<StagedFile> {
     const staged = new FileBeingStaged<Set>(this.engine.name, datasetTables(datasetId).datasetId, fileKey, source);
     if (fitsOneWrite(source)) return staged;
     try {
       while (staged.written < source.count) {
         signal?.throwIfAborted();
-        await this.engine.writeNext(staged);
+        await this.engine.writeNext(staged, lease);
       }
     } catch (error) {
       await this.discard(staged);
@@ -92,8 +95,8 @@ export class FileStaging<Set> {
    * Makes the staged chunks the file's chunks and hides its old ones, in one short transaction (a file
    * with no chunks just loses its old ones). False when the set was discarded or the file deleted meanwhile.
    */
-  async publish(stagedFile: StagedFile): Promise<boolean> {
-    const published = await this.engine.publish(this.stagedHere(stagedFile));
+  async publish(stagedFile: StagedFile, lease?: FencingLease): Promise<boolean> {
+    const published = await this.engine.publish(this.stagedHere(stagedFile), lease);
     if (published) this.garbage.inBackground();
     return published;
   }
@@ -107,8 +110,8 @@ export class FileStaging<Set> {
   }
 
   /** Hides every chunk of one file at once. Returns how many there were. */
-  async retireFile(datasetId: string, fileKey: string): Promise<number> {
-    const hidden = await this.engine.retireFile(datasetId, fileKey);
+  async retireFile(datasetId: string, fileKey: string, lease?: FencingLease): Promise<number> {
+    const hidden = await this.engine.retireFile(datasetId, fileKey, lease);
     this.garbage.inBackground();
     return hidden;
   }

@@ -4,7 +4,7 @@ import { discardStaged, keywordInsert } from './chunk-sets.ts';
 import type { GarbageCollector } from './garbage-collector.ts';
 import { checkDimension, checkSameDimension } from './index-dimension.ts';
 import type { StoreConnection } from './sqlite-connection.ts';
-import { VectorIndexMissingError } from './store.ts';
+import { type FencingLease, VectorIndexMissingError } from './store.ts';
 import {
   createKeywordTablesSql,
   createTablesSql,
@@ -49,13 +49,15 @@ export function requireIndex(sqlite: SqliteDatabase, tables: DatasetTables): Ind
 
 /**
  * Creates the dataset's tables; again with the same dimension does nothing (but rebuilds an older keyword
- * table), with another it fails. Staged chunks are what a stop or a crash left: they become garbage.
+ * table), with another it fails. Staged chunks are what a stop or a crash left: they become garbage (under
+ * the dataset's `lease`, when one is given: store.ts, FencingLease).
  */
 export async function createIndex(
   connection: StoreConnection,
   garbage: GarbageCollector,
   datasetId: string,
   dimension: number,
+  lease?: FencingLease,
 ): Promise<void> {
   const tables = datasetTables(datasetId);
   checkDimension(dimension);
@@ -70,7 +72,7 @@ export async function createIndex(
         .run(tables.datasetId, dimension, KEYWORD_LAYOUT, now());
     }
     discardStaged(sqlite, tables);
-  });
+  }, lease);
   // What a stop interrupted (or a crash left staged) is deleted now.
   garbage.inBackground();
 }

@@ -26,15 +26,15 @@ export function sqliteStaging(connection: StoreConnection): StagingEngine<ChunkS
   return {
     name: 'SQLite',
 
-    async writeNext(staged) {
+    async writeNext(staged, lease) {
       const tables = datasetTables(staged.datasetId);
       await connection.write((sqlite) => {
         const index = requireIndex(sqlite, tables);
         writeBatch(sqlite, tables, index, staged, staged.set ?? reserveSet(sqlite, tables, staged.fileKey, staged.source.count));
-      });
+      }, lease);
     },
 
-    publish(staged) {
+    publish(staged, lease) {
       const tables = datasetTables(staged.datasetId);
       return connection.write((sqlite) => {
         const index = requireIndex(sqlite, tables);
@@ -46,19 +46,19 @@ export function sqliteStaging(connection: StoreConnection): StagingEngine<ChunkS
         const set = staged.set as ChunkSet;
         if (staged.written !== staged.source.count) throw new Error(`the chunks of ${staged.fileKey} are not all written`);
         return publishSet(sqlite, tables, set.id);
-      });
+      }, lease);
     },
 
     async discardSet(set) {
       await connection.write((sqlite) => discardSet(sqlite, set.id));
     },
 
-    retireFile(datasetId, fileKey) {
+    retireFile(datasetId, fileKey, lease) {
       const tables = datasetTables(datasetId);
       return connection.write((sqlite) => {
         requireIndex(sqlite, tables);
         return retireFileSets(sqlite, tables, fileKey);
-      });
+      }, lease);
     },
   };
 }

@@ -15,6 +15,7 @@ import type {
   CandidateSet,
   ChunkNeighbours,
   EmbeddingProgress,
+  FencingLease,
   ReadLimits,
   SearchHit,
   SearchOptions,
@@ -49,8 +50,8 @@ export class SqliteVectorStore extends StagingVectorStore<ChunkSet> implements V
     return this.connection.longestWriteMs;
   }
 
-  async createDatasetIndex(datasetId: string, dimension: number): Promise<void> {
-    await createIndex(this.connection, this.garbage, datasetId, dimension);
+  async createDatasetIndex(datasetId: string, dimension: number, lease?: FencingLease): Promise<void> {
+    await createIndex(this.connection, this.garbage, datasetId, dimension, lease);
   }
 
   async dropDatasetIndex(datasetId: string): Promise<void> {

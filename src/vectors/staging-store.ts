@@ -1,6 +1,6 @@
 import { FileStaging, type StagingEngine } from './file-staging.ts';
 import type { GarbageCollector } from './garbage-collector.ts';
-import type { ChunkSource, StagedFile, VectorStore } from './store.ts';
+import type { ChunkSource, FencingLease, StagedFile, VectorStore } from './store.ts';
 
 /**
  * What both engines' store facades (sqlite-store.ts, postgres/store.ts) do alike: phase 1 over the engine's
@@ -17,20 +17,20 @@ export abstract class StagingVectorStore<Set> implements Pick<VectorStore, 'stag
     this.staging = new FileStaging(engine, garbage);
   }
 
-  async stage(datasetId: string, fileKey: string, source: ChunkSource, signal?: AbortSignal): Promise<StagedFile> {
-    return this.staging.stage(datasetId, fileKey, source, signal);
+  async stage(datasetId: string, fileKey: string, source: ChunkSource, signal?: AbortSignal, lease?: FencingLease): Promise<StagedFile> {
+    return this.staging.stage(datasetId, fileKey, source, signal, lease);
   }
 
-  async publish(staged: StagedFile): Promise<boolean> {
-    return this.staging.publish(staged);
+  async publish(staged: StagedFile, lease?: FencingLease): Promise<boolean> {
+    return this.staging.publish(staged, lease);
   }
 
   async discard(staged: StagedFile): Promise<void> {
     await this.staging.discard(staged);
   }
 
-  async retireFile(datasetId: string, fileKey: string): Promise<number> {
-    return this.staging.retireFile(datasetId, fileKey);
+  async retireFile(datasetId: string, fileKey: string, lease?: FencingLease): Promise<number> {
+    return this.staging.retireFile(datasetId, fileKey, lease);
   }
 
   /**

@@ -8,6 +8,8 @@
  * are written hidden (`stage`) and swapped in at once (`publish`), searchable by their keywords; their vectors
  * come later (`unembeddedOf`, `addVectorsOf`), in order, so a restart resumes where the vectors stop.
  */
+import type { Transaction } from 'kysely';
+import type { Database } from '../db/schema.ts';
 import type { Calibration } from './calibration.ts';
 import type { Candidate, QueryFacts, SearchMode } from './ranking.ts';
 import type { CalibrationSource, FittedCalibration, SampledFile } from './self-calibration.ts';
@@ -106,6 +108,20 @@ export interface ReadLimits {
   readonly characters: number;
 }
 
+/**
+ * The lease a write is made under (coordination/leases.ts, Lease: a dataset's `dataset:<id>`), handed to the
+ * write methods of a dataset's index by the replica holding it. The write is refused (it throws the lease's
+ * LeaseLostError and its transaction rolls back) once the lease is lost, so a replica paused past the TTL
+ * writes nothing after another took the dataset over. On PostgreSQL `fence` runs first in the write's
+ * transaction and keeps a takeover waiting until it ends; the SQLite store, only ever on a single node whose
+ * leases nobody else takes (LocalLeases: lost only when released here), checks `signal` inside its
+ * synchronous transaction, which is what the local lease's fence does.
+ */
+export interface FencingLease {
+  readonly signal: AbortSignal;
+  fence(trx: Transaction<Database>): Promise<void>;
+}
+
 export class VectorIndexMissingError extends Error {
   override readonly name = 'VectorIndexMissingError';
   constructor(datasetId: string) {
@@ -146,9 +162,10 @@ export interface VectorStore extends CalibrationSource {
 
   /**
    * Creates the dataset's index; again with the same dimension does nothing, with another it fails.
-   * Called when a dataset starts: chunks a stop or a crash left half written are discarded.
+   * Called when a dataset starts: chunks a stop or a crash left half written are discarded (under the
+   * dataset's `lease`, so that a former holder never discards the chunks its successor is staging).
    */
-  createDatasetIndex(datasetId: string, dimension: number): Promise<void>;
+  createDatasetIndex(datasetId: string, dimension: number, lease?: FencingLease): Promise<void>;
   /** Drops the dataset's index, chunks and calibration; a dataset without an index is left as it is. */
   dropDatasetIndex(datasetId: string): Promise<void>;
   /** About how many bytes the dataset's index takes (GET /settings/storage). */
@@ -158,18 +175,22 @@ export interface VectorStore extends CalibrationSource {
 
   /**
    * Writes a file's chunks hidden, in short writes between which requests are answered; nothing is visible
-   * until `publish`. On failure or abort (`signal`) what was written is discarded.
+   * until `publish`. On failure or abort (`signal`) what was written is discarded. Each write is fenced
+   * with `lease` (FencingLease) when one is given, as are `publish` and `retireFile`.
    */
-  stage(datasetId: string, fileKey: string, source: ChunkSource, signal?: AbortSignal): Promise<StagedFile>;
+  stage(datasetId: string, fileKey: string, source: ChunkSource, signal?: AbortSignal, lease?: FencingLease): Promise<StagedFile>;
   /**
    * Makes the staged chunks the file's chunks and hides its old ones, at once (a file with no chunks just
    * loses its old ones). False when the chunks were discarded or the file retired meanwhile.
    */
-  publish(staged: StagedFile): Promise<boolean>;
-  /** Drops chunks staged and not published (safe after a publish). */
+  publish(staged: StagedFile, lease?: FencingLease): Promise<boolean>;
+  /**
+   * Drops chunks staged and not published (safe after a publish). Never fenced: it only turns the caller's
+   * own hidden rows into garbage, which a former lease holder may still do.
+   */
   discard(staged: StagedFile): Promise<void>;
   /** Hides every chunk of one file at once (they are deleted in the background). Returns how many there were. */
-  retireFile(datasetId: string, fileKey: string): Promise<number>;
+  retireFile(datasetId: string, fileKey: string, lease?: FencingLease): Promise<number>;
 
   // Phase 2: their vectors.
 

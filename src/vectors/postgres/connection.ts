@@ -1,5 +1,6 @@
 import { CompiledQuery } from 'kysely';
 import type { Db, DbOrTransaction } from '../../db/database.ts';
+import type { FencingLease } from '../store.ts';
 
 /** One SQL statement with `$1`-style parameters, on the transaction it was given to; its rows. */
 export type Query = <R = Record<string, unknown>>(text: string, parameters?: readonly unknown[]) => Promise<R[]>;
@@ -7,7 +8,9 @@ export type Query = <R = Record<string, unknown>>(text: string, parameters?: rea
 /**
  * The PostgreSQL store's one way to the database: a read is a read-only transaction at REPEATABLE READ,
  * so that all its statements see one snapshot (as the SQLite store's reads see one state); a write is one
- * short transaction, timed. Statements are written in SQL (per-dataset tables have run-time names), sent
+ * short transaction, timed, fenced first when it is made under a dataset's lease (../store.ts, FencingLease:
+ * the lease row is read FOR SHARE, so a takeover waits for the write, and a former holder's write is
+ * refused and rolled back). Statements are written in SQL (per-dataset tables have run-time names), sent
  * through Kysely so that the driver (Bun.SQL in knode, PGlite in tests) is the database's own.
  */
 export class PostgresConnection {
@@ -34,10 +37,13 @@ export class PostgresConnection {
       });
   }
 
-  async write<T>(work: (query: Query) => Promise<T>): Promise<T> {
+  async write<T>(work: (query: Query) => Promise<T>, lease?: FencingLease): Promise<T> {
     const started = performance.now();
     try {
-      return await this.db.transaction().execute((trx) => work(queryOn(trx)));
+      return await this.db.transaction().execute(async (trx) => {
+        await lease?.fence(trx);
+        return work(queryOn(trx));
+      });
     } finally {
       this.longestWrite = Math.max(this.longestWrite, performance.now() - started);
     }

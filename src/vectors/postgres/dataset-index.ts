@@ -1,5 +1,6 @@
 import type { GarbageCollector } from '../garbage-collector.ts';
 import { checkDimension, checkSameDimension } from '../index-dimension.ts';
+import type { FencingLease } from '../store.ts';
 import { discardStaged, readIndex } from './chunk-sets.ts';
 import { jsonRows, type PostgresConnection, type Query } from './connection.ts';
 import { allTables, createKeywordTablesSql, createVectorTableSql, type PostgresTables, postgresTables } from './dataset-tables.ts';
@@ -12,7 +13,9 @@ import { allTables, createKeywordTablesSql, createVectorTableSql, type PostgresT
 /**
  * Creates the dataset's tables; again with the same dimension does nothing (but creates the vectors' table
  * when pgvector has come meanwhile), with another it fails. Staged chunks are what a stop or a crash left:
- * they become garbage. Replicas starting the same dataset take turns (a transaction-scoped advisory lock).
+ * they become garbage, under the dataset's `lease` when one is given (../store.ts, FencingLease): a former
+ * holder must not discard what its successor is staging. Replicas starting the same dataset take turns (a
+ * transaction-scoped advisory lock).
  */
 export async function createIndex(
   connection: PostgresConnection,
@@ -20,6 +23,7 @@ export async function createIndex(
   datasetId: string,
   dimension: number,
   withVectors: boolean,
+  lease?: FencingLease,
 ): Promise<void> {
   const tables = postgresTables(datasetId);
   checkDimension(dimension);
@@ -40,7 +44,7 @@ export async function createIndex(
       ]);
     }
     await discardStaged(query, tables);
-  });
+  }, lease);
   garbage.inBackground();
 }
 

@@ -35,7 +35,7 @@ export function postgresStaging(context: StagingContext): StagingEngine<ChunkSet
   return {
     name: 'PostgreSQL',
 
-    async writeNext(staged) {
+    async writeNext(staged, lease) {
       const tables = postgresTables(staged.datasetId);
       const batch = nextBatch(context, staged);
       // The file holds the set only once its transaction commits: a failed one rolls the reservation back.
@@ -44,11 +44,11 @@ export function postgresStaging(context: StagingContext): StagingEngine<ChunkSet
         const set = staged.set ?? (await reserveSet(query, tables, staged.fileKey, staged.source.count));
         await writeRows(query, tables, index.dimension, { ...set, embedded: staged.embedded }, staged.written, batch.rows);
         return set;
-      });
+      }, lease);
       staged.advance(batch.rows, batch.lead);
     },
 
-    async publish(staged) {
+    async publish(staged, lease) {
       const tables = postgresTables(staged.datasetId);
       const batch = !staged.set && staged.source.count > 0 ? nextBatch(context, staged) : undefined;
       const published = await context.connection.write(async (query) => {
@@ -66,7 +66,7 @@ export function postgresStaging(context: StagingContext): StagingEngine<ChunkSet
           throw new Error(`the chunks of ${staged.fileKey} are not all written`);
         }
         return publishSet(query, tables, (set as ChunkSet).id);
-      });
+      }, lease);
       if (batch) {
         staged.advance(batch.rows, batch.lead);
         staged.set = undefined; // published: nothing is left to discard
@@ -78,12 +78,12 @@ export function postgresStaging(context: StagingContext): StagingEngine<ChunkSet
       await context.connection.write((query) => discardSet(query, set.id));
     },
 
-    retireFile(datasetId, fileKey) {
+    retireFile(datasetId, fileKey, lease) {
       const tables = postgresTables(datasetId);
       return context.connection.write(async (query) => {
         await lockIndex(query, tables);
         return retireFileSets(query, tables, fileKey);
-      });
+      }, lease);
     },
   };
 }

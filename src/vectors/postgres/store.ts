@@ -6,6 +6,7 @@ import type {
   CandidateSet,
   ChunkNeighbours,
   EmbeddingProgress,
+  FencingLease,
   ReadLimits,
   SearchHit,
   SearchOptions,
@@ -82,8 +83,8 @@ export class PostgresVectorStore extends StagingVectorStore<ChunkSet> implements
     return this.connection.longestWriteMs;
   }
 
-  async createDatasetIndex(datasetId: string, dimension: number): Promise<void> {
-    await createIndex(this.connection, this.garbage, datasetId, dimension, this.vectorsMissing === undefined);
+  async createDatasetIndex(datasetId: string, dimension: number, lease?: FencingLease): Promise<void> {
+    await createIndex(this.connection, this.garbage, datasetId, dimension, this.vectorsMissing === undefined, lease);
   }
 
   async dropDatasetIndex(datasetId: string): Promise<void> {
