@@ -273,8 +273,9 @@ export async function createServices(config: Config, options: ServiceOptions = {
     hubs,
     multiTenancy: config.multiTenancy,
     log,
+    clock,
   });
-  const settingsRepository = new TenantSettingsRepository(db, box);
+  const settingsRepository = new TenantSettingsRepository(db, box, clock);
   // This knode's satellite at each marketplace (API-CONTRACT 9.1): its id is the audience of the hub's tokens.
   const satelliteRegistry = new SatelliteRegistry({
     marketplaces: marketplaceRepository,

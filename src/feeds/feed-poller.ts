@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { KeyedEntry, KeyedQueue } from '../ingestion/keyed-sources.ts';
 import type { OutboundFetch } from '../outbound/fetch.ts';
-import type { Clock } from '../util/clock.ts';
+import { type Clock, isoNow } from '../util/clock.ts';
 import { itemDocument } from './feed-document.ts';
 import { FeedFetchError, fetchFeed } from './feed-fetch.ts';
 import { type FeedItem, parseFeed } from './feed-items.ts';
@@ -102,7 +102,7 @@ export class FeedPoller {
     const kept = await repository.itemHashes(datasetId);
     const inWindow = this.window(found, kept);
     const changed = [...found.values()].filter((item) => inWindow.has(item.key) && kept.get(item.key)?.hash !== item.contentHash);
-    const revisions = await repository.keep(datasetId, changed, new Date(this.deps.clock.now()).toISOString());
+    const revisions = await repository.keep(datasetId, changed, isoNow(this.deps.clock));
     const entries: KeyedEntry[] = changed.map((item) => ({
       key: item.key,
       size: encoder.encode(item.html).byteLength,
@@ -121,7 +121,7 @@ export class FeedPoller {
 
   /** The keys of the newest `window` items among those kept and those found (by date; undated: when first seen, or now). */
   private window(found: ReadonlyMap<string, FoundItem>, kept: ReadonlyMap<string, { sortKey: string }>): Set<string> {
-    const seenNow = new Date(this.deps.clock.now()).toISOString();
+    const seenNow = isoNow(this.deps.clock);
     const dates = new Map<string, string>();
     for (const [key, item] of kept) dates.set(key, item.sortKey);
     for (const [key, item] of found) dates.set(key, item.publishedAt ?? dates.get(key) ?? seenNow);
@@ -133,7 +133,7 @@ export class FeedPoller {
   private async pollFeed(url: string): Promise<FoundItem[] | undefined> {
     const { repository, log, clock } = this.deps;
     const { datasetId, tenantId } = this.feeds;
-    const at = new Date(clock.now()).toISOString();
+    const at = isoNow(clock);
     const source = await repository.source(datasetId, url);
     try {
       const answer = await fetchFeed(

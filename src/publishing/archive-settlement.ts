@@ -1,11 +1,11 @@
 import type { Logger } from 'pino';
-import { now } from '../db/database.ts';
 import { errorMessage } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
 import type { EndpointRecord } from '../endpoints/codec.ts';
 import type { EndpointRepository } from '../endpoints/repository.ts';
 import type { MarketplaceRepository } from '../marketplaces/repository.ts';
 import type { HubClients } from '../syfthub/hub-client.ts';
+import { type Clock, isoNow } from '../util/clock.ts';
 import { SerialQueue } from '../util/serial-queue.ts';
 
 export interface ArchiveSettlementDeps {
@@ -13,6 +13,8 @@ export interface ArchiveSettlementDeps {
   marketplaces: MarketplaceRepository;
   hubs: HubClients;
   log: Logger;
+  /** When a hub took an endpoint off (`withdrawn_at`). */
+  clock: Clock;
   /** Publishes the endpoint to one marketplace as a publish does (its metadata, its satellite); the error, if any. */
   republish(tenant: Tenant, endpoint: EndpointRecord, marketplaceId: string): Promise<string | undefined>;
 }
@@ -70,7 +72,7 @@ export class ArchiveSettlement {
       this.failed(tenant, endpoint, marketplace.name, 'could not take an archived endpoint off its marketplace', error);
       return false;
     }
-    await this.deps.endpoints.setWithdrawn(tenant.id, endpoint.id, marketplace.id, now());
+    await this.deps.endpoints.setWithdrawn(tenant.id, endpoint.id, marketplace.id, isoNow(this.deps.clock));
     return true;
   }
 

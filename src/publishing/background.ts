@@ -1,6 +1,5 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
-import { now } from '../db/database.ts';
 import { errorMessage } from '../domain/errors.ts';
 import { DEFAULT_TENANT } from '../domain/principal.ts';
 import type { EndpointRepository } from '../endpoints/repository.ts';
@@ -10,7 +9,7 @@ import type { OutboundPolicy } from '../outbound/reach.ts';
 import { unpublishableReason } from '../syfthub/endpoint-metadata.ts';
 import type { HubClients } from '../syfthub/hub-client.ts';
 import type { TenantRepository } from '../tenants/repository.ts';
-import type { Clock } from '../util/clock.ts';
+import { type Clock, isoNow } from '../util/clock.ts';
 import type { EndpointHealth } from './endpoint-health.ts';
 import { backoffDelay, HEARTBEAT_TTL_SECONDS, Heartbeat, type HeartbeatResult, type HeartbeatTarget } from './heartbeat.ts';
 import { detectPublicIp, publicUrlFor } from './public-ip.ts';
@@ -236,7 +235,7 @@ export class PublishingTasks {
               endpoints.map(async (endpoint) => ({
                 slug: endpoint.slug,
                 status: (await healthy(endpoint)) ? ('healthy' as const) : ('unhealthy' as const),
-                checked_at: now(),
+                checked_at: isoNow(this.deps.clock),
               })),
             ),
             ttl_seconds: HEARTBEAT_TTL_SECONDS,

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { errorMessage } from '../domain/errors.ts';
 import type { HubClient, HubHealthReport } from '../syfthub/hub-client.ts';
-import { type Clock, systemClock } from '../util/clock.ts';
+import { type Clock, isoNow, systemClock } from '../util/clock.ts';
 
 /** One marketplace to report to, and how to build its report when the time comes. */
 export interface HeartbeatTarget {
@@ -100,12 +100,12 @@ export class Heartbeat {
     if (state && state.retryAt > this.clock.now()) return;
     try {
       await target.client.reportHealth(await target.report());
-      this.results.set(target.key, { at: new Date(this.clock.now()).toISOString(), ok: true, error: null });
+      this.results.set(target.key, { at: isoNow(this.clock), ok: true, error: null });
       if (state) this.options.log.info({ target: target.label }, 'heartbeat: the marketplace takes reports again');
       this.failing.delete(target.key);
     } catch (error) {
       if (this.stopped) return;
-      this.results.set(target.key, { at: new Date(this.clock.now()).toISOString(), ok: false, error: errorMessage(error) });
+      this.results.set(target.key, { at: isoNow(this.clock), ok: false, error: errorMessage(error) });
       this.options.onFailure?.(target.label);
       const failures = (state?.failures ?? 0) + 1;
       const delay = backoffDelay(failures, this.options.intervalMs, this.options.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS);

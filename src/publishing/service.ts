@@ -1,6 +1,5 @@
 import type { Logger } from 'pino';
 import type { Static } from 'typebox';
-import { now } from '../db/database.ts';
 import { ConflictError, errorMessage, NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
 import type { EndpointRecord } from '../endpoints/codec.ts';
@@ -11,6 +10,7 @@ import { publishedPolicy } from '../policies/price-tiers.ts';
 import type { PolicyRepository } from '../policies/repository.ts';
 import { type HubEndpoint, hubEndpoint, unpublishableReason, withTenantName } from '../syfthub/endpoint-metadata.ts';
 import type { HubClients } from '../syfthub/hub-client.ts';
+import { type Clock, isoNow } from '../util/clock.ts';
 import { ArchiveSettlement } from './archive-settlement.ts';
 import type { PublicationAnswer, PublicationResult, PublishBody, SyncAnswer, UnpublishBody } from './schemas.ts';
 
@@ -29,6 +29,8 @@ export interface PublishingDeps {
   /** SVC_MULTI_TENANCY: the metadata then names the endpoint's tenant (API-CONTRACT 9.1, point 5). */
   multiTenancy: boolean;
   log: Logger;
+  /** When an endpoint was published, taken off, or changed by either. */
+  clock: Clock;
 }
 
 /**
@@ -59,7 +61,7 @@ export class PublishingService {
     const metadata = this.inTenant(tenant, await this.metadata(tenant, endpoint));
     const results = await Promise.all(ids.map((id) => this.publishTo(tenant, endpoint, metadata, id)));
     if (results.some((result) => result.success) && !endpoint.published) {
-      await this.deps.endpoints.update(tenant.id, endpoint.id, { published: true, updated_at: now() });
+      await this.deps.endpoints.update(tenant.id, endpoint.id, { published: true, updated_at: isoNow(this.deps.clock) });
     }
     return { endpoint_slug: endpoint.slug, results };
   }
@@ -70,7 +72,7 @@ export class PublishingService {
     const ids = body.unpublish_from_all ? await this.publishedTo(endpoint) : requiredIds(body.marketplace_ids, 'unpublish_from_all');
     const results = await Promise.all(ids.map((id) => this.unpublishFrom(tenant, endpoint, id)));
     if ((await this.publishedTo(endpoint)).length === 0 && endpoint.published) {
-      await this.deps.endpoints.update(tenant.id, endpoint.id, { published: false, updated_at: now() });
+      await this.deps.endpoints.update(tenant.id, endpoint.id, { published: false, updated_at: isoNow(this.deps.clock) });
     }
     return { endpoint_slug: endpoint.slug, results };
   }
@@ -187,7 +189,7 @@ export class PublishingService {
     } catch (error) {
       return failure(id, marketplace.name, `Could not publish to '${marketplace.name}'`, errorMessage(error));
     }
-    await this.deps.endpoints.addPublication(tenant.id, endpoint.id, marketplace.id, now());
+    await this.deps.endpoints.addPublication(tenant.id, endpoint.id, marketplace.id, isoNow(this.deps.clock));
     const message =
       outcome === 'created'
         ? `Published to '${marketplace.name}'`

@@ -1,9 +1,9 @@
 import type { NotNull } from 'kysely';
 import type { DbOrTransaction } from '../db/database.ts';
-import { now } from '../db/database.ts';
 import type { PublicUrlSource } from '../db/schema.ts';
 import type { SecretBox } from '../security/secret-box.ts';
 import type { TunnelCredential } from '../tunnel/manager.ts';
+import { type Clock, isoNow } from '../util/clock.ts';
 
 /**
  * A tenant's settings (API-CONTRACT 8): its public URL and its tunnel token. The token is sealed
@@ -13,6 +13,7 @@ export class TenantSettingsRepository {
   constructor(
     private readonly db: DbOrTransaction,
     private readonly box: SecretBox,
+    private readonly clock: Clock,
   ) {}
 
   async getPublicUrl(tenantId: string): Promise<string | null> {
@@ -32,7 +33,7 @@ export class TenantSettingsRepository {
   }
 
   async setPublicUrl(tenantId: string, publicUrl: string | null, source: PublicUrlSource = 'set'): Promise<void> {
-    const updatedAt = now();
+    const updatedAt = isoNow(this.clock);
     const publicUrlSource = publicUrl === null ? null : source;
     await this.db
       .insertInto('tenant_settings')
@@ -51,7 +52,7 @@ export class TenantSettingsRepository {
   /** null forgets the token. */
   async setTunnelToken(tenantId: string, credential: TunnelCredential | null): Promise<void> {
     const sealed = credential === null ? null : this.box.encrypt(encodeTunnelCredential(credential));
-    const updatedAt = now();
+    const updatedAt = isoNow(this.clock);
     await this.db
       .insertInto('tenant_settings')
       .values({ tenant_id: tenantId, public_url: null, tunnel_token: sealed, updated_at: updatedAt })
