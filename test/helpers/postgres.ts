@@ -175,9 +175,11 @@ async function freePort(): Promise<number> {
 
 /**
  * Starts a private cluster with one database, `knode`, owned by the superuser `knode`: Debian's server
- * (without pgvector), or with `{ pgvector: true }` the copy of it that has pgvector.
+ * (without pgvector), or with `{ pgvector: true }` the copy of it that has pgvector. `settings` are more
+ * server settings (`name=value`, e.g. `shared_buffers=1GB` for a bench: the tests' 16 MB is no operator's),
+ * given after SERVER_OPTIONS so that they win.
  */
-export async function startPostgres(options: { pgvector?: boolean } = {}): Promise<PrivatePostgres> {
+export async function startPostgres(options: { pgvector?: boolean; settings?: readonly string[] } = {}): Promise<PrivatePostgres> {
   const bin = options.pgvector ? pgvectorBinaries() : postgresBinaries();
   const source = await templateData(bin);
   const folder = await ownedFolder('knode-pg-');
@@ -187,7 +189,7 @@ export async function startPostgres(options: { pgvector?: boolean } = {}): Promi
   const teardown = watchdog(['sh', '-c', `'${join(bin, 'pg_ctl')}' -D '${data}' -m immediate -w stop; rm -rf '${folder}'`]);
   try {
     await run(['cp', '-a', source, data], 'copying the template cluster');
-    const port = await startServer(bin, data, logFile);
+    const port = await startServer(bin, data, logFile, options.settings ?? []);
     const base = `postgres://${USER}@127.0.0.1:${port}`;
     await createDatabase(`${base}/postgres`);
     return {
@@ -203,12 +205,12 @@ export async function startPostgres(options: { pgvector?: boolean } = {}): Promi
 }
 
 /** Starts the server on a free port; one taken between the probe and the bind (others test here too) is tried again. */
-async function startServer(bin: string, data: string, logFile: string): Promise<number> {
+async function startServer(bin: string, data: string, logFile: string, settings: readonly string[]): Promise<number> {
   let lastError: unknown;
   for (let attempt = 1; attempt <= 3; attempt++) {
     const port = await freePort();
     try {
-      const options = [...SERVER_OPTIONS, `-p ${port}`].join(' ');
+      const options = [...SERVER_OPTIONS, ...settings.map((setting) => `-c ${setting}`), `-p ${port}`].join(' ');
       await run([join(bin, 'pg_ctl'), '-D', data, '-l', logFile, '-w', '-t', '30', '-o', options, 'start'], 'pg_ctl start');
       return port;
     } catch (error) {
