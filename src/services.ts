@@ -363,11 +363,12 @@ export async function createServices(config: Config, options: ServiceOptions = {
     clock,
   );
   const walletRepository = new WalletRepository(db, box);
-  const journal = new SettlementJournal(database.db, leases.holder);
+  const journal = new SettlementJournal(database.db, leases.holder, clock);
   const payments = new MppGateway({
     wallets: walletRepository,
-    consumed: new ConsumedStore(database.db),
+    consumed: new ConsumedStore(database.db, clock),
     journal,
+    clock,
     outbound: tenantFetch,
     ...(options.paymentReceiptTimeoutMs !== undefined ? { receiptTimeoutMs: options.paymentReceiptTimeoutMs } : {}),
   });
@@ -379,6 +380,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     paymentFailed: (entry, reason) => usageRepository.paymentFailed(entry, reason),
     log,
     outbound: tenantFetch,
+    clock,
   });
   const datasetSearch = new DatasetSearchService(config, datasetRepository, store, searchEngine, embedderFetch);
   // Each dataset's own calibration, fitted in the background once its files are indexed and again as it grows;

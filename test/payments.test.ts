@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, setSystemTime, test } from 'bun:test';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
 import { createHmac } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -121,7 +121,6 @@ describe('MPP payments', () => {
   });
 
   afterEach(() => {
-    setSystemTime();
     model.behave({});
     wallet.payAmount(undefined);
     wallet.signAs('pympp-0.4.2');
@@ -133,7 +132,7 @@ describe('MPP payments', () => {
   describe('the 402', () => {
     test('a query without X-Payment answers 402 with the challenge, in the contract’s words and order', async () => {
       await summaryEndpoint('paid-402');
-      const before = Date.now();
+      const before = t.clock.now();
       const response = await query('paid-402');
       expect(response.statusCode).toBe(402);
       expect(response.json()).toEqual({
@@ -387,7 +386,7 @@ describe('MPP payments', () => {
     test('an expired challenge is refused', async () => {
       await summaryEndpoint('paid-expired');
       const payment = await pay(await query('paid-expired'), 'paid-expired');
-      setSystemTime(new Date(Date.now() + 6 * 60_000));
+      t.clock.advance(6 * 60_000);
       const broadcasts = rpc.broadcasts.length;
       const response = await query('paid-expired', {}, { payment });
       expect(response.statusCode).toBe(402);
@@ -568,7 +567,7 @@ describe('MPP payments', () => {
       const { response, payment } = await paidQuery('hub-stolen');
       expect(response.statusCode).toBe(200);
       const broadcasts = rpc.broadcasts.length;
-      setSystemTime(new Date(Date.now() + 6 * 60_000)); // the first challenge and its keys have expired
+      t.clock.advance(6 * 60_000); // the first challenge and its keys have expired
       const fresh = Challenge.deserialize((await query('hub-stolen')).headers['www-authenticate'] as string);
       const stolen = Credential.serialize({ ...Credential.deserialize(payment), challenge: fresh });
       const refused = await query('hub-stolen', {}, { payment: stolen });
@@ -879,7 +878,9 @@ test('consumed credentials are remembered across a restart', async () => {
       });
     const used = await wallet.pay(consumer.token, (await ask(first, owner.token)).headers['www-authenticate'] as string);
     expect((await ask(first, owner.token, used)).statusCode).toBe(200);
-    // A challenge issued before the restart, paid after it.
+    // A challenge issued before the restart, paid after it: a second later, since a challenge is its terms and
+    // its expiry, and a clock standing still would issue the one just paid again.
+    first.clock.advance(1_000);
     const pending = (await ask(first, owner.token)).headers['www-authenticate'] as string;
     await first.close({ keepData: true });
 

@@ -1,4 +1,5 @@
 import { type Db, type DbOrTransaction, inTransaction } from '../db/database.ts';
+import { type Clock, systemClock } from '../util/clock.ts';
 
 /** Thrown inside the claiming transaction to roll back the keys it had claimed already. */
 class AlreadyConsumed extends Error {}
@@ -18,12 +19,15 @@ class AlreadyConsumed extends Error {}
 export class ConsumedStore {
   private lastPrune = 0;
 
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock = systemClock,
+  ) {}
 
   /** Whether any of the keys is consumed now. */
   async anyConsumed(keys: readonly string[]): Promise<boolean> {
     if (keys.length === 0) return false;
-    const nowMs = Date.now();
+    const nowMs = this.clock.now();
     const live = await this.db
       .selectFrom('payment_consumed')
       .select('key')
@@ -38,7 +42,7 @@ export class ConsumedStore {
    * nothing is written and the answer is false.
    */
   async claim(keys: readonly string[], expiresAt: number): Promise<boolean> {
-    const nowMs = Date.now();
+    const nowMs = this.clock.now();
     await this.prune(nowMs);
     try {
       await inTransaction(this.db, async (trx) => {

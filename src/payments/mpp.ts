@@ -2,6 +2,7 @@ import { Challenge, Credential, PaymentRequest } from 'mppx';
 import { Methods } from 'mppx/tempo';
 import { BaseError, type Hex, keccak256 } from 'viem';
 import type { Tenant } from '../domain/principal.ts';
+import { type Clock, systemClock } from '../util/clock.ts';
 import type { PaymentWallet } from './codec.ts';
 import type { ConsumedStore } from './consumed-store.ts';
 import { formatUsd, PaymentRefusal, type PaymentTerms } from './payment-terms.ts';
@@ -84,10 +85,16 @@ export interface MppGatewayDeps {
   receiptTimeoutMs?: number;
   /** The outbound module's fetch for a tenant: the Tempo RPC is called through it (outbound/). */
   outbound: RpcFetcher;
+  /** When a challenge expires, and whether it has (the real one unless a test brings its own). */
+  clock?: Clock;
 }
 
 export class MppGateway {
-  constructor(private readonly deps: MppGatewayDeps) {}
+  private readonly clock: Clock;
+
+  constructor(private readonly deps: MppGatewayDeps) {
+    this.clock = deps.clock ?? systemClock;
+  }
 
   wallet(tenant: Tenant): Promise<PaymentWallet | undefined> {
     return this.deps.wallets.get(tenant.id);
@@ -98,7 +105,7 @@ export class MppGateway {
     const challenge = Challenge.fromMethod(Methods.charge, {
       realm: terms.realm,
       description: `Query endpoint: ${terms.realm}`,
-      expires: new Date(Date.now() + CHALLENGE_LIFETIME_MS).toISOString(),
+      expires: new Date(this.clock.now() + CHALLENGE_LIFETIME_MS).toISOString(),
       request: requestInput(wallet, terms.amount),
       secretKey: wallet.challenge_secret,
     });
@@ -133,7 +140,7 @@ export class MppGateway {
       throw new PaymentRefusal('This payment has already been used');
     }
     const expires = Date.parse(challenge.expires ?? '');
-    if (!(expires > Date.now())) throw new PaymentRefusal(`The payment's challenge expired at ${challenge.expires}`);
+    if (!(expires > this.clock.now())) throw new PaymentRefusal(`The payment's challenge expired at ${challenge.expires}`);
     if (await this.deps.journal.transactionUsed(hash)) throw new PaymentRefusal('This payment has already been used');
 
     const rpc = new TempoRpc({ rpcUrl: rpcUrlOf(wallet), testnet: wallet.testnet, fetch: await this.deps.outbound(caller.tenantId) });
@@ -190,7 +197,8 @@ export class MppGateway {
     rpc: TempoRpc,
     sent: { id: string; hash: Hex; payer: Hex; wallet: PaymentWallet; amount: bigint },
   ): Promise<Settlement> {
-    const deadline = Date.now() + (this.deps.receiptTimeoutMs ?? RECEIPT_TIMEOUT_MS);
+    // Elapsed time, not the time of day: a monotonic clock, which a test's stopped clock does not hold up.
+    const deadline = performance.now() + (this.deps.receiptTimeoutMs ?? RECEIPT_TIMEOUT_MS);
     for (;;) {
       const receipt = await rpc.receipt(sent.hash).catch((error: unknown) => {
         if (error instanceof RpcUnreachableError || error instanceof BaseError) return null;
@@ -205,7 +213,7 @@ export class MppGateway {
         await this.deps.journal.failed(sent.id, verdict.reason);
         throw new PaymentRefusal(verdict.reason);
       }
-      if (Date.now() >= deadline) return { transaction: sent.hash, status: 'pending' };
+      if (performance.now() >= deadline) return { transaction: sent.hash, status: 'pending' };
       await Bun.sleep(RECEIPT_POLL_MS);
     }
   }

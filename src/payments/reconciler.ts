@@ -1,4 +1,5 @@
 import { BaseError } from 'viem';
+import { type Clock, isoNow, systemClock } from '../util/clock.ts';
 import type { SettlementEntry, SettlementJournal } from './settlement-journal.ts';
 import { PATH_USD, type RpcFetcher, type RpcReceipt, TempoRpc, verdictOf } from './tempo.ts';
 
@@ -61,11 +62,13 @@ export interface SettlementReconcilerDeps {
   intervalMs?: number;
   /** The outbound module's fetch for a tenant: the Tempo RPC is called through it (outbound/). */
   outbound: RpcFetcher;
+  /** When this reconciler started (the real one unless a test brings its own). */
+  clock?: Clock;
 }
 
 export class SettlementReconciler {
   /** Rows created before this belong to an earlier process: nothing of this one is still working on them. */
-  private readonly startedAt = new Date().toISOString();
+  private readonly startedAt: string;
   private timer: ReturnType<typeof setInterval> | undefined;
   private running: Promise<void> | undefined;
   /** Whether this replica reconciles gone replicas' rows now. */
@@ -73,6 +76,7 @@ export class SettlementReconciler {
 
   constructor(private readonly deps: SettlementReconcilerDeps) {
     this.adopting = !deps.adoptsUnderLease;
+    this.startedAt = isoNow(deps.clock ?? systemClock);
   }
 
   /** Reconciles now (start-up), then every interval, in the background. */

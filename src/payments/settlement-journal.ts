@@ -1,6 +1,7 @@
 import type { Generated, Selectable } from 'kysely';
 import type { Hex } from 'viem';
 import { type Db, type DbOrTransaction, inTransaction } from '../db/database.ts';
+import { type Clock, isoNow, systemClock } from '../util/clock.ts';
 import { claimKeysIn, removeKeys } from './consumed-store.ts';
 
 /**
@@ -110,6 +111,7 @@ export class SettlementJournal {
   constructor(
     private readonly database: Db,
     private readonly replica: string | null = null,
+    private readonly clock: Clock = systemClock,
   ) {
     this.db = withJournal(database);
   }
@@ -122,9 +124,9 @@ export class SettlementJournal {
   async reserve(entry: NewSettlement): Promise<boolean> {
     try {
       await inTransaction(this.database, async (transaction) => {
-        if (!(await claimKeysIn(transaction, entry.consumed_keys, entry.expires_at, Date.now()))) throw new KeyInUse();
+        if (!(await claimKeysIn(transaction, entry.consumed_keys, entry.expires_at, this.clock.now()))) throw new KeyInUse();
         const trx = withJournal(transaction);
-        const time = new Date().toISOString();
+        const time = isoNow(this.clock);
         await trx
           .deleteFrom('payment_settlements')
           .where('challenge_id', '=', entry.challenge_id)
@@ -213,7 +215,7 @@ export class SettlementJournal {
   async sending(challengeId: string, usage: Record<string, unknown>): Promise<void> {
     const result = await this.db
       .updateTable('payment_settlements')
-      .set({ state: 'sending', usage: JSON.stringify(usage), updated_at: new Date().toISOString() })
+      .set({ state: 'sending', usage: JSON.stringify(usage), updated_at: isoNow(this.clock) })
       .where('challenge_id', '=', challengeId)
       .where('state', '=', 'reserved')
       .executeTakeFirst();
@@ -247,7 +249,7 @@ export class SettlementJournal {
       const trx = withJournal(transaction);
       const result = await trx
         .updateTable('payment_settlements')
-        .set({ state: 'released', updated_at: new Date().toISOString() })
+        .set({ state: 'released', updated_at: isoNow(this.clock) })
         .where('challenge_id', '=', challengeId)
         .where('state', 'in', [...from])
         .returning('consumed_keys')
@@ -260,7 +262,7 @@ export class SettlementJournal {
 
   /** The answer was handed out: a later use of the same credential is a replay, not a retry. */
   async delivered(challengeId: string): Promise<void> {
-    const time = new Date().toISOString();
+    const time = isoNow(this.clock);
     await this.db
       .updateTable('payment_settlements')
       .set({ delivered_at: time, updated_at: time })
@@ -275,7 +277,7 @@ export class SettlementJournal {
         state,
         usage: eb.fn.coalesce(eb.val(extra.usage ?? null), eb.ref('usage')),
         failure: eb.fn.coalesce(eb.val(extra.failure ?? null), eb.ref('failure')),
-        updated_at: new Date().toISOString(),
+        updated_at: isoNow(this.clock),
       }))
       .where('challenge_id', '=', challengeId)
       .execute();
