@@ -3,7 +3,7 @@
  * store on the same chunks, measured in the same run: indexing time, the keyword index's size on disk, and
  * keyword search p50 / p90 / p99. With `--vectors` it also writes 512-dimension vectors and measures vector
  * and hybrid searches where the server has pgvector (Debian 12's PostgreSQL has none: they are skipped and
- * the output says so). While the searches run, a poller measures the latency of a trivial query on another
+ * the output says so; `--pgvector` below starts one that has it). While the searches run, a poller measures the latency of a trivial query on another
  * connection (the "API meanwhile" figure: what a /health-style request waits while searches load the server).
  *
  * Chunks are synthetic, as the PostgreSQL store's figures in src/vectors/postgres/dataset-tables.ts were
@@ -14,6 +14,12 @@
  * database), otherwise a private cluster started as the tests start one (test/helpers/postgres.ts: Debian's
  * PostgreSQL, data in /dev/shm, fsync off, 16 MB of shared buffers).
  *
+ * `--pgvector` starts the private cluster from the copy of Debian's PostgreSQL that pgvector is built into
+ * (`bash test/vendor/build-pgvector.sh`: pgvector 0.8.6 from test/vendor), with an operator's memory settings
+ * instead of the tests' 16 MB of shared buffers: by default `shared_buffers=1GB`, `maintenance_work_mem=1GB`,
+ * `work_mem=64MB` (`--settings=name=value,name=value` replaces them; still data in /dev/shm and fsync off).
+ * The output's first lines name the server's version, pgvector's, and the settings the server reports.
+ *
  * `--pglite` runs the PostgreSQL store on PGlite with its pgvector package instead (WebAssembly in this
  * process: an indication of pgvector's figures where no server has it, not a server's).
  *
@@ -21,7 +27,8 @@
  * as text files in a folder dataset, until every file is keyword-searchable, on one and on two replicas
  * sharing the PostgreSQL server, and on one process with its SQLite, with GET /health polled meanwhile.
  *
- * Usage: bun scripts/bench/cluster-search.ts [sizes, default 20000] [queries, default 200] [--vectors] [--no-sqlite] [--pglite] [--ingest]
+ * Usage: bun scripts/bench/cluster-search.ts [sizes, default 20000] [queries, default 200] [--vectors] [--no-sqlite]
+ *   [--pgvector] [--settings=name=value,...] [--pglite] [--ingest]
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -39,6 +46,7 @@ import { ADMIN_KEY } from '../../test/helpers/constants.ts';
 import { type KnodeProcess, startKnodeProcess } from '../../test/helpers/knode-process.ts';
 import { startPglite } from '../../test/helpers/pglite.ts';
 import { startPostgres } from '../../test/helpers/postgres.ts';
+import { benchSettings, describeServer } from './pgvector-server.ts';
 import { zipfWords } from './zipf-words.ts';
 
 const DIMENSION = 512;
@@ -52,6 +60,9 @@ const withVectors = flags.includes('--vectors');
 const withSqlite = !flags.includes('--no-sqlite');
 const onPglite = flags.includes('--pglite');
 const withIngestion = flags.includes('--ingest');
+const onPgvector = flags.includes('--pgvector');
+/** Debian's server without pgvector keeps the tests' settings unless asked; the server with pgvector gets an operator's. */
+const serverSettings = onPgvector || flags.some((flag) => flag.startsWith('--settings=')) ? benchSettings(flags) : [];
 
 const random = seededRandom(7);
 const gaussian = () => Math.sqrt(-2 * Math.log(random() || 1e-12)) * Math.cos(2 * Math.PI * random());
@@ -282,11 +293,14 @@ async function engine(): Promise<Engine> {
       async stop() {},
     };
   }
-  const server = process.env.SVC_DATABASE_URL ? undefined : await startPostgres();
+  const server = process.env.SVC_DATABASE_URL ? undefined : await startPostgres({ pgvector: onPgvector, settings: serverSettings });
   const url = process.env.SVC_DATABASE_URL ?? (server?.url as string);
+  const privateCluster = onPgvector
+    ? "a private cluster of Debian's PostgreSQL with pgvector built in (test/helpers/postgres.ts, test/vendor/build-pgvector.sh)"
+    : "a private cluster of Debian's PostgreSQL (test/helpers/postgres.ts)";
   return {
     url,
-    label: process.env.SVC_DATABASE_URL ? 'SVC_DATABASE_URL' : "a private cluster of Debian's PostgreSQL (test/helpers/postgres.ts)",
+    label: `${process.env.SVC_DATABASE_URL ? 'SVC_DATABASE_URL' : privateCluster}; ${await describeServer(url)}`,
     async open() {
       const opened = await openPostgresDatabase(url);
       const poller = await openPostgresDatabase(url);
