@@ -211,7 +211,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   };
   const files = new FileRepository(db);
   // Read at scrape time: `tunnels` is made below, and a scrape comes only once the server listens.
-  const metrics = new Metrics({ filesByStatus: () => files.countByStatus(), tunnelStates: () => tunnels.states() });
+  const metrics = new Metrics({ filesByStatus: () => files.countByStatus(), tunnelStates: () => tunnels.states() }, clock);
   const pool = new ParserPool({ size: 1 });
   const feedRepository = new FeedRepository(db);
   const feedSources = new FeedSources({
@@ -411,7 +411,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
   changes.subscribe(marketplaceSubscriber(leases, hubs, satelliteRegistry));
 
   const tenants = new TenantService(tenantRepository, userRepository, ingestionRoots);
-  const analytics = new AnalyticsService(new AnalyticsRepository(db), tenants);
+  const analytics = new AnalyticsService(new AnalyticsRepository(db), tenants, clock);
   const services: Services = {
     config,
     log,
@@ -467,8 +467,9 @@ export async function createServices(config: Config, options: ServiceOptions = {
       observer: metrics,
       questions: analytics,
       log,
+      clock,
     }),
-    usage: new UsageService(endpointRepository, usageRepository),
+    usage: new UsageService(endpointRepository, usageRepository, clock),
     analytics,
     wallets: new WalletService(walletRepository, clock, outbound),
     payments,

@@ -11,6 +11,7 @@ import { EndpointRepository } from '../src/endpoints/repository.ts';
 import { UsageRepository } from '../src/query/usage-repository.ts';
 import { SecretBox } from '../src/security/secret-box.ts';
 import { TenantRepository } from '../src/tenants/repository.ts';
+import { ManualClock } from './fakes/clock.ts';
 import { openPostgresAndSqlite, type PostgresAndSqlite } from './helpers/postgres.ts';
 import { datasetRecord, endpointRecord } from './helpers/records.ts';
 
@@ -91,7 +92,7 @@ async function seed(db: Kysely<Database>): Promise<Seeded> {
 
 /** Every route's answer, over the whole range and filtered. */
 async function answers(db: Kysely<Database>, seeded: Seeded, reads: typeof READS) {
-  const service = new AnalyticsService(new AnalyticsRepository(db), owners, () => NOW, reads);
+  const service = new AnalyticsService(new AnalyticsRepository(db), owners, new ManualClock(NOW.getTime()), reads);
   const principal = { kind: 'admin' as const, email: 'admin@localhost', tenant: seeded.tenant, tenantNamed: true };
   const range = { from: '2026-03-01T00:00:00.000Z' };
   const byEndpoint = { ...range, endpoint_id: seeded.endpointIds[1] };

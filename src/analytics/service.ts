@@ -1,5 +1,6 @@
 import { NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { Principal, Tenant } from '../domain/principal.ts';
+import { type Clock, systemClock } from '../util/clock.ts';
 import { hourOf, questionTerms } from './question-terms.ts';
 import type { AnalyticsRepository, CallerPart, Scope } from './repository.ts';
 import { type Reading, readSliced } from './sliced-reading.ts';
@@ -65,7 +66,7 @@ export class AnalyticsService {
   constructor(
     private readonly repository: AnalyticsRepository,
     private readonly owners: Owners,
-    private readonly clock: () => Date = () => new Date(),
+    private readonly clock: Clock = systemClock,
     /** The caps and the slice size (tests make them small to read a few rows in several slices). */
     private readonly reads: ReadLimits = { sliceRows: SLICE_ROWS, maxUsageRows: MAX_USAGE_ROWS, maxTermRows: MAX_TERM_ROWS },
   ) {}
@@ -236,7 +237,7 @@ export class AnalyticsService {
 
   /** The range and filters asked for, checked: 422 for a reversed or too long range or both filters, 404 for another tenant's resource. */
   private async range(tenant: Tenant, request: AnalyticsRequest, maxSpanDays = MAX_SPAN_DAYS): Promise<Range> {
-    const to = request.to ? new Date(request.to) : this.clock();
+    const to = request.to ? new Date(request.to) : new Date(this.clock.now());
     const from = request.from ? new Date(request.from) : new Date(to.getTime() - DEFAULT_SPAN_MS);
     if (from.getTime() >= to.getTime()) throw issue('from', 'must be before `to`');
     if (to.getTime() - from.getTime() > maxSpanDays * DAY_MS) {

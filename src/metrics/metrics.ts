@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { type Clock, systemClock } from '../util/clock.ts';
 
 /** What the gauges read when Prometheus scrapes: the state of the moment, not events. */
 export interface MetricsSources {
@@ -27,10 +28,13 @@ export class Metrics {
   private readonly embeddedChunks: Counter;
   private readonly generatedTokens: Counter;
   private readonly heartbeatFailures: Counter<'marketplace'>;
-  private readonly embedded = new RecentRate();
-  private readonly generated = new RecentRate();
+  private readonly embedded: RecentRate;
+  private readonly generated: RecentRate;
 
-  constructor(sources: MetricsSources) {
+  /** `clock`: the time the recent rates are measured by. */
+  constructor(sources: MetricsSources, clock: Clock = systemClock) {
+    this.embedded = new RecentRate(clock);
+    this.generated = new RecentRate(clock);
     const registers = [this.registry];
     // Process and runtime figures: knode_process_resident_memory_bytes, knode_nodejs_eventloop_lag_p99_seconds...
     collectDefaultMetrics({ register: this.registry, prefix: 'knode_' });
@@ -161,12 +165,14 @@ export class Metrics {
 class RecentRate {
   private samples: { at: number; amount: number; seconds: number }[] = [];
 
+  constructor(private readonly clock: Clock) {}
+
   add(amount: number, seconds: number): void {
-    this.samples.push({ at: Date.now(), amount, seconds });
+    this.samples.push({ at: this.clock.now(), amount, seconds });
   }
 
   perSecond(): number {
-    const since = Date.now() - RATE_WINDOW_MS;
+    const since = this.clock.now() - RATE_WINDOW_MS;
     this.samples = this.samples.filter((sample) => sample.at >= since);
     const amount = this.samples.reduce((sum, sample) => sum + sample.amount, 0);
     const busy = this.samples.reduce((sum, sample) => sum + sample.seconds, 0);

@@ -7,6 +7,7 @@ import { estimateTokens } from '../llm/costs.ts';
 import type { ChatMessage } from '../llm/provider.ts';
 import type { HookSet, PolicyHooks } from '../policies/hook-set.ts';
 import type { PolicyRepository } from '../policies/repository.ts';
+import type { Clock } from '../util/clock.ts';
 import { contextCeiling, queryBudget } from './answer-context.ts';
 import { type Generation, generationFor } from './generation.ts';
 import { PROMPT_TOKEN_MARGIN, searchText, toMessages } from './messages.ts';
@@ -54,6 +55,11 @@ export interface QueryPipelineDeps extends RunningQueryDeps, QueryRecordDeps {
  */
 export class QueryPipeline {
   constructor(private readonly deps: QueryPipelineDeps) {}
+
+  /** The time its queries are recorded at; a streamed answer's chunks say it too (stream.ts). */
+  get clock(): Clock {
+    return this.deps.clock;
+  }
 
   /** `payment` is the `X-Payment` header: an MPP credential for an endpoint with an `mpp` policy. */
   async begin(caller: QueryCaller, slug: string, body: QueryRequest, payment?: string): Promise<RunningQuery> {

@@ -1,11 +1,11 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Insertable } from 'kysely';
-import { now } from '../db/database.ts';
 import type { QueryUsageTable } from '../db/schema.ts';
 import { errorMessage, PolicyError } from '../domain/errors.ts';
 import type { PolicyEntry } from '../domain/policy-metadata.ts';
 import type { Tenant } from '../domain/principal.ts';
 import type { QueryOutcome } from '../policies/hooks.ts';
+import { type Clock, isoNow } from '../util/clock.ts';
 import type { UsageRepository } from './usage-repository.ts';
 
 /** Where finished queries are counted besides the usage table (metrics/metrics.ts implements it). */
@@ -25,6 +25,8 @@ export interface QueryRecordDeps {
   observer?: QueryObserver;
   questions?: QuestionObserver;
   log: FastifyBaseLogger;
+  /** When a query is recorded (its usage row's `created_at`, its question's hour). */
+  clock: Clock;
 }
 
 /** Which query is recorded: what each of its records repeats. */
@@ -97,7 +99,13 @@ export class QueryRecord {
     if (!questions) return;
     const { tenant, endpoint, origin, question } = this.query;
     try {
-      await questions.questionAsked({ tenantId: tenant.id, endpointId: endpoint.id, origin, question, at: new Date() });
+      await questions.questionAsked({
+        tenantId: tenant.id,
+        endpointId: endpoint.id,
+        origin,
+        question,
+        at: new Date(this.deps.clock.now()),
+      });
     } catch (error) {
       log.warn({ err: error, endpoint: endpoint.slug }, 'the terms of a question could not be kept for the analytics');
     }
@@ -121,7 +129,7 @@ export class QueryRecord {
       completion_tokens: outcome.completionTokens ?? null,
       origin: this.query.origin,
       refused_by: error instanceof PolicyError ? error.entry.policy_type : null,
-      created_at: now(),
+      created_at: isoNow(this.deps.clock),
     };
   }
 

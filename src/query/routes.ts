@@ -21,7 +21,7 @@ export function queryRoutes(pipeline: QueryPipeline, usage: UsageService): Fasti
         const query = await pipeline.begin(caller, request.params.slug, request.body, request.headers['x-payment']);
         if (!request.body.stream) return query.answer(signal);
         // Until the events are handed over, a failure is an ordinary HTTP error (running-query.ts `stream`).
-        await sendStream(reply, await query.stream(signal), signal, request.log);
+        await sendStream(reply, await query.stream(signal), signal, request.log, pipeline.clock);
         return reply;
       },
     });

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import { DomainError } from '../domain/errors.ts';
+import type { Clock } from '../util/clock.ts';
 import type { AnswerEvent } from './running-query.ts';
 
 /**
@@ -12,8 +13,9 @@ export async function sendStream(
   events: Iterable<AnswerEvent> | AsyncIterable<AnswerEvent>,
   signal: AbortSignal,
   log: FastifyBaseLogger,
+  clock: Clock,
 ): Promise<void> {
-  const sse = new SseWriter(reply);
+  const sse = new SseWriter(reply, Math.floor(clock.now() / 1000));
   sse.open();
   try {
     for await (const event of events) sse.write(event);
@@ -32,12 +34,15 @@ export async function sendStream(
  * began is an `event: error` before `[DONE]`. The whole answer is never sent again at the end.
  */
 class SseWriter {
-  private readonly created = Math.floor(Date.now() / 1000);
   private id = `chatcmpl-${crypto.randomUUID()}`;
   private model = '';
   private closed = false;
 
-  constructor(private readonly reply: FastifyReply) {}
+  constructor(
+    private readonly reply: FastifyReply,
+    /** The chunks' `created`: when the answer began, in seconds since the epoch (OpenAI's). */
+    private readonly created: number,
+  ) {}
 
   /** Takes the response over from fastify and sends the headers (CORS and request id included). */
   open(): void {

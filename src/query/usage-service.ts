@@ -1,6 +1,7 @@
 import { NotFoundError, ValidationError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
 import type { EndpointRepository } from '../endpoints/repository.ts';
+import type { Clock } from '../util/clock.ts';
 import type { UsageRecord, UsageRepository } from './usage-repository.ts';
 import { type Bucket, bucketCount, MAX_BUCKETS, summarise, type UsageSummary } from './usage-summary.ts';
 
@@ -19,6 +20,7 @@ export class UsageService {
   constructor(
     private readonly endpoints: Pick<EndpointRepository, 'getBySlug'>,
     private readonly usage: UsageRepository,
+    private readonly clock: Clock,
   ) {}
 
   /** Newest first; `total` only when asked (it costs a count). Another tenant's endpoint is a 404. */
@@ -36,11 +38,11 @@ export class UsageService {
   }
 
   /** GET /endpoints/{slug}/usage/summary: [from, to) counted per bucket (`to` defaults to now). */
-  async summary(tenant: Tenant, slug: string, request: SummaryRequest, now = new Date()): Promise<UsageSummary> {
+  async summary(tenant: Tenant, slug: string, request: SummaryRequest): Promise<UsageSummary> {
     const endpoint = await this.endpoints.getBySlug(tenant.id, slug.toLowerCase());
     if (!endpoint) throw new NotFoundError(`Endpoint '${slug}' not found`);
     const bucket = request.bucket ?? 'hour';
-    const to = request.to ? new Date(request.to) : now;
+    const to = request.to ? new Date(request.to) : new Date(this.clock.now());
     const from = request.from ? new Date(request.from) : new Date(to.getTime() - DEFAULT_SPAN_MS[bucket]);
     if (from.getTime() >= to.getTime()) {
       throw new ValidationError([{ loc: ['query', 'from'], msg: 'must be before `to`', type: 'value_error' }]);
