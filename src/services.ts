@@ -296,6 +296,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     hubs,
     marketplaces: marketplaceRepository,
     log,
+    clock,
     ...(options.jwksCooldownMs !== undefined ? { jwksCooldownMs: options.jwksCooldownMs } : {}),
   });
   const tunnelProvider = options.tunnelProvider === undefined ? new NgrokTunnelProvider() : options.tunnelProvider;

@@ -85,7 +85,8 @@ function inCache(hash: string, name: string, write: (temporary: string) => void,
 
 function moveIntoPlace(target: string, write: (temporary: string) => void): void {
   mkdirSync(dirname(target), { recursive: true, mode: 0o700 });
-  const temporary = `${target}.${process.pid}.${Date.now()}.tmp`;
+  // Unique to this write (the process id alone repeats across containers): no other writer's half-made copy.
+  const temporary = `${target}.${process.pid}.${crypto.randomUUID()}.tmp`;
   try {
     write(temporary);
     renameSync(temporary, target);

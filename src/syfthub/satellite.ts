@@ -2,6 +2,7 @@ import { createRemoteJWKSet, decodeJwt, type JWTPayload, jwtVerify } from 'jose'
 import type { Logger } from 'pino';
 import { DomainError, errorMessage, MisdirectedRequestError, ServiceUnavailableError } from '../domain/errors.ts';
 import type { SatelliteIdentity, SatelliteVerifier } from '../domain/principal.ts';
+import type { Clock } from '../util/clock.ts';
 import { ExpiringCache } from '../util/expiring-cache.ts';
 import type { HubClients, StoredMarketplace } from './hub-client.ts';
 
@@ -30,6 +31,8 @@ export interface SatelliteVerifierDeps {
   log: Pick<Logger, 'warn'>;
   /** How soon an unknown `kid` may fetch the key set again (jose's cooldown; 30 s by default). */
   jwksCooldownMs?: number;
+  /** Whether a token has expired, and how long a verification is kept. */
+  clock: Clock;
 }
 
 const OPAQUE_TOKEN = /^sat_(live|test)_/;
@@ -38,6 +41,8 @@ const JWKS_MAX_AGE_MS = 3_600_000;
 const JWKS_TIMEOUT_MS = 10_000;
 /** Opaque tokens carry no expiry of their own: their answer is kept briefly. */
 const OPAQUE_CACHE_MS = 60_000;
+/** The most verifications kept at once: a flood of distinct tokens cannot grow the cache past it. */
+const VERIFIED_MAX = 10_000;
 
 /** jose errors that mean "this token is not good", as opposed to "the hub's keys could not be had". */
 const TOKEN_PROBLEMS = new Set([
@@ -68,11 +73,13 @@ const TOKEN_PROBLEMS = new Set([
  */
 export class HubSatelliteVerifier implements SatelliteVerifier {
   private readonly keySets = new Map<string, ReturnType<typeof createRemoteJWKSet>>();
-  private readonly verified = new ExpiringCache<SatelliteIdentity>();
+  private readonly verified: ExpiringCache<SatelliteIdentity>;
   /** Verifications under way: concurrent queries with one new token ask the hub once. */
   private readonly pending = new Map<string, Promise<SatelliteIdentity | null>>();
 
-  constructor(private readonly deps: SatelliteVerifierDeps) {}
+  constructor(private readonly deps: SatelliteVerifierDeps) {
+    this.verified = new ExpiringCache(VERIFIED_MAX, () => deps.clock.now());
+  }
 
   verify(token: string, tenantIds?: readonly string[]): Promise<SatelliteIdentity | null> {
     const key = `${tenantIds?.join(',') ?? '*'}:${token}`;
@@ -89,7 +96,7 @@ export class HubSatelliteVerifier implements SatelliteVerifier {
       const marketplace = await this.fallback(tenantIds, 'an opaque token');
       if (!marketplace) return null;
       const audience = marketplace.satellite_id ?? marketplace.username.toLowerCase();
-      return this.askOnce(marketplace, token, Date.now() + OPAQUE_CACHE_MS, audience, marketplace.satellite_id);
+      return this.askOnce(marketplace, token, this.deps.clock.now() + OPAQUE_CACHE_MS, audience, marketplace.satellite_id);
     }
     let claims: JWTPayload;
     try {
@@ -98,7 +105,7 @@ export class HubSatelliteVerifier implements SatelliteVerifier {
       return null;
     }
     // An expired token is refused without asking anyone.
-    if (typeof claims.exp !== 'number' || claims.exp * 1000 <= Date.now()) return null;
+    if (typeof claims.exp !== 'number' || claims.exp * 1000 <= this.deps.clock.now()) return null;
     const expiresAt = claims.exp * 1000;
     const audiences = [...new Set(audiencesOf(claims))];
     const candidates = await this.deps.marketplaces.listActiveByAudiences(
@@ -160,6 +167,7 @@ export class HubSatelliteVerifier implements SatelliteVerifier {
   private async signedFor(marketplace: VerifyingMarketplace, token: string, audience: boolean): Promise<boolean> {
     const accepted = [marketplace.username.toLowerCase(), ...(marketplace.satellite_id ? [marketplace.satellite_id.toLowerCase()] : [])];
     try {
+      // jose checks the expiry again on the system's time (not `deps.clock`): a hub stamps its tokens on that one.
       const { payload } = await jwtVerify(token, this.keySet(marketplace.url), { algorithms: ['RS256'], requiredClaims: ['exp'] });
       // jose compares audiences exactly: the hub's usernames and UUIDs are compared without case here.
       if (audience && !audiencesOf(payload).some((aud) => accepted.includes(aud.toLowerCase()))) return false;

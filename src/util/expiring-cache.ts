@@ -5,9 +5,10 @@
 export class ExpiringCache<V> {
   private readonly entries = new Map<string, { value: V; expiresAt: number }>();
 
+  /** `now`: the time entries lapse by, in epoch milliseconds (the caller's clock). */
   constructor(
-    private readonly maxEntries = 10_000,
-    private readonly now: () => number = Date.now,
+    private readonly maxEntries: number,
+    private readonly now: () => number,
   ) {}
 
   get(key: string): V | undefined {
