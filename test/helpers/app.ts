@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
@@ -8,6 +8,7 @@ import type { Tenant } from '../../src/domain/principal.ts';
 import type { PasswordHashCost } from '../../src/security/passwords.ts';
 import { createServices, type ServiceOptions, type Services } from '../../src/services.ts';
 import { ManualClock, nearRealTime } from '../fakes/clock.ts';
+import { dropEngineData, engineEnvironment } from './test-engine.ts';
 
 export interface TestUser {
   email: string;
@@ -32,7 +33,9 @@ export interface TestApp {
   user(name?: string, options?: { grantRoots?: boolean }): Promise<TestUser>;
   /** A tenant's row, by its name or by a user of it, for tests that call services directly. */
   tenant(of: string | TestUser): Promise<Tenant>;
-  /** Closes the app; with `keepData` the data directory stays for a restart. */
+  /** The key the app signs its access tokens with: jwt.key in the data directory, or SVC_JWT_SECRET in cluster mode. */
+  jwtKey(): Uint8Array;
+  /** Closes the app; with `keepData` the data directory stays for a restart (and its database, on PostgreSQL). */
   close(options?: { keepData?: boolean }): Promise<void>;
 }
 
@@ -57,6 +60,9 @@ export interface TestAppOptions extends Omit<ServiceOptions, 'clock'> {
  * A whole knode on a fresh temporary data directory, with logging off, the general API limits off unless
  * a test sets them, outbound calls to loopback allowed to every tenant (the fakes' address), and a clock that moves only when the test advances it. `env` overrides any SVC_*
  * variable; `options` collects logs, brings a tunnel double...
+ *
+ * The state is in SQLite in the data directory, or with KNODE_TEST_ENGINE=postgres in a PostgreSQL database
+ * of that directory's own (test-engine.ts), unless `env` names a database itself (the cluster tests).
  */
 export async function createTestApp(
   env: Record<string, string> = {},
@@ -73,6 +79,7 @@ export async function createTestApp(
     // are not the first owner: loopback is allowed to all of them, as an operator may. test/security/ passes
     // SVC_OUTBOUND_ALLOW: '' to test the rule itself.
     SVC_OUTBOUND_ALLOW: 'loopback',
+    ...(env.SVC_DATABASE_URL === undefined ? await engineEnvironment(dataDir) : {}),
     ...env,
   });
   const services = await createServices(config, { passwordHashCost: TEST_PASSWORD_HASH_COST, ...options, clock });
@@ -125,10 +132,17 @@ export async function createTestApp(
     request,
     user,
     tenant,
+    jwtKey: () =>
+      config.jwtSecret === undefined
+        ? Buffer.from(readFileSync(join(dataDir, 'jwt.key'), 'utf8').trim(), 'base64')
+        : new TextEncoder().encode(config.jwtSecret),
     close: async ({ keepData = false } = {}) => {
       await app.close();
       await services.close();
-      if (!keepData) rmSync(dataDir, { recursive: true, force: true });
+      if (!keepData) {
+        rmSync(dataDir, { recursive: true, force: true });
+        await dropEngineData(dataDir);
+      }
     },
   };
 }
