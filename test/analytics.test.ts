@@ -242,7 +242,10 @@ describe('GET /api/v1/analytics/...', () => {
       const { db } = t.services.database;
       const usage = await db.selectFrom('query_usage').selectAll().execute();
       expect(JSON.stringify(usage)).not.toContain('bake');
-      const kept = await t.services.database.exclusive((sqlite) => sqlite.query('SELECT * FROM query_terms').all());
+      const kept = await db
+        .selectFrom('query_terms' as never)
+        .selectAll()
+        .execute();
       expect(kept.length).toBeGreaterThan(0);
       expect(Object.keys(kept[0] as object).sort()).toEqual(['asked_hour', 'endpoint_id', 'id', 'origin', 'tenant_id', 'term']);
       for (const row of kept as { asked_hour: string }[]) expect(row.asked_hour).toMatch(/T\d{2}:00:00\.000Z$/);

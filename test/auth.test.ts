@@ -1,6 +1,4 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { SignJWT } from 'jose';
 import { createTestApp, issueLocs, type TestApp } from './helpers/app.ts';
 import { ADMIN_KEY, ISO_UTC } from './helpers/constants.ts';
@@ -121,7 +119,7 @@ describe('accounts', () => {
     const user = await t.user();
     const [h, p] = user.token.split('.');
     const forged = `${h}.${p}.${'A'.repeat(43)}`;
-    const key = Buffer.from(readFileSync(join(t.dataDir, 'jwt.key'), 'utf8').trim(), 'base64');
+    const key = t.jwtKey();
     const claims = JSON.parse(Buffer.from(p as string, 'base64url').toString());
     const expired = await new SignJWT({ email: claims.email, tenant_name: claims.tenant_name })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })

@@ -6,7 +6,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
 import type { IngestionCounts } from '../../src/datasets/repository.ts';
+import { isPostgres } from '../../src/db/database.ts';
 import { scanFolder } from '../../src/ingestion/folder.ts';
+import { postgresTables } from '../../src/vectors/postgres/dataset-tables.ts';
 import type { TestApp, TestUser } from './app.ts';
 import { waitFor } from './wait.ts';
 
@@ -171,10 +173,8 @@ export class Dataset {
 
   /** Paths whose chunks are in the vector store, straight from the database. */
   async indexedSources(): Promise<string[]> {
-    const rows = await this.t.services.database.db
-      .selectFrom('vector_chunks' as never)
+    const rows = await this.chunkRows()
       .select('file_key' as never)
-      .where('dataset_id' as never, '=', this.id as never)
       .distinct()
       .execute();
     return (rows as { file_key: string }[]).map((row) => row.file_key).sort();
@@ -182,11 +182,19 @@ export class Dataset {
 
   /** Every chunk of the dataset in the store, whatever the embedder: what a search could ever return. */
   async storedText(): Promise<string> {
-    const rows = await this.t.services.database.db
-      .selectFrom('vector_chunks' as never)
+    const rows = await this.chunkRows()
       .select('content' as never)
-      .where('dataset_id' as never, '=', this.id as never)
       .execute();
     return (rows as { content: string }[]).map((row) => row.content).join('\n');
+  }
+
+  /**
+   * The dataset's chunk rows, of every state: SQLite's store keeps them in `vector_chunks` with the dataset's
+   * id, PostgreSQL's in a table of the dataset's own (vectors/postgres/dataset-tables.ts), with the same columns.
+   */
+  private chunkRows() {
+    const { db } = this.t.services.database;
+    if (isPostgres(db)) return db.selectFrom(postgresTables(this.id).chunks as never);
+    return db.selectFrom('vector_chunks' as never).where('dataset_id' as never, '=', this.id as never);
   }
 }
