@@ -25,6 +25,8 @@ import { type CheckedEntry, checkEntry, entryOf, type SelectedEntry } from './se
  * the local one): every write it makes because it holds the lease (file rows, chunks, the dataset's status)
  * is fenced with it, and refused once the lease is lost. The runtime then writes nothing more, logs no
  * failure and marks nothing failed: the replica that took the dataset over queues its files again at its start.
+ *
+ * One job, a dataset's runtime from its start to its stop, hence a little over 400 lines.
  */
 
 /** Where a keyed dataset's documents are read from: no folder, no roots (they are handed over as bytes). */
