@@ -10,6 +10,7 @@ import { ClusterWork, SINGLETON } from './coordination/cluster-work.ts';
 import { LeasedDatasets } from './coordination/dataset-leases.ts';
 import { PostgresEmbeddingWindows } from './coordination/postgres/embedding-windows.ts';
 import { keepReplicaAlive } from './coordination/replica-liveness.ts';
+import { LeasedTunnels } from './coordination/tunnel-leases.ts';
 import { DatasetCalibrator } from './datasets/calibrator.ts';
 import { DatasetRepository } from './datasets/repository.ts';
 import { DatasetSearchService } from './datasets/search.ts';
@@ -314,7 +315,14 @@ export async function createServices(config: Config, options: ServiceOptions = {
     TUNNEL_BACKOFF,
     config.port,
     clock,
-    (tenantId, work) => clusterWork.keep(SINGLETON.tunnel(tenantId), work),
+    new LeasedTunnels({
+      db,
+      work: clusterWork,
+      coordination,
+      clock,
+      log,
+      ...(config.leaseTtlMs !== undefined ? { leaseTtlMs: config.leaseTtlMs } : {}),
+    }),
   );
   const endpoints = new EndpointService(
     endpointRepository,
@@ -483,8 +491,8 @@ export async function createServices(config: Config, options: ServiceOptions = {
     storage: new StorageService({ config, datasets: datasetRepository, store, owners: ingestionRoots }),
     marketplaceStatus: { marketplaces: marketplaceRepository, endpoints: endpointRepository, hubs, heartbeats: publishingTasks },
     close: async () => {
+      await tunnels.shutdown(); // closed before their leases are released: never two at once for a tenant
       await clusterWork.close(); // the single-instance work stops here, and another replica may take it over
-      await tunnels.shutdown();
       await publishingTasks.close(); // also aborts every hub request in flight
       await settlements.close();
       await calibrator.stop();

@@ -17,7 +17,9 @@ export type ChangeKind =
   | 'dataset.reindex'
   | 'dataset.selection'
   | 'marketplace.changed'
-  | 'endpoint.changed';
+  | 'endpoint.changed'
+  /** A tenant's tunnel opened or closed through a replica: coordination/tunnel-leases.ts. */
+  | 'tunnel.changed';
 
 export interface Change {
   readonly kind: ChangeKind;

@@ -36,6 +36,11 @@ export function tunnelAdapter(deps: TunnelAdapterDeps): TunnelHooks {
       }
       return stored;
     },
+    storedToken: async (tenantId) => {
+      const row = (await deps.settingsRepository.tunnelTokens()).find((stored) => stored.tenant_id === tenantId);
+      const tenant = row && (await deps.tenants.findById(tenantId));
+      return row && tenant ? { tenant, credential: row.credential } : undefined;
+    },
     // The marketplace hands out tunnel hosts named after its users: `<username>.<SVC_TUNNEL_DOMAIN>`.
     domainFor: async (tenant) => `${(await defaultMarketplace(tenant)).username.toLowerCase()}.${deps.tunnelDomain}`,
     // The tenant's own default marketplace only: its session is the tenant's account at that hub.

@@ -1,8 +1,9 @@
 import type { Logger } from 'pino';
-import { BadRequestError, errorMessage, NotFoundError } from '../domain/errors.ts';
+import { BadRequestError, errorMessage, NotFoundError, ServiceUnavailableError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
-import { type Clock, systemClock } from '../util/clock.ts';
+import type { Clock } from '../util/clock.ts';
 import { type TunnelConnection, type TunnelProvider, TunnelRefused } from './provider.ts';
+import type { SharedTunnelState, TunnelChange, TunnelLease, TunnelReplicas } from './replicas.ts';
 
 /** What GET/POST/DELETE /settings/proxy answer (specification, Settings). */
 export interface TunnelStatus {
@@ -32,6 +33,8 @@ export interface TunnelHooks {
   saveToken(tenant: Tenant, credential: TunnelCredential | null): Promise<void>;
   /** Every tenant with a stored credential, for the reconnection at start-up. */
   storedTokens(): Promise<{ tenant: Tenant; credential: TunnelCredential }[]>;
+  /** One tenant's stored credential, read when this replica takes its tunnel over (undefined: none, or no such tenant). */
+  storedToken(tenantId: string): Promise<{ tenant: Tenant; credential: TunnelCredential } | undefined>;
   hasToken(tenant: Tenant): Promise<boolean>;
   /** `<default marketplace username>.<SVC_TUNNEL_DOMAIN>`; NotFoundError when the tenant has no default marketplace. */
   domainFor(tenant: Tenant): Promise<string>;
@@ -55,6 +58,13 @@ export const TUNNEL_BACKOFF: Backoff = { initialMs: 5_000, maxMs: 60_000 };
 interface TenantTunnel {
   tenant: Tenant;
   credential: TunnelCredential;
+  /** The lease it runs under: its state is shared under it, and it stops once the lease is lost. */
+  lease: TunnelLease;
+  /**
+   * Taken for an owner's request (POST), released by this manager; otherwise granted to this replica standing
+   * by (start-up, or another replica opened it), and released when it stops keeping the lease.
+   */
+  taken: boolean;
   connection?: TunnelConnection;
   cancelRetry?: () => void;
   delayMs: number;
@@ -67,13 +77,32 @@ interface TenantTunnel {
   renewed?: boolean;
 }
 
+const STOPPED: TunnelStatus = {
+  connected: false,
+  public_url: null,
+  has_token: false,
+  state: 'stopped',
+  retry_in_seconds: null,
+  error: null,
+};
+
 /**
  * Each tenant's tunnel: open, report, close; after a drop it reconnects with backoff, and at start-up a
  * stored token reconnects in the background. Every new URL is published. The token never leaves here
  * except to the provider and, encrypted, to the database.
+ *
+ * A tenant's tunnel runs under its lease (`TunnelReplicas`): in cluster mode, on one replica at a time. The
+ * replica an owner opens it through takes the lease (the holder elsewhere lets it go) so that it answers
+ * with the provider's result; the replicas with a stored credential stand by, and one of them takes the
+ * tunnel over when its holder is gone. On a single node the lease is granted at once and nobody is told.
  */
 export class TunnelManager {
   private readonly tunnels = new Map<string, TenantTunnel>();
+  /** Each tenant's opens, closes and reactions to other replicas, one at a time. */
+  private readonly turns = new Map<string, Promise<unknown>>();
+  private readonly stopListening: () => void;
+  /** Set by shutdown: a lease granted after it starts nothing (the leases are released next). */
+  private shuttingDown = false;
   /** Where the tunnel forwards: the configured port until the server says where it listens. */
   private port: number;
 
@@ -81,14 +110,14 @@ export class TunnelManager {
     private readonly provider: TunnelProvider | undefined,
     private readonly hooks: TunnelHooks,
     private readonly log: Logger,
-    private readonly backoff: Backoff = TUNNEL_BACKOFF,
-    configuredPort = 8080,
-    private readonly clock: Clock = systemClock,
-    /** Cluster mode: runs a tenant's stored tunnel only on the replica holding its lease (coordination/); at once otherwise. */
-    private readonly underLease: (tenantId: string, work: { start(): void; stop(): Promise<void> }) => void = (_tenantId, work) =>
-      work.start(),
+    private readonly backoff: Backoff,
+    configuredPort: number,
+    private readonly clock: Clock,
+    /** Which replica runs each tenant's tunnel (coordination/tunnel-leases.ts). */
+    private readonly replicas: TunnelReplicas,
   ) {
     this.port = configuredPort;
+    this.stopListening = replicas.onChange((tenantId, change) => this.heard(tenantId, change));
   }
 
   /**
@@ -116,41 +145,57 @@ export class TunnelManager {
     return this.openWith(provider, tenant, credential, credential.domain);
   }
 
-  private async openWith(provider: TunnelProvider, tenant: Tenant, credential: TunnelCredential, domain: string): Promise<TunnelStatus> {
-    await this.stop(tenant);
-    let connection: TunnelConnection;
-    try {
-      connection = await provider.connect({ token: credential.token, domain, port: this.port });
-    } catch (error) {
-      if (error instanceof TunnelRefused) throw new BadRequestError(`Tunnel connection failed: ${error.message}`);
-      throw error;
-    }
-    try {
-      await this.hooks.publish(tenant, connection.url);
-      await this.hooks.saveToken(tenant, credential);
-    } catch (error) {
-      await connection.close();
-      throw error; // nothing changed: the marketplace refused the URL, the token is not kept
-    }
-    const tunnel: TenantTunnel = { tenant, credential, delayMs: this.backoff.initialMs, closed: false };
-    this.attach(tunnel, connection);
-    this.tunnels.set(tenant.id, tunnel);
-    return this.status(tenant);
+  /**
+   * The tunnel stops wherever it runs, this replica takes the lease (503 if the holder elsewhere does not let
+   * it go within about the lease's time to live), connects, and from then on runs the tunnel under it.
+   */
+  private openWith(provider: TunnelProvider, tenant: Tenant, credential: TunnelCredential, domain: string): Promise<TunnelStatus> {
+    return this.inTurn(tenant.id, async () => {
+      await this.letGo(tenant.id);
+      const lease = await this.replicas.take(tenant.id);
+      if (!lease) throw new ServiceUnavailableError('Another replica runs this tunnel and did not let it go in time: try again');
+      let connection: TunnelConnection;
+      try {
+        connection = await provider.connect({ token: credential.token, domain, port: this.port });
+      } catch (error) {
+        await lease.release();
+        if (error instanceof TunnelRefused) throw new BadRequestError(`Tunnel connection failed: ${error.message}`);
+        throw error;
+      }
+      try {
+        await this.hooks.publish(tenant, connection.url);
+        await this.hooks.saveToken(tenant, credential);
+      } catch (error) {
+        await connection.close();
+        await lease.release();
+        throw error; // nothing changed: the marketplace refused the URL, the token is not kept
+      }
+      const tunnel = this.run({ tenant, credential, lease, taken: true, delayMs: this.backoff.initialMs, closed: false });
+      this.attach(tunnel, connection);
+      await this.share(tunnel); // before the answer: a GET on any replica then says what this one says
+      // The others stand by from now on, to take the tunnel over if this replica goes.
+      await this.replicas
+        .announce(tenant.id, 'opened')
+        .catch((error: unknown) => this.log.warn({ tenant: tenant.name, err: error }, 'the opened tunnel could not be announced'));
+      return this.status(tenant);
+    });
   }
 
-  /** GET /settings/proxy. */
+  /** GET /settings/proxy: the tunnel here, or the state its holder elsewhere shared. */
   async status(tenant: Tenant): Promise<TunnelStatus> {
     await this.requireProvider();
     const tunnel = this.tunnels.get(tenant.id);
-    const connection = tunnel?.connection;
-    const waiting = tunnel && !connection;
+    const state = tunnel ? this.stateOf(tunnel) : await this.replicas.sharedState(tenant.id);
     return {
-      connected: connection !== undefined,
-      public_url: connection?.url ?? null,
+      connected: state?.state === 'online',
+      public_url: state?.public_url ?? null,
       has_token: await this.hooks.hasToken(tenant),
-      state: !tunnel ? 'stopped' : connection ? 'online' : 'reconnecting',
-      retry_in_seconds: waiting && tunnel.retryAt !== undefined ? Math.max(0, Math.ceil((tunnel.retryAt - this.clock.now()) / 1000)) : null,
-      error: waiting ? (tunnel.lastError ?? null) : null,
+      state: state?.state ?? 'stopped',
+      retry_in_seconds:
+        state?.retry_at !== undefined && state.retry_at !== null
+          ? Math.max(0, Math.ceil((state.retry_at - this.clock.now()) / 1000))
+          : null,
+      error: state?.error ?? null,
     };
   }
 
@@ -162,38 +207,43 @@ export class TunnelManager {
     }));
   }
 
-  /** DELETE /settings/proxy: disconnects, forgets the token, clears the URL at the marketplace. */
+  /**
+   * DELETE /settings/proxy: disconnects wherever it runs (the holder elsewhere is told, and lets the lease
+   * go), forgets the token under the lease, so that no stand-by reconnects with it, and clears the URL at the
+   * marketplace.
+   */
   async close(tenant: Tenant): Promise<TunnelStatus> {
     await this.requireProvider();
-    await this.stop(tenant);
-    await this.hooks.saveToken(tenant, null);
-    await this.hooks.publish(tenant, null);
-    return { connected: false, public_url: null, has_token: false, state: 'stopped', retry_in_seconds: null, error: null };
+    return this.inTurn(tenant.id, async () => {
+      await this.letGo(tenant.id);
+      // Not taken within the wait (a holder that neither answers nor lapses): forgotten all the same.
+      const lease = await this.replicas.take(tenant.id);
+      try {
+        await this.hooks.saveToken(tenant, null);
+        await this.hooks.publish(tenant, null);
+      } finally {
+        await lease?.release();
+      }
+      return STOPPED;
+    });
   }
 
   /**
    * Once knode listens on `port`: every stored token reconnects, in the background (start-up never
-   * waits for a tunnel).
+   * waits for a tunnel), on the replica that gets the tenant's lease.
    */
   async start(port: number): Promise<void> {
     this.port = port;
     // Stored tokens first: without one, the provider's library (ngrok's 11 MB addon) is never loaded.
     const stored = await this.hooks.storedTokens();
     if (stored.length === 0 || !this.provider || !(await this.provider.available())) return;
-    for (const { tenant, credential } of stored) {
-      this.underLease(tenant.id, {
-        start: () => {
-          const tunnel: TenantTunnel = { tenant, credential, delayMs: this.backoff.initialMs, closed: false };
-          this.tunnels.set(tenant.id, tunnel);
-          void this.reconnect(tunnel);
-        },
-        stop: () => this.stop(tenant),
-      });
-    }
+    for (const { tenant } of stored) this.standBy(tenant.id);
   }
 
   async shutdown(): Promise<void> {
-    await Promise.all([...this.tunnels.values()].map((tunnel) => this.stop(tunnel.tenant)));
+    this.shuttingDown = true;
+    this.stopListening();
+    await Promise.all([...this.tunnels.values()].map((tunnel) => this.stopTunnel(tunnel)));
   }
 
   private async requireProvider(): Promise<TunnelProvider> {
@@ -201,13 +251,102 @@ export class TunnelManager {
     return this.provider;
   }
 
-  private async stop(tenant: Tenant): Promise<void> {
-    const tunnel = this.tunnels.get(tenant.id);
-    if (!tunnel) return;
-    this.tunnels.delete(tenant.id);
+  /** Runs `work` after the tenant's earlier opens, closes and reactions to other replicas. */
+  private inTurn<T>(tenantId: string, work: () => Promise<T>): Promise<T> {
+    const next = (this.turns.get(tenantId) ?? Promise.resolve()).then(work);
+    const settled = next.catch(() => undefined);
+    this.turns.set(tenantId, settled);
+    void settled.then(() => {
+      if (this.turns.get(tenantId) === settled) this.turns.delete(tenantId);
+    });
+    return next;
+  }
+
+  /** What another replica announced: it takes the tunnel (this one lets it go), or it runs it now (this one stands by). */
+  private heard(tenantId: string, change: TunnelChange): void {
+    const failed = (error: unknown) => this.log.warn({ tenant: tenantId, change, err: error }, 'a tunnel change could not be acted on');
+    if (change === 'taking') {
+      void this.inTurn(tenantId, () => this.letGo(tenantId)).catch(failed);
+      return;
+    }
+    void this.inTurn(tenantId, async () => {
+      if (this.provider && (await this.provider.available())) this.standBy(tenantId);
+    }).catch(failed);
+  }
+
+  /** The tunnel stops here, and this replica no longer stands by for it. */
+  private async letGo(tenantId: string): Promise<void> {
+    const tunnel = this.tunnels.get(tenantId);
+    if (tunnel) await this.stopTunnel(tunnel);
+    await this.replicas.forget(tenantId);
+  }
+
+  /**
+   * Asks for the tenant's lease whenever this replica does not hold it; once granted, the stored credential
+   * (read then: the former holder may have renewed it) reconnects here, and stops when the lease is lost.
+   */
+  private standBy(tenantId: string): void {
+    let running: TenantTunnel | undefined;
+    this.replicas.keep(tenantId, {
+      start: async (lease) => {
+        const stored = await this.hooks.storedToken(tenantId);
+        if (lease.signal.aborted || this.shuttingDown) return;
+        if (!stored) {
+          // Closed meanwhile: nothing to run, nothing to stand by for.
+          void this.inTurn(tenantId, () => this.replicas.forget(tenantId));
+          return;
+        }
+        const { tenant, credential } = stored;
+        running = this.run({ tenant, credential, lease, taken: false, delayMs: this.backoff.initialMs, closed: false });
+        void this.share(running);
+        void this.reconnect(running);
+      },
+      stop: async () => {
+        if (running) await this.stopTunnel(running);
+      },
+    });
+  }
+
+  /** Makes `tunnel` the tenant's tunnel here, stopped when its lease is lost. */
+  private run(tunnel: TenantTunnel): TenantTunnel {
+    const earlier = this.tunnels.get(tunnel.tenant.id);
+    if (earlier) void this.stopTunnel(earlier);
+    this.tunnels.set(tunnel.tenant.id, tunnel);
+    tunnel.lease.signal.addEventListener('abort', () => void this.leaseEnded(tunnel), { once: true });
+    return tunnel;
+  }
+
+  /** The lease ended without this manager letting it go (taken over, or not renewed in time): the tunnel stops here. */
+  private async leaseEnded(tunnel: TenantTunnel): Promise<void> {
+    if (tunnel.closed) return;
+    this.log.warn({ tenant: tunnel.tenant.name }, 'the tunnel lease was lost: the tunnel stops on this replica');
+    await this.stopTunnel(tunnel);
+    // A stand-by's keeper asks again by itself; a tunnel taken for an owner stands by from now on.
+    if (tunnel.taken) void this.inTurn(tunnel.tenant.id, async () => this.standBy(tunnel.tenant.id));
+  }
+
+  /** Closes the tunnel (once) and says so to the other replicas; a lease taken for an owner is released after. */
+  private async stopTunnel(tunnel: TenantTunnel): Promise<void> {
+    if (this.tunnels.get(tunnel.tenant.id) === tunnel) this.tunnels.delete(tunnel.tenant.id);
+    if (tunnel.closed) return;
     tunnel.closed = true;
     tunnel.cancelRetry?.();
     await tunnel.connection?.close();
+    await tunnel.lease.share(null);
+    if (tunnel.taken) await tunnel.lease.release();
+  }
+
+  /** The tunnel's state as the other replicas read it. */
+  private stateOf(tunnel: TenantTunnel): SharedTunnelState {
+    return tunnel.connection
+      ? { state: 'online', public_url: tunnel.connection.url, retry_at: null, error: null }
+      : { state: 'reconnecting', public_url: null, retry_at: tunnel.retryAt ?? null, error: tunnel.lastError ?? null };
+  }
+
+  /** Shares the tunnel's state with the other replicas (nothing on a single node); a failure is logged where it happens. */
+  private share(tunnel: TenantTunnel): Promise<void> {
+    if (tunnel.closed) return Promise.resolve();
+    return tunnel.lease.share(this.stateOf(tunnel));
   }
 
   private attach(tunnel: TenantTunnel, connection: TunnelConnection): void {
@@ -232,6 +371,7 @@ export class TunnelManager {
     tunnel.delayMs = Math.min(this.backoff.maxMs, tunnel.delayMs * 2);
     tunnel.retryAt = this.clock.now() + delay;
     tunnel.cancelRetry = this.clock.after(delay, () => void this.reconnect(tunnel));
+    void this.share(tunnel);
   }
 
   /** Asks the marketplace for a new credential and stores it in place of the refused one; false when none came. */
@@ -261,6 +401,7 @@ export class TunnelManager {
         return;
       }
       this.attach(tunnel, connection);
+      void this.share(tunnel);
       this.log.info({ tenant: tunnel.tenant.name, url: connection.url }, 'tunnel connected');
       await this.hooks.publish(tunnel.tenant, connection.url).catch((error: unknown) => {
         this.log.warn({ tenant: tunnel.tenant.name, err: error }, 'publishing the tunnel URL failed');

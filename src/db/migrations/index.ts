@@ -20,6 +20,7 @@ import * as endpointArchive from './0018-endpoint-archive.ts';
 import * as feeds from './0019-feeds.ts';
 import * as settlementReplica from './0020-settlement-replica.ts';
 import * as datasetSelections from './0021-dataset-selections.ts';
+import * as tunnelStates from './0022-tunnel-states.ts';
 
 /**
  * Every migration, in order. They are imported (not read from disk) so the compiled binary carries them.
@@ -47,4 +48,5 @@ export const migrations: Record<string, Migration> = {
   '0019-feeds': feeds,
   '0020-settlement-replica': settlementReplica,
   '0021-dataset-selections': datasetSelections,
+  '0022-tunnel-states': tunnelStates,
 };

@@ -8,6 +8,7 @@ import * as feeds from './0006-feeds.ts';
 import * as settlementReplica from './0007-settlement-replica.ts';
 import * as datasetSelections from './0008-dataset-selections.ts';
 import * as embeddingWindows from './0009-embedding-windows.ts';
+import * as tunnelStates from './0010-tunnel-states.ts';
 
 /**
  * PostgreSQL's migrations, in order (cluster mode). They are not SQLite's translated one by one: a new
@@ -25,4 +26,5 @@ export const postgresMigrations: Record<string, Migration> = {
   '0007-settlement-replica': settlementReplica,
   '0008-dataset-selections': datasetSelections,
   '0009-embedding-windows': embeddingWindows,
+  '0010-tunnel-states': tunnelStates,
 };
