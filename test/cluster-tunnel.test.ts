@@ -162,6 +162,31 @@ describe('a tunnel across two replicas (the apps)', () => {
     await proxy(replicaA, 'DELETE', user.tenant);
   });
 
+  test('a holder that does not let the lease go within about the TTL: 503, and no tunnel starts', async () => {
+    const user = await replicaA.user('stuck');
+    const tenant = await replicaA.tenant(user);
+    await connectMarketplace(replicaA, user, hub, 'stuck');
+    // Something holds the tenant's tunnel lease and hears no change log (a replica cut off from it).
+    const stuck = new PostgresLeases(replicaA.services.database.db, { holder: 'stuck', ttlMs: 60_000 });
+    const held = await stuck.acquire(SINGLETON.tunnel(tenant.id));
+    expect(held.acquired).toBe(true);
+    try {
+      const requests = provider.requests.length;
+      const since = Date.now();
+      const refused = await proxy(replicaA, 'POST', user.tenant, { tunnel_token: 'token-stuck' });
+      expect(refused.statusCode).toBe(503);
+      expect(refused.json()).toEqual({ detail: 'Another replica runs this tunnel and did not let it go in time: try again' });
+      expect(Date.now() - since).toBeGreaterThanOrEqual(TTL_MS);
+      expect(provider.requests.length).toBe(requests);
+      expect((await proxy(replicaB, 'GET', user.tenant)).json()).toEqual(STOPPED);
+    } finally {
+      await stuck.close();
+    }
+    expect((await proxy(replicaA, 'POST', user.tenant, { tunnel_token: 'token-stuck' })).statusCode).toBe(200);
+    expect((await proxy(replicaB, 'DELETE', user.tenant)).statusCode).toBe(200);
+    expect(provider.open).toBe(0);
+  });
+
   test('A closing while it runs the tunnel: B takes it over within the TTL', async () => {
     const user = await replicaA.user('handover');
     const tenant = await replicaA.tenant(user);
@@ -240,7 +265,7 @@ describe('a tunnel across two replicas (their managers): a holder that dies', ()
     };
   };
 
-  test('its lease lapses and the replica standing by takes the tunnel over within about the TTL; GET meanwhile says so', async () => {
+  test('its lease lapses and the replica standing by takes the tunnel over within about the TTL', async () => {
     const [poolA, poolB] = pools as [OpenedPostgres, OpenedPostgres];
     const provider = new CountingTunnelProvider();
     const a = await replica('a', poolA, provider, new ManualClock());
