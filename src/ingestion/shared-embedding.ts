@@ -123,6 +123,7 @@ interface Running {
 
 export class SharedEmbedding {
   private readonly running = new Map<string, Running>();
+  /** Each dataset's embedder, or how long it is left alone: `until` is on the monotonic clock (the loop's pauses are real sleeps). */
   private readonly ready = new Map<string, { embedder?: Embedder; until: number }>();
   /** Writes that failed in a row, per dataset (reset by one that succeeds). */
   private readonly failedWrites = new Map<string, number>();
@@ -227,7 +228,7 @@ export class SharedEmbedding {
    */
   private async readyEmbedder(datasetId: string): Promise<Embedder | undefined> {
     const known = this.ready.get(datasetId);
-    if (known && known.until > Date.now()) return known.embedder;
+    if (known && known.until > performance.now()) return known.embedder;
     const { windows, log } = this.deps;
     let embedder: Embedder | undefined;
     let unknown = false;
@@ -249,7 +250,7 @@ export class SharedEmbedding {
     }
     // Agreed: checked again now and then (the holder may change). Not: tried again after a back-off, or
     // soon while the holder has recorded no probe yet (it is starting the dataset).
-    this.ready.set(datasetId, { ...(embedder ? { embedder } : {}), until: Date.now() + (unknown ? PROBE_RETRY_MS : BACK_OFF_MS) });
+    this.ready.set(datasetId, { ...(embedder ? { embedder } : {}), until: performance.now() + (unknown ? PROBE_RETRY_MS : BACK_OFF_MS) });
     return embedder;
   }
 
@@ -263,7 +264,7 @@ export class SharedEmbedding {
             { dataset: window.datasetId, err: error },
             'an embedding window failed: this replica leaves the dataset for a while',
           );
-          this.ready.set(window.datasetId, { until: Date.now() + BACK_OFF_MS });
+          this.ready.set(window.datasetId, { until: performance.now() + BACK_OFF_MS });
         }
         return this.deps.windows.finish(window).catch(() => undefined);
       })
@@ -314,7 +315,7 @@ export class SharedEmbedding {
       this.written.failed++;
       const failures = (this.failedWrites.get(datasetId) ?? 0) + 1;
       this.failedWrites.set(datasetId, failures);
-      if (failures > 1) this.ready.set(datasetId, { until: Date.now() + Math.min(2 ** failures * 1_000, 300_000) });
+      if (failures > 1) this.ready.set(datasetId, { until: performance.now() + Math.min(2 ** failures * 1_000, 300_000) });
       this.deps.log.info({ dataset: datasetId, err: error }, 'the vectors of an embedding window were not written');
     }
     await windows.finish(window);
