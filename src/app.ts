@@ -117,9 +117,14 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     request.principal = await services.guard.authenticate(request, config.auth ?? 'public');
     if (config.counted !== false) await services.limits.checkRequest(request.principal, clientIp(request));
   });
-  // Every 401 counts against the client's address, wherever it came from (the guard, a wrong password).
-  app.addHook('onResponse', async (request, reply) => {
+  // Every 401 counts against the client's address, wherever it came from (the guard, a wrong password), and
+  // before the answer leaves: counted after it (onResponse), a client's next attempt could be checked while the
+  // count was still on its way to PostgreSQL, and sequential guesses got past the limit in cluster mode.
+  app.addHook('onSend', async (request, reply, payload) => {
     await services.failedAuth.record(request, reply.statusCode);
+    return payload;
+  });
+  app.addHook('onResponse', async (request, reply) => {
     // By route pattern, not URL: one series per route, whatever ids and slugs are asked for.
     services.metrics.httpRequest(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode);
   });
