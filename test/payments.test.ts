@@ -962,7 +962,11 @@ describe('a receipt later than the deadline (API-CONTRACT 10.3 point 6)', () => 
     expect(response.json().cost).toBeCloseTo(0.25 + response.json().summary.cost, 10);
     const state = async () =>
       (
-        await t.services.database.exclusive((sqlite) => sqlite.query<{ state: string }, []>('SELECT state FROM payment_settlements').all())
+        await t.services.database.db
+          .withTables<{ payment_settlements: { state: string } }>()
+          .selectFrom('payment_settlements')
+          .select('state')
+          .execute()
       ).map((row) => row.state);
     expect(await state()).toEqual(['sent']);
 
