@@ -1,9 +1,10 @@
 import type { Logger } from 'pino';
-import { BadRequestError, errorMessage, NotFoundError, ServiceUnavailableError } from '../domain/errors.ts';
+import { BadRequestError, NotFoundError, ServiceUnavailableError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
 import type { Clock } from '../util/clock.ts';
 import { type TunnelConnection, type TunnelProvider, TunnelRefused } from './provider.ts';
-import type { SharedTunnelState, TunnelChange, TunnelLease, TunnelReplicas } from './replicas.ts';
+import type { TunnelChange, TunnelReplicas } from './replicas.ts';
+import { RunningTunnel, type TunnelContext } from './running-tunnel.ts';
 
 /** What GET/POST/DELETE /settings/proxy answer (specification, Settings). */
 export interface TunnelStatus {
@@ -55,28 +56,6 @@ export interface Backoff {
 /** API-CONTRACT 8: 5 s, doubling, at most 60 s between attempts. */
 export const TUNNEL_BACKOFF: Backoff = { initialMs: 5_000, maxMs: 60_000 };
 
-interface TenantTunnel {
-  tenant: Tenant;
-  credential: TunnelCredential;
-  /** The lease it runs under: its state is shared under it, and it stops once the lease is lost. */
-  lease: TunnelLease;
-  /**
-   * Taken for an owner's request (POST), released by this manager; otherwise granted to this replica standing
-   * by (start-up, or another replica opened it), and released when it stops keeping the lease.
-   */
-  taken: boolean;
-  connection?: TunnelConnection;
-  cancelRetry?: () => void;
-  delayMs: number;
-  closed: boolean;
-  /** When the next attempt is due (clock time), while one is scheduled. */
-  retryAt?: number;
-  /** Why the tunnel went down, until it is back. */
-  lastError?: string;
-  /** Whether the marketplace was asked for a new credential since the tunnel was last online (once is enough). */
-  renewed?: boolean;
-}
-
 const STOPPED: TunnelStatus = {
   connected: false,
   public_url: null,
@@ -87,7 +66,7 @@ const STOPPED: TunnelStatus = {
 };
 
 /**
- * Each tenant's tunnel: open, report, close; after a drop it reconnects with backoff, and at start-up a
+ * Each tenant's tunnel: open, report, close; after a drop it reconnects with backoff (running-tunnel.ts), and at start-up a
  * stored token reconnects in the background. Every new URL is published. The token never leaves here
  * except to the provider and, encrypted, to the database.
  *
@@ -97,7 +76,7 @@ const STOPPED: TunnelStatus = {
  * tunnel over when its holder is gone. On a single node the lease is granted at once and nobody is told.
  */
 export class TunnelManager {
-  private readonly tunnels = new Map<string, TenantTunnel>();
+  private readonly tunnels = new Map<string, RunningTunnel>();
   /** Each tenant's opens, closes and reactions to other replicas, one at a time. */
   private readonly turns = new Map<string, Promise<unknown>>();
   private readonly stopListening: () => void;
@@ -170,9 +149,9 @@ export class TunnelManager {
         await lease.release();
         throw error; // nothing changed: the marketplace refused the URL, the token is not kept
       }
-      const tunnel = this.run({ tenant, credential, lease, taken: true, delayMs: this.backoff.initialMs, closed: false });
-      this.attach(tunnel, connection);
-      await this.share(tunnel); // before the answer: a GET on any replica then says what this one says
+      const tunnel = this.run(new RunningTunnel(this.context(provider), tenant, credential, lease, true));
+      tunnel.attach(connection);
+      await tunnel.share(); // before the answer: a GET on any replica then says what this one says
       // The others stand by from now on, to take the tunnel over if this replica goes.
       await this.replicas
         .announce(tenant.id, 'opened')
@@ -185,7 +164,7 @@ export class TunnelManager {
   async status(tenant: Tenant): Promise<TunnelStatus> {
     await this.requireProvider();
     const tunnel = this.tunnels.get(tenant.id);
-    const state = tunnel ? this.stateOf(tunnel) : await this.replicas.sharedState(tenant.id);
+    const state = tunnel ? tunnel.state() : await this.replicas.sharedState(tenant.id);
     return {
       connected: state?.state === 'online',
       public_url: state?.public_url ?? null,
@@ -203,7 +182,7 @@ export class TunnelManager {
   states(): { tenant: string; state: 'online' | 'reconnecting' }[] {
     return [...this.tunnels.values()].map((tunnel) => ({
       tenant: tunnel.tenant.name,
-      state: tunnel.connection ? ('online' as const) : ('reconnecting' as const),
+      state: tunnel.online ? ('online' as const) : ('reconnecting' as const),
     }));
   }
 
@@ -286,7 +265,9 @@ export class TunnelManager {
    * (read then: the former holder may have renewed it) reconnects here, and stops when the lease is lost.
    */
   private standBy(tenantId: string): void {
-    let running: TenantTunnel | undefined;
+    const provider = this.provider;
+    if (!provider) return;
+    let running: RunningTunnel | undefined;
     this.replicas.keep(tenantId, {
       start: async (lease) => {
         const stored = await this.hooks.storedToken(tenantId);
@@ -296,10 +277,9 @@ export class TunnelManager {
           void this.inTurn(tenantId, () => this.replicas.forget(tenantId));
           return;
         }
-        const { tenant, credential } = stored;
-        running = this.run({ tenant, credential, lease, taken: false, delayMs: this.backoff.initialMs, closed: false });
-        void this.share(running);
-        void this.reconnect(running);
+        running = this.run(new RunningTunnel(this.context(provider), stored.tenant, stored.credential, lease, false));
+        void running.share();
+        void running.reconnect();
       },
       stop: async () => {
         if (running) await this.stopTunnel(running);
@@ -307,8 +287,13 @@ export class TunnelManager {
     });
   }
 
+  private context(provider: TunnelProvider): TunnelContext {
+    const { hooks, log, backoff, clock } = this;
+    return { provider, hooks, log, backoff, clock, port: () => this.port };
+  }
+
   /** Makes `tunnel` the tenant's tunnel here, stopped when its lease is lost. */
-  private run(tunnel: TenantTunnel): TenantTunnel {
+  private run(tunnel: RunningTunnel): RunningTunnel {
     const earlier = this.tunnels.get(tunnel.tenant.id);
     if (earlier) void this.stopTunnel(earlier);
     this.tunnels.set(tunnel.tenant.id, tunnel);
@@ -317,7 +302,7 @@ export class TunnelManager {
   }
 
   /** The lease ended without this manager letting it go (taken over, or not renewed in time): the tunnel stops here. */
-  private async leaseEnded(tunnel: TenantTunnel): Promise<void> {
+  private async leaseEnded(tunnel: RunningTunnel): Promise<void> {
     if (tunnel.closed) return;
     this.log.warn({ tenant: tunnel.tenant.name }, 'the tunnel lease was lost: the tunnel stops on this replica');
     await this.stopTunnel(tunnel);
@@ -325,101 +310,9 @@ export class TunnelManager {
     if (tunnel.taken) void this.inTurn(tunnel.tenant.id, async () => this.standBy(tunnel.tenant.id));
   }
 
-  /** Closes the tunnel (once) and says so to the other replicas; a lease taken for an owner is released after. */
-  private async stopTunnel(tunnel: TenantTunnel): Promise<void> {
+  /** The tunnel stops, and is no longer the tenant's here. */
+  private async stopTunnel(tunnel: RunningTunnel): Promise<void> {
     if (this.tunnels.get(tunnel.tenant.id) === tunnel) this.tunnels.delete(tunnel.tenant.id);
-    if (tunnel.closed) return;
-    tunnel.closed = true;
-    tunnel.cancelRetry?.();
-    await tunnel.connection?.close();
-    await tunnel.lease.share(null);
-    if (tunnel.taken) await tunnel.lease.release();
-  }
-
-  /** The tunnel's state as the other replicas read it. */
-  private stateOf(tunnel: TenantTunnel): SharedTunnelState {
-    return tunnel.connection
-      ? { state: 'online', public_url: tunnel.connection.url, retry_at: null, error: null }
-      : { state: 'reconnecting', public_url: null, retry_at: tunnel.retryAt ?? null, error: tunnel.lastError ?? null };
-  }
-
-  /** Shares the tunnel's state with the other replicas (nothing on a single node); a failure is logged where it happens. */
-  private share(tunnel: TenantTunnel): Promise<void> {
-    if (tunnel.closed) return Promise.resolve();
-    return tunnel.lease.share(this.stateOf(tunnel));
-  }
-
-  private attach(tunnel: TenantTunnel, connection: TunnelConnection): void {
-    tunnel.connection = connection;
-    tunnel.delayMs = this.backoff.initialMs;
-    tunnel.lastError = undefined;
-    tunnel.retryAt = undefined;
-    tunnel.renewed = false;
-    connection.onDrop((reason) => {
-      if (tunnel.closed || tunnel.connection !== connection) return;
-      this.log.warn({ tenant: tunnel.tenant.name, reason }, 'tunnel dropped; reconnecting');
-      tunnel.lastError = reason;
-      tunnel.connection = undefined;
-      void connection.close();
-      this.schedule(tunnel);
-    });
-  }
-
-  private schedule(tunnel: TenantTunnel): void {
-    if (tunnel.closed) return;
-    const delay = tunnel.delayMs;
-    tunnel.delayMs = Math.min(this.backoff.maxMs, tunnel.delayMs * 2);
-    tunnel.retryAt = this.clock.now() + delay;
-    tunnel.cancelRetry = this.clock.after(delay, () => void this.reconnect(tunnel));
-    void this.share(tunnel);
-  }
-
-  /** Asks the marketplace for a new credential and stores it in place of the refused one; false when none came. */
-  private async renew(tunnel: TenantTunnel): Promise<boolean> {
-    tunnel.renewed = true;
-    try {
-      const fresh = await this.hooks.marketplaceCredential(tunnel.tenant);
-      if (tunnel.closed) return false; // stopped meanwhile: the credential it forgot must not come back
-      await this.hooks.saveToken(tunnel.tenant, fresh);
-      tunnel.credential = fresh;
-      this.log.info({ tenant: tunnel.tenant.name }, 'the tunnel credential was refused; the marketplace handed out a new one');
-      return true;
-    } catch (error) {
-      this.log.warn({ tenant: tunnel.tenant.name, reason: errorMessage(error) }, 'no new tunnel credential from the marketplace');
-      return false;
-    }
-  }
-
-  private async reconnect(tunnel: TenantTunnel): Promise<void> {
-    if (tunnel.closed || !this.provider) return;
-    try {
-      // A marketplace's credential binds only the host it came with; a pasted token follows the default marketplace.
-      const domain = tunnel.credential.domain ?? (await this.hooks.domainFor(tunnel.tenant));
-      const connection = await this.provider.connect({ token: tunnel.credential.token, domain, port: this.port });
-      if (tunnel.closed) {
-        await connection.close();
-        return;
-      }
-      this.attach(tunnel, connection);
-      void this.share(tunnel);
-      this.log.info({ tenant: tunnel.tenant.name, url: connection.url }, 'tunnel connected');
-      await this.hooks.publish(tunnel.tenant, connection.url).catch((error: unknown) => {
-        this.log.warn({ tenant: tunnel.tenant.name, err: error }, 'publishing the tunnel URL failed');
-      });
-    } catch (error) {
-      // A stored marketplace credential can stop working: the hub keeps none, so its operator may delete them
-      // from its ngrok account. Refused, it is replaced by a fresh one and tried again at once, but only once
-      // until the tunnel is back online: the ngrok library reports a network failure as a refusal too, and a
-      // credential minted at every attempt would pile up at the hub (see openFromMarketplace).
-      if (error instanceof TunnelRefused && tunnel.credential.domain !== undefined && !tunnel.renewed && (await this.renew(tunnel))) {
-        return this.reconnect(tunnel);
-      }
-      this.log.warn(
-        { tenant: tunnel.tenant.name, reason: (error as Error).message, retry_in_ms: tunnel.delayMs },
-        'tunnel connection failed',
-      );
-      tunnel.lastError = (error as Error).message;
-      this.schedule(tunnel);
-    }
+    await tunnel.stop();
   }
 }
