@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import Fastify from 'fastify';
+import { LeaseLostError } from '../src/coordination/leases.ts';
 import { registerErrorHandler } from '../src/http/error-handler.ts';
 import { createTestApp, issueLocs, type TestApp, type TestUser } from './helpers/app.ts';
 import { createDataset, createEndpoint, createModel } from './helpers/fixtures.ts';
@@ -158,5 +159,17 @@ test('a server error answers a bare 500 detail, never the internal message', asy
   const response = await app.inject({ method: 'GET', url: '/boom' });
   expect(response.statusCode).toBe(500);
   expect(response.json()).toEqual({ detail: 'Internal server error' });
+  await app.close();
+});
+
+test("a write refused because this replica lost a dataset's lease answers 503, never a 500", async () => {
+  const app = Fastify({ logger: false });
+  registerErrorHandler(app);
+  app.post('/reindex', async () => {
+    throw new LeaseLostError('dataset:6f1c1a4e-0000-4000-8000-000000000000', 'taken over');
+  });
+  const response = await app.inject({ method: 'POST', url: '/reindex' });
+  expect(response.statusCode).toBe(503);
+  expect(response.json().detail).toContain('try again');
   await app.close();
 });

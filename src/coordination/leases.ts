@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import type { Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
+import { ServiceUnavailableError } from '../domain/errors.ts';
 import { type Clock, systemClock } from '../util/clock.ts';
 
 /**
@@ -45,12 +46,17 @@ export interface Leases {
   close(): Promise<void>;
 }
 
-export class LeaseLostError extends Error {
+/**
+ * A 503 when it reaches a caller (an API reindex or selection change whose write was refused because this
+ * replica lost the dataset meanwhile): nothing was written, and the replica now holding the lease acts on
+ * the same request if it is sent again.
+ */
+export class LeaseLostError extends ServiceUnavailableError {
   constructor(
     readonly leaseName: string,
     readonly why: 'taken over' | 'not renewed in time' | 'released',
   ) {
-    super(`lease ${leaseName} lost: ${why}`);
+    super(`lease ${leaseName} lost: ${why}; nothing was changed, try again`);
     this.name = 'LeaseLostError';
   }
 }
