@@ -3,8 +3,9 @@
  * store on the same chunks, measured in the same run: indexing time, the keyword index's size on disk, and
  * keyword search p50 / p90 / p99. With `--vectors` it also writes 512-dimension vectors and measures vector
  * and hybrid searches where the server has pgvector (Debian 12's PostgreSQL has none: they are skipped and
- * the output says so; `--pgvector` below starts one that has it). While the searches run, a poller measures the latency of a trivial query on another
- * connection (the "API meanwhile" figure: what a /health-style request waits while searches load the server).
+ * the output says so; `--pgvector` below starts one that has it). While the searches run, a poller measures
+ * the latency of a trivial query on another connection (the "API meanwhile" figure: what a /health-style
+ * request waits while searches load the server).
  *
  * Chunks are synthetic, as the PostgreSQL store's figures in src/vectors/postgres/dataset-tables.ts were
  * taken: 120 Zipf-distributed pseudo-words each (5,000-word vocabulary), files of 250 chunks, no vectors
