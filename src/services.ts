@@ -488,7 +488,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     calibrator,
     outbound,
     metrics,
-    storage: new StorageService({ config, datasets: datasetRepository, store, owners: ingestionRoots }),
+    storage: new StorageService({ config, datasets: datasetRepository, store, owners: ingestionRoots, db }),
     marketplaceStatus: { marketplaces: marketplaceRepository, endpoints: endpointRepository, hubs, heartbeats: publishingTasks },
     close: async () => {
       await tunnels.shutdown(); // closed before their leases are released: never two at once for a tenant

@@ -1,7 +1,9 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import type { Static } from 'typebox';
 import type { Config } from '../config.ts';
+import { type Db, isPostgres } from '../db/database.ts';
 import type { Principal } from '../domain/principal.ts';
 import { isDevelopmentMode } from '../http/development-mode.ts';
 import type { IngestionRoots } from '../tenants/ingestion-roots.ts';
@@ -14,6 +16,8 @@ export interface StorageDeps {
   datasets: Pick<DatasetRepository, 'list'>;
   store: Pick<VectorStore, 'diskUse'>;
   owners: Pick<IngestionRoots, 'isFirstOwner'>;
+  /** Where the state is: SQLite's file in the data folder, or in cluster mode a PostgreSQL database. */
+  db: Db;
 }
 
 /** Where knode keeps its data (the operator's to see) and what each of a tenant's datasets takes. */
@@ -27,16 +31,26 @@ export class StorageService {
   async report(principal: Principal): Promise<StorageReport> {
     const developmentMode = isDevelopmentMode(this.deps.config);
     const operator = await this.isOperator(principal, developmentMode);
-    const database = join(this.deps.config.dataDir, 'knode.db');
     const datasets = await this.deps.datasets.list(principal.tenant.id);
     return {
       development_mode: developmentMode,
       data_dir: operator ? this.deps.config.dataDir : null,
-      database_bytes: operator ? fileBytes(database) + fileBytes(`${database}-wal`) : null,
+      database_bytes: operator ? await this.databaseBytes() : null,
       datasets: await Promise.all(
         datasets.map(async (dataset) => ({ id: dataset.id, name: dataset.name, bytes: await this.deps.store.diskUse(dataset.id) })),
       ),
     };
+  }
+
+  /** The database's size: SQLite's file with its write-ahead log, or the PostgreSQL database of cluster mode. */
+  private async databaseBytes(): Promise<number> {
+    const { db, config } = this.deps;
+    if (isPostgres(db)) {
+      const { rows } = await sql<{ bytes: number }>`SELECT pg_database_size(current_database()) AS bytes`.execute(db);
+      return Number(rows[0]?.bytes ?? 0);
+    }
+    const database = join(config.dataDir, 'knode.db');
+    return fileBytes(database) + fileBytes(`${database}-wal`);
   }
 
   /**
