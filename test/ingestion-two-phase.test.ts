@@ -7,13 +7,13 @@
  * a file of 640 lines waits ten seconds. The tests act as soon as the file is searchable, then let the
  * double answer at once.
  */
-import { Database } from 'bun:sqlite';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type FakeOpenAIServer, startFakeOpenAI } from './fakes/openai-server.ts';
 import { createTestApp, type TestApp, type TestUser, tempDir } from './helpers/app.ts';
 import { Dataset, type FileState } from './helpers/datasets.ts';
+import { stoppedDatabase } from './helpers/test-engine.ts';
 import { waitFor } from './helpers/wait.ts';
 
 const CHUNK_SIZE = 100;
@@ -58,13 +58,6 @@ async function searchableFile(dataset: Dataset, path: string): Promise<FileState
     const file = await dataset.file(path);
     return file?.status === 'searchable' ? file : undefined;
   });
-}
-
-/** The number of vectors stored for the dataset (its vec0 table's rows). */
-async function storedVectors(t: TestApp, dataset: Dataset): Promise<number> {
-  return t.services.database.exclusive(
-    (sqlite) => (sqlite.query(`SELECT count(*) AS n FROM vec_${dataset.id.replaceAll('-', '')}`).get() as { n: number }).n,
-  );
 }
 
 beforeAll(() => {
@@ -115,7 +108,7 @@ describe('two-phase indexing', () => {
       chunks: 640,
       chunks_embedded: 640,
     });
-    expect(await storedVectors(t, dataset)).toBe(640);
+    expect(await dataset.storedVectors()).toBe(640);
     const text = lines('tides', 640).split('\n').at(-1) as string;
     expect((await dataset.search(text, { ...vector, limit: 1 }))[0]?.content).toBe(text);
   }, 30_000);
@@ -140,7 +133,7 @@ describe('two-phase indexing', () => {
     // At most the request in flight when the edit was seen was still about the old version.
     expect(embeddedTexts().filter((text) => text.includes('glaciers')).length - oldEmbedded).toBeLessThanOrEqual(64);
     expect(embeddedTexts().filter((text) => text.includes('glaciers')).length).toBeLessThan(640);
-    expect(await storedVectors(t, dataset)).toBe(300);
+    expect(await dataset.storedVectors()).toBe(300);
     expect(await dataset.search('glaciers', keyword)).toEqual([]);
   }, 30_000);
 
@@ -170,7 +163,7 @@ describe('two-phase indexing', () => {
     const files = await dataset.indexed();
     expect(files.filter((file) => file.status !== 'removed')).toMatchObject([{ path: 'renamed.txt', status: 'indexed', chunks: 200 }]);
     expect(embeddedTexts().filter((text) => text.includes('asteroids')).length - afterDelete).toBeLessThanOrEqual(64);
-    expect(await storedVectors(t, dataset)).toBe(200);
+    expect(await dataset.storedVectors()).toBe(200);
     expect(await dataset.indexedSources()).toEqual(['renamed.txt']);
   }, 30_000);
 
@@ -197,7 +190,7 @@ describe('two-phase indexing', () => {
     fake.behave({});
     const [file] = await dataset.indexed();
     expect(file).toMatchObject({ status: 'indexed', chunks: 640, chunks_embedded: 640 });
-    expect(await storedVectors(t, dataset)).toBe(640);
+    expect(await dataset.storedVectors()).toBe(640);
   }, 30_000);
 });
 
@@ -216,11 +209,15 @@ describe('two-phase indexing across a restart', () => {
     await first.close({ keepData: true });
     const beforeRestart = embeddedTexts().length;
     // What the vectors' record says when knode stopped (windows in flight then were dropped, not written).
-    const stored = new Database(join(dataDir, 'knode.db'), { readonly: true });
-    const { embedded } = stored.query("SELECT embedded FROM vector_sets WHERE file_key = 'long.txt' AND state = 'visible'").get() as {
-      embedded: number;
-    };
-    stored.close();
+    const stored = await stoppedDatabase(dataDir);
+    const { embedded } = await stored.db
+      .withTables<{ vector_sets: { embedded: number; file_key: string; state: string } }>()
+      .selectFrom('vector_sets')
+      .select('embedded')
+      .where('file_key', '=', 'long.txt')
+      .where('state', '=', 'visible')
+      .executeTakeFirstOrThrow();
+    await stored.close();
     expect(embedded).toBeGreaterThanOrEqual(256);
     fake.behave({});
 
@@ -237,7 +234,7 @@ describe('two-phase indexing across a restart', () => {
       const resumed = embeddedTexts().slice(beforeRestart);
       const chunkIndexes = resumed.map((text) => Number(/markerharbours(\d+)\./.exec(text)?.[1]));
       expect(chunkIndexes.filter((index) => index < embedded)).toEqual([]);
-      expect(await storedVectors(second, again)).toBe(1500);
+      expect(await again.storedVectors()).toBe(1500);
       const firstLine = lines('harbours', 1).trimEnd();
       expect((await again.search(firstLine, { ...vector, limit: 1 }))[0]?.content).toBe(firstLine);
     } finally {

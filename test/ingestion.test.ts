@@ -5,6 +5,7 @@ import { startFakeOpenAI } from './fakes/openai-server.ts';
 import { CONTENT, makeDocuments } from './fixtures/make-documents.ts';
 import { createTestApp, issueLocs, type TestApp, type TestUser, tempDir } from './helpers/app.ts';
 import { Dataset } from './helpers/datasets.ts';
+import { engineSearch } from './helpers/test-engine.ts';
 import { waitFor } from './helpers/wait.ts';
 
 describe('local_file ingestion', () => {
@@ -180,10 +181,7 @@ describe('local_file ingestion', () => {
     const response = await t.request({ method: 'DELETE', url: `/api/v1/datasets/${dataset.id}`, token: user.token });
     expect(response.statusCode).toBe(200);
     expect(await dataset.indexedSources()).toEqual([]);
-    const tables = await t.services.database.exclusive(
-      (sqlite) => sqlite.query('SELECT name FROM sqlite_master WHERE name LIKE ?').all(`%${dataset.id.replaceAll('-', '')}%`) as unknown[],
-    );
-    expect(tables).toEqual([]);
+    expect(await dataset.storedTables()).toEqual([]);
     writeFileSync(join(folder, 'y.txt'), 'Written after the delete.');
     await control.caughtUp();
     const rows = await t.services.database.db.selectFrom('dataset_files').selectAll().where('dataset_id', '=', dataset.id).execute();
@@ -223,8 +221,8 @@ describe('local_file ingestion', () => {
         details: expect.objectContaining({
           embedder: 'use-lite',
           dimension: 512,
-          vector_store: 'sqlite-vec',
-          vector_store_version: 'v0.1.9',
+          vector_store: engineSearch.vectorStore,
+          vector_store_version: engineSearch.vectorStoreVersion,
           ranking: expect.stringContaining('calibrated'),
           calibration: expect.stringContaining('use-lite'),
         }),

@@ -10,6 +10,7 @@ import { Dataset } from './helpers/datasets.ts';
 import { createDataset, createEndpoint, createModel, createPolicy } from './helpers/fixtures.ts';
 import { connectMarketplace } from './helpers/hub.ts';
 import { sseEvents } from './helpers/streams.ts';
+import { engineSearch } from './helpers/test-engine.ts';
 import { waitFor } from './helpers/wait.ts';
 
 const FIRST_LINE = FAKE_ANSWER.split('\n')[0] as string;
@@ -109,7 +110,7 @@ describe('queries', () => {
     });
     expect(body.references.documents[0].similarity_score).toBeGreaterThan(0.5);
     expect(body.references.provider_info).toMatchObject({
-      search_engine: expect.stringContaining('sqlite-vec'),
+      search_engine: expect.stringContaining(engineSearch.vectorStore),
       response_time_ms: expect.any(Number),
     });
     // Beside the specification's parts: the total cost, its currency, and what the policies did (none here).

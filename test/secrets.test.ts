@@ -7,6 +7,7 @@ import { SecretBox } from '../src/security/secret-box.ts';
 import { isSecretKey, keepMaskedSecrets, maskSecrets, openSecrets, SECRET_MASK, sealSecrets } from '../src/security/secret-config.ts';
 import { createTestApp, tempDir } from './helpers/app.ts';
 import { createModel } from './helpers/fixtures.ts';
+import { testEngine } from './helpers/test-engine.ts';
 
 describe('isSecretKey', () => {
   test.each([
@@ -154,7 +155,8 @@ describe('key files in the data dir', () => {
     }
   });
 
-  test('secret.key and jwt.key are created with mode 0600 and reused after a restart', async () => {
+  // SQLite only: in cluster mode both keys come from the environment (postgres-cluster.test.ts), no key file is made.
+  test.skipIf(testEngine === 'postgres')('secret.key and jwt.key are created with mode 0600 and reused after a restart', async () => {
     const dataDir = tempDir();
     try {
       const first = await createTestApp({}, dataDir);

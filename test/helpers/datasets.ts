@@ -5,17 +5,24 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
+import { sql } from 'kysely';
 import type { IngestionCounts } from '../../src/datasets/repository.ts';
 import { isPostgres } from '../../src/db/database.ts';
 import { scanFolder } from '../../src/ingestion/folder.ts';
 import { postgresTables } from '../../src/vectors/postgres/dataset-tables.ts';
 import type { TestApp, TestUser } from './app.ts';
+import { testEngine } from './test-engine.ts';
 import { waitFor } from './wait.ts';
 
 /** The default `fileTypes` of a dataset. */
 const FILE_TYPES = new Set(['pdf', 'txt', 'md', 'docx', 'html', 'htm']);
 /** Statuses of a file with work left: parsing and the keyword index, or its vectors (`searchable`). */
 const PENDING = ['queued', 'indexing', 'searchable'];
+/**
+ * How long a dataset may take to settle: PostgreSQL writes vectors far slower than sqlite-vec (a 20 MB file's
+ * 11,651 chunks: 34 s of embedding windows at about 340 chunks a second on this machine, a few seconds on SQLite).
+ */
+const SETTLE_MS = testEngine === 'postgres' ? 90_000 : 30_000;
 
 export interface FileState {
   path: string;
@@ -118,19 +125,23 @@ export class Dataset {
    * indexed or failed, nothing else is, and the store holds chunks of exactly the indexed files.
    */
   async settled(): Promise<FileState[]> {
-    return waitFor(`dataset ${this.id} to equal its folder`, async () => {
-      const files = await this.files();
-      if (files.some((file) => PENDING.includes(file.status))) return undefined;
-      const onDisk = (await scanFolder(this.folder, FILE_TYPES)).map((file) => file.path).sort();
-      const live = files.filter((file) => file.status !== 'removed');
-      if (JSON.stringify(live.map((file) => file.path).sort()) !== JSON.stringify(onDisk)) return undefined;
-      const indexed = live
-        .filter((file) => file.status === 'indexed')
-        .map((file) => file.path)
-        .sort();
-      if (JSON.stringify(await this.indexedSources()) !== JSON.stringify(indexed)) return undefined;
-      return files;
-    });
+    return waitFor(
+      `dataset ${this.id} to equal its folder`,
+      async () => {
+        const files = await this.files();
+        if (files.some((file) => PENDING.includes(file.status))) return undefined;
+        const onDisk = (await scanFolder(this.folder, FILE_TYPES)).map((file) => file.path).sort();
+        const live = files.filter((file) => file.status !== 'removed');
+        if (JSON.stringify(live.map((file) => file.path).sort()) !== JSON.stringify(onDisk)) return undefined;
+        const indexed = live
+          .filter((file) => file.status === 'indexed')
+          .map((file) => file.path)
+          .sort();
+        if (JSON.stringify(await this.indexedSources()) !== JSON.stringify(indexed)) return undefined;
+        return files;
+      },
+      SETTLE_MS,
+    );
   }
 
   /** Waits until the dataset is settled, and fails naming the reason when a file on disk was not indexed. */
@@ -171,8 +182,9 @@ export class Dataset {
     return response.json().references.documents;
   }
 
-  /** Paths whose chunks are in the vector store, straight from the database. */
+  /** Paths whose chunks are in the vector store, straight from the database (none once its index is dropped). */
   async indexedSources(): Promise<string[]> {
+    if (!(await this.hasIndex())) return [];
     const rows = await this.chunkRows()
       .select('file_key' as never)
       .distinct()
@@ -186,6 +198,42 @@ export class Dataset {
       .select('content' as never)
       .execute();
     return (rows as { content: string }[]).map((row) => row.content).join('\n');
+  }
+
+  /** How many vectors the store holds for the dataset, of every state (its vec0 table's rows, or pgvector's). */
+  async storedVectors(): Promise<number> {
+    const { database } = this.t.services;
+    const hex = this.id.replaceAll('-', '');
+    if (!isPostgres(database.db)) {
+      return database.exclusive((sqlite) => (sqlite.query(`SELECT count(*) AS n FROM vec_${hex}`).get() as { n: number }).n);
+    }
+    const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql.table(postgresTables(this.id).embeddings)}`.execute(
+      database.db,
+    );
+    return rows[0]?.n ?? 0;
+  }
+
+  /** The names of the database's tables and indexes that belong to the dataset (named by its id). */
+  async storedTables(): Promise<string[]> {
+    const { database } = this.t.services;
+    const pattern = `%${this.id.replaceAll('-', '')}%`;
+    if (!isPostgres(database.db)) {
+      return database.exclusive((sqlite) =>
+        (sqlite.query('SELECT name FROM sqlite_master WHERE name LIKE ?').all(pattern) as { name: string }[]).map((row) => row.name),
+      );
+    }
+    const { rows } = await sql<{ name: string }>`SELECT relname AS name FROM pg_class WHERE relname LIKE ${pattern}`.execute(database.db);
+    return rows.map((row) => row.name);
+  }
+
+  /** Whether the dataset's index is there: on PostgreSQL its chunks' table goes when the index is dropped. */
+  private async hasIndex(): Promise<boolean> {
+    const { db } = this.t.services.database;
+    if (!isPostgres(db)) return true;
+    const { rows } = await sql<{ present: boolean }>`SELECT to_regclass(${postgresTables(this.id).chunks}) IS NOT NULL AS present`.execute(
+      db,
+    );
+    return rows[0]?.present === true;
   }
 
   /**

@@ -6,10 +6,12 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { isPostgres } from '../../src/db/database.ts';
 import { IngestionEngine } from '../../src/ingestion/engine.ts';
 import { FileRepository } from '../../src/ingestion/files-repository.ts';
 import type { ParserPool } from '../../src/ingestion/parser-pool.ts';
 import type { IngestedDataset, IngestionStatus } from '../../src/ingestion/ports.ts';
+import { PostgresVectorStore } from '../../src/vectors/postgres/store.ts';
 import { SqliteVectorStore } from '../../src/vectors/sqlite-store.ts';
 import { startFakeOpenAI } from '../fakes/openai-server.ts';
 import type { TestApp, TestUser } from './app.ts';
@@ -42,7 +44,9 @@ export async function ownEngine(t: TestApp, pool: ParserPool): Promise<OwnEngine
       setStatus: async (id, status, error) => void statuses.set(id, { status, error }),
     },
     files: new FileRepository(t.services.database.db),
-    store: new SqliteVectorStore(t.services.database),
+    store: isPostgres(t.services.database.db)
+      ? await PostgresVectorStore.open(t.services.database.db)
+      : new SqliteVectorStore(t.services.database),
     pool,
     log: t.services.log,
     roots: t.services.ingestionRoots,

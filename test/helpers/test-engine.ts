@@ -1,5 +1,10 @@
+import { Database as SqliteDatabase } from 'bun:sqlite';
+import { join } from 'node:path';
 import { SQL } from 'bun';
+import { Kysely, SqliteDialect } from 'kysely';
+import { type Db, kyselyAdapter } from '../../src/db/database.ts';
 import { openPostgresDatabase } from '../../src/db/postgres/database.ts';
+import type { Database } from '../../src/db/schema.ts';
 import { PostgresVectorStore } from '../../src/vectors/postgres/store.ts';
 import { type PrivatePostgres, startPostgres } from './postgres.ts';
 
@@ -18,6 +23,15 @@ import { type PrivatePostgres, startPostgres } from './postgres.ts';
 export type TestEngine = 'sqlite' | 'postgres';
 
 export const testEngine: TestEngine = process.env.KNODE_TEST_ENGINE === 'postgres' ? 'postgres' : 'sqlite';
+
+/**
+ * What the search engine says of itself on this run's engine (a provisioner's details, a query's
+ * provider_info): sqlite-vec as bun:sqlite loads it, or the pgvector that test/vendor/build-pgvector.sh builds.
+ */
+export const engineSearch =
+  testEngine === 'postgres'
+    ? { vectorStore: 'pgvector', vectorStoreVersion: '0.8.6' }
+    : { vectorStore: 'sqlite-vec', vectorStoreVersion: 'v0.1.9' };
 
 /** Cluster mode's keys: the same for every app of the run, as every replica of a cluster has them. */
 const CLUSTER_KEYS = {
@@ -45,13 +59,18 @@ let cluster: Promise<Cluster> | undefined;
 const databases = new Map<string, string>();
 let databaseCounter = 0;
 
+/** The URL of another database of the cluster. */
+function databaseUrl(postgres: PrivatePostgres, database: string): string {
+  return postgres.url.replace(/\/[^/]*$/, `/${database}`);
+}
+
 function sharedCluster(): Promise<Cluster> {
   cluster ??= (async () => {
     const postgres = await startPostgres({ pgvector: true, settings: SERVER_SETTINGS });
-    const maintenance = new SQL(postgres.url.replace(/\/[^/]*$/, '/postgres'), { max: 1 });
+    const maintenance = new SQL(databaseUrl(postgres, 'postgres'), { max: 1 });
     await maintenance.unsafe(`CREATE DATABASE ${TEMPLATE}`);
     // The template holds what every app's start would otherwise migrate: the control tables and the vector store's.
-    const migrated = await openPostgresDatabase(postgres.url.replace(/\/[^/]*$/, `/${TEMPLATE}`));
+    const migrated = await openPostgresDatabase(databaseUrl(postgres, TEMPLATE));
     try {
       await PostgresVectorStore.open(migrated.db);
     } finally {
@@ -76,7 +95,7 @@ export async function engineEnvironment(dataDir: string): Promise<Record<string,
     await maintenance.unsafe(`CREATE DATABASE ${database} TEMPLATE ${TEMPLATE} STRATEGY FILE_COPY`);
     databases.set(dataDir, database);
   }
-  return { SVC_DATABASE_URL: postgres.url.replace(/\/[^/]*$/, `/${database}`), ...CLUSTER_KEYS };
+  return { SVC_DATABASE_URL: databaseUrl(postgres, database), ...CLUSTER_KEYS };
 }
 
 /** Forgets `dataDir`'s state once its app closed for good: its database, on PostgreSQL. */
@@ -86,4 +105,19 @@ export async function dropEngineData(dataDir: string): Promise<void> {
   databases.delete(dataDir);
   const { maintenance } = await cluster;
   await maintenance.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+}
+
+/**
+ * The database of `dataDir` while no app has it open (closed with `keepData`, not yet restarted), to read what
+ * the stopped app left: the data folder's SQLite file read-only, or the folder's PostgreSQL database.
+ */
+export async function stoppedDatabase(dataDir: string): Promise<{ db: Db; close(): Promise<void> }> {
+  const database = databases.get(dataDir);
+  if (database !== undefined && cluster !== undefined) {
+    const { postgres } = await cluster;
+    return openPostgresDatabase(databaseUrl(postgres, database));
+  }
+  const sqlite = new SqliteDatabase(join(dataDir, 'knode.db'), { readonly: true });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: kyselyAdapter(sqlite) }) });
+  return { db, close: () => db.destroy() };
 }
