@@ -204,6 +204,8 @@ describe('the settlement reconciler across replicas on PostgreSQL', () => {
       replicaA.stdin.write('go\n');
       await replicaA.stdin.flush();
       await lineStarting(lines, 'ready');
+      // `sending` is written before the transaction goes out: its broadcast reaches the RPC double just after.
+      await waitFor("A's broadcast held by the RPC double", async () => rpc.heldBroadcasts > 0);
       expect(rpc.heldBroadcasts).toBe(1);
 
       // B holds singleton:reconciler: the rows of gone replicas are its to finish.
