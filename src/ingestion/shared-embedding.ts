@@ -129,6 +129,8 @@ export class SharedEmbedding {
   private readonly failedWrites = new Map<string, number>();
   private stopped = false;
   private wake: (() => void) | undefined;
+  /** Finished windows waiting for their turn to write, woken when one of this replica's own windows ends. */
+  private readonly turnWaiters = new Set<() => void>();
   private readonly loop: Promise<void>;
   private readonly renewal: ReturnType<typeof setInterval>;
   private readonly pending = new Set<Promise<void>>();
@@ -272,6 +274,8 @@ export class SharedEmbedding {
         this.running.delete(window.id);
         this.pending.delete(work);
         this.poke();
+        // The window after it may be this replica's too: it asks now rather than at its next poll.
+        for (const wake of [...this.turnWaiters]) wake();
       });
     this.pending.add(work);
   }
@@ -302,7 +306,7 @@ export class SharedEmbedding {
     this.poke(); // a slot for the next window to embed
     while (!(await windows.isNext(window))) {
       if (controller.signal.aborted) throw controller.signal.reason;
-      await new Promise((resolve) => setTimeout(resolve, TURN_POLL_MS));
+      await this.turnPoll();
     }
     if (controller.signal.aborted) throw controller.signal.reason;
     try {
@@ -376,6 +380,19 @@ export class SharedEmbedding {
     } catch (error) {
       this.deps.log.warn({ err: error }, 'embedding windows could not be renewed');
     }
+  }
+
+  /** TURN_POLL_MS, or less when a window of this replica ends meanwhile. */
+  private turnPoll(): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.turnWaiters.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, TURN_POLL_MS);
+      this.turnWaiters.add(wake);
+    });
   }
 
   private sleep(ms: number): Promise<void> {
