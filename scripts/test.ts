@@ -13,15 +13,23 @@
  * them (" N pass", " N fail"), which .ci/run reads, and exits non-zero when a test failed, a file failed
  * to load or a part's runner failed.
  *
- * Usage: bun scripts/test.ts [--update-timings]   (--update-timings rewrites test/timings.json from this run)
+ * `--engine=postgres` (`npm run test:postgres`, issue 26): the route tests again, with every app's state in
+ * PostgreSQL (KNODE_TEST_ENGINE=postgres: test/helpers/app.ts, a private cluster per worker process): the
+ * files test/engine-files.ts selects (those building apps through createTestApp, less the SQLite-only ones
+ * it lists with why), in parallel as the first part above, ordered by test/timings-postgres.json; no browser part.
+ *
+ * Usage: bun scripts/test.ts [--engine=postgres] [--update-timings]   (--update-timings rewrites the timings file from this run)
  * Environment: KNODE_TEST_WORKERS (the first part's worker count, default the core count).
  */
 import { availableParallelism, cpus } from 'node:os';
 import { relative, resolve } from 'node:path';
+import { postgresRouteFiles } from '../test/engine-files.ts';
 
 const ROOT = resolve(import.meta.dir, '..');
 const BUN = process.execPath;
-const TIMINGS = 'test/timings.json';
+const engine = process.argv.includes('--engine=postgres') ? 'postgres' : 'sqlite';
+/** Each engine's own durations: PostgreSQL's files take other times than SQLite's. */
+const TIMINGS = engine === 'postgres' ? 'test/timings-postgres.json' : 'test/timings.json';
 /** Per test; a browser page under load or a first ONNX conversion can take tens of seconds. */
 const TIMEOUT_MS = 60_000;
 
@@ -57,11 +65,12 @@ async function relay(stream: ReadableStream<Uint8Array>, to: NodeJS.WriteStream)
   return text + decoder.decode();
 }
 
-async function runPart(title: string, args: string[]): Promise<PartResult> {
+async function runPart(title: string, args: string[], env: Record<string, string> = {}): Promise<PartResult> {
   console.log(`\n== ${title}`);
   const started = performance.now();
   const child = Bun.spawn([BUN, 'test', `--timeout=${TIMEOUT_MS}`, ...args], {
     cwd: ROOT,
+    env: { ...process.env, ...env },
     stdin: 'ignore',
     stdout: 'pipe',
     stderr: 'pipe',
@@ -89,15 +98,26 @@ const workers = workerCount();
 const relativeToRoot = (file: string) => `./${relative(ROOT, resolve(ROOT, file))}`;
 
 const parts: PartResult[] = [];
-parts.push(
-  await runPart(`${plain.length} files without a browser, ${workers} in parallel`, [
-    `--parallel=${workers}`,
-    '--no-isolate',
-    ...timingFlags,
-    ...plain.map(relativeToRoot),
-  ]),
-);
-if (browser.length > 0) {
+if (engine === 'postgres') {
+  const routes = postgresRouteFiles(ROOT, plain);
+  parts.push(
+    await runPart(
+      `${routes.length} route files on PostgreSQL, ${workers} in parallel`,
+      [`--parallel=${workers}`, '--no-isolate', ...timingFlags, ...routes.map(relativeToRoot)],
+      { KNODE_TEST_ENGINE: 'postgres' },
+    ),
+  );
+} else {
+  parts.push(
+    await runPart(`${plain.length} files without a browser, ${workers} in parallel`, [
+      `--parallel=${workers}`,
+      '--no-isolate',
+      ...timingFlags,
+      ...plain.map(relativeToRoot),
+    ]),
+  );
+}
+if (engine === 'sqlite' && browser.length > 0) {
   parts.push(
     await runPart(`${browser.length} browser files, one at a time`, [
       '--preload=./test/browser/share-chromium.ts',
@@ -109,7 +129,9 @@ if (browser.length > 0) {
 const pass = parts.reduce((sum, part) => sum + part.pass, 0);
 const fail = parts.reduce((sum, part) => sum + part.fail, 0);
 const seconds = parts.reduce((sum, part) => sum + part.seconds, 0);
-console.log(`\n== all tests: ${parts.map((part) => `${part.seconds.toFixed(1)} s`).join(' + ')} = ${seconds.toFixed(1)} s`);
+console.log(
+  `\n== all tests${engine === 'postgres' ? ' on PostgreSQL' : ''}: ${parts.map((part) => `${part.seconds.toFixed(1)} s`).join(' + ')} = ${seconds.toFixed(1)} s`,
+);
 console.log(` ${pass} pass`);
 console.log(` ${fail} fail`);
 process.exit(parts.some((part) => part.exitCode !== 0) || fail > 0 ? 1 : 0);

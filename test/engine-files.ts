@@ -1,0 +1,43 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * Which test files `npm run test:postgres` (scripts/test.ts --engine=postgres) runs on PostgreSQL: the route
+ * tests, i.e. the files that build apps through `createTestApp` (test/helpers/app.ts, which puts an app's
+ * state in PostgreSQL under KNODE_TEST_ENGINE=postgres), but for those below. Every other file runs once,
+ * in `npm test`: the pure units have no engine, the repositories are compared on both engines by
+ * postgres-repositories.test.ts, and the postgres-* and cluster-* files start PostgreSQL themselves.
+ */
+
+/** Route test files that are about SQLite itself, each with why: they run on SQLite only. */
+const SQLITE_ONLY: Readonly<Record<string, string>> = {
+  'test/analytics-scale.test.ts':
+    'seeds 70,000 rows through raw bun:sqlite statements, and its time bounds are SQLite figures (analytics-postgres.test.ts compares the answers)',
+};
+
+/**
+ * Route files whose subject is the parse threads and a file's limits (parser-pool.ts, ingestion/limits.ts),
+ * which work before and apart from the state: they pass on PostgreSQL (checked when this list was made) but
+ * add about 18 s to a run that should stay near two minutes on two cores.
+ */
+const LEFT_OUT_FOR_TIME: Readonly<Record<string, string>> = {
+  'test/security/ingestion-limits.test.ts': 'file sizes and inflated sizes, refused by the parse thread',
+  'test/security/ingestion-memory-budget.test.ts': "the parse thread's heap budget",
+  'test/security/ingestion-page-budget.test.ts': "a PDF's page budget, checked before parsing",
+  'test/security/ingestion-parse-lanes.test.ts': "the parse threads' lanes per dataset",
+  'test/security/ingestion-time-budget.test.ts': "the parse thread's time budget",
+};
+
+/** Files that start their own PostgreSQL, or are about the cluster: they need no second run. */
+const ENGINE_SPECIFIC = /^test\/(postgres-|cluster-)/;
+
+/** The route files among `files` (paths relative to `root`, as `test/…`) to run on PostgreSQL. */
+export function postgresRouteFiles(root: string, files: readonly string[]): string[] {
+  return files.filter(
+    (file) =>
+      !ENGINE_SPECIFIC.test(file) &&
+      SQLITE_ONLY[file] === undefined &&
+      LEFT_OUT_FOR_TIME[file] === undefined &&
+      /\bcreateTestApp\(/.test(readFileSync(join(root, file), 'utf8')),
+  );
+}
