@@ -113,14 +113,18 @@ export class LeasedDatasets implements DatasetIngestion {
     }
   }
 
-  /** Takes the dataset's lease as soon as its holder lets it go; undefined if still held after a TTL (dropped anyway). */
+  /**
+   * Takes the dataset's lease as soon as its holder lets it go; undefined if still held after a TTL (dropped
+   * anyway). The wait is measured on the monotonic clock: its pauses are real sleeps, so a stopped test clock
+   * would hold it forever, and a change of the system's time should not cut it short or stretch it.
+   */
   private async leaseOnceFree(datasetId: string): Promise<Lease | undefined> {
-    const deadline = Date.now() + DEFAULT_LEASE_TTL_MS + 1_000;
+    const deadline = performance.now() + DEFAULT_LEASE_TTL_MS + 1_000;
     for (;;) {
       const acquisition = await this.deps.leases.acquire(datasetLeaseName(datasetId));
       if (acquisition.acquired) return acquisition.lease;
-      if (Date.now() >= deadline) return undefined;
-      await new Promise((resolve) => setTimeout(resolve, Math.min(acquisition.retryInMs + 50, 250, deadline - Date.now())));
+      if (performance.now() >= deadline) return undefined;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(acquisition.retryInMs + 50, 250, deadline - performance.now())));
     }
   }
 
