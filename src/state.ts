@@ -41,7 +41,7 @@ export async function openState(config: Config, clock: Clock): Promise<State> {
     return {
       database,
       windows: new SqliteFixedWindows(database, clock),
-      store: new SqliteVectorStore(database),
+      store: new SqliteVectorStore(database, clock),
       searchEngine: {
         vectorStore: 'sqlite-vec',
         vectorStoreVersion: await database.exclusive(vectorExtensionVersion),
@@ -58,7 +58,7 @@ export async function openState(config: Config, clock: Clock): Promise<State> {
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const postgres = await openPostgresDatabase(config.databaseUrl);
   try {
-    const store = await PostgresVectorStore.open(postgres.db);
+    const store = await PostgresVectorStore.open(postgres.db, clock);
     const database: OpenedDatabase = {
       db: postgres.db,
       exclusive: () => Promise.reject(new Error('cluster mode has no SQLite connection')),

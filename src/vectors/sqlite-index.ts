@@ -1,5 +1,5 @@
 import type { Database as SqliteDatabase } from 'bun:sqlite';
-import { now } from '../db/database.ts';
+import { type Clock, isoNow } from '../util/clock.ts';
 import { discardStaged, keywordInsert } from './chunk-sets.ts';
 import type { GarbageCollector } from './garbage-collector.ts';
 import { checkDimension, checkSameDimension } from './index-dimension.ts';
@@ -50,13 +50,14 @@ export function requireIndex(sqlite: SqliteDatabase, tables: DatasetTables): Ind
 /**
  * Creates the dataset's tables; again with the same dimension does nothing (but rebuilds an older keyword
  * table), with another it fails. Staged chunks are what a stop or a crash left: they become garbage (under
- * the dataset's `lease`, when one is given: store.ts, FencingLease).
+ * the dataset's `lease`, when one is given: store.ts, FencingLease). The index's `created_at` is the `clock`'s.
  */
 export async function createIndex(
   connection: StoreConnection,
   garbage: GarbageCollector,
   datasetId: string,
   dimension: number,
+  clock: Clock,
   lease?: FencingLease,
 ): Promise<void> {
   const tables = datasetTables(datasetId);
@@ -69,7 +70,7 @@ export async function createIndex(
     if (!existing) {
       sqlite
         .query('INSERT INTO vector_indexes (dataset_id, dimension, chunk_count, keyword_layout, created_at) VALUES (?, ?, 0, ?, ?)')
-        .run(tables.datasetId, dimension, KEYWORD_LAYOUT, now());
+        .run(tables.datasetId, dimension, KEYWORD_LAYOUT, isoNow(clock));
     }
     discardStaged(sqlite, tables);
   }, lease);

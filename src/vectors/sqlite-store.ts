@@ -1,4 +1,5 @@
 import type { OpenedDatabase } from '../db/database.ts';
+import { type Clock, systemClock } from '../util/clock.ts';
 import type { ChunkSet } from './chunk-sets.ts';
 import type { SearchMode } from './ranking.ts';
 import type { FittedCalibration, SampledFile } from './self-calibration.ts';
@@ -40,7 +41,11 @@ import type {
 export class SqliteVectorStore extends StagingVectorStore<ChunkSet> implements VectorStore {
   private readonly connection: StoreConnection;
 
-  constructor(opened: OpenedDatabase) {
+  /** The `clock` stamps each index's creation. */
+  constructor(
+    opened: OpenedDatabase,
+    private readonly clock: Clock = systemClock,
+  ) {
     const connection = new StoreConnection(opened);
     super(sqliteGarbageCollector(connection), sqliteStaging(connection));
     this.connection = connection;
@@ -51,7 +56,7 @@ export class SqliteVectorStore extends StagingVectorStore<ChunkSet> implements V
   }
 
   async createDatasetIndex(datasetId: string, dimension: number, lease?: FencingLease): Promise<void> {
-    await createIndex(this.connection, this.garbage, datasetId, dimension, lease);
+    await createIndex(this.connection, this.garbage, datasetId, dimension, this.clock, lease);
   }
 
   async dropDatasetIndex(datasetId: string): Promise<void> {

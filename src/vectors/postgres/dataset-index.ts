@@ -1,3 +1,4 @@
+import { type Clock, isoNow } from '../../util/clock.ts';
 import type { GarbageCollector } from '../garbage-collector.ts';
 import { checkDimension, checkSameDimension } from '../index-dimension.ts';
 import type { FencingLease } from '../store.ts';
@@ -15,7 +16,7 @@ import { allTables, createKeywordTablesSql, createVectorTableSql, type PostgresT
  * when pgvector has come meanwhile), with another it fails. Staged chunks are what a stop or a crash left:
  * they become garbage, under the dataset's `lease` when one is given (../store.ts, FencingLease): a former
  * holder must not discard what its successor is staging. Replicas starting the same dataset take turns (a
- * transaction-scoped advisory lock).
+ * transaction-scoped advisory lock). The index's `created_at` is the `clock`'s.
  */
 export async function createIndex(
   connection: PostgresConnection,
@@ -23,6 +24,7 @@ export async function createIndex(
   datasetId: string,
   dimension: number,
   withVectors: boolean,
+  clock: Clock,
   lease?: FencingLease,
 ): Promise<void> {
   const tables = postgresTables(datasetId);
@@ -40,7 +42,7 @@ export async function createIndex(
       await query('INSERT INTO vector_indexes (dataset_id, dimension, created_at) VALUES ($1, $2, $3)', [
         tables.datasetId,
         dimension,
-        new Date().toISOString(),
+        isoNow(clock),
       ]);
     }
     await discardStaged(query, tables);

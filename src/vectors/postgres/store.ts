@@ -1,4 +1,5 @@
 import type { Db } from '../../db/database.ts';
+import { type Clock, systemClock } from '../../util/clock.ts';
 import type { SearchMode } from '../ranking.ts';
 import type { FittedCalibration, SampledFile } from '../self-calibration.ts';
 import { StagingVectorStore } from '../staging-store.ts';
@@ -47,6 +48,7 @@ export class PostgresVectorStore extends StagingVectorStore<ChunkSet> implements
   private constructor(
     db: Db,
     private readonly pgvector: PgvectorSupport,
+    private readonly clock: Clock,
   ) {
     const connection = new PostgresConnection(db);
     const tokenizer = new Fts5Tokenizer();
@@ -61,12 +63,12 @@ export class PostgresVectorStore extends StagingVectorStore<ChunkSet> implements
 
   /**
    * The store on `db` (whose control tables are migrated: vector_calibrations is one of them): its own tables
-   * migrated, pgvector created in the database when the server has it.
+   * migrated, pgvector created in the database when the server has it. The `clock` stamps each index's creation.
    */
-  static async open(db: Db): Promise<PostgresVectorStore> {
+  static async open(db: Db, clock: Clock = systemClock): Promise<PostgresVectorStore> {
     await migrateVectorStore(db);
     const pgvector = await ensurePgvector(new PostgresConnection(db).query);
-    return new PostgresVectorStore(db, pgvector);
+    return new PostgresVectorStore(db, pgvector, clock);
   }
 
   /** Why vectors cannot be stored or searched here (the server lacks pgvector), undefined when they can. */
@@ -84,7 +86,7 @@ export class PostgresVectorStore extends StagingVectorStore<ChunkSet> implements
   }
 
   async createDatasetIndex(datasetId: string, dimension: number, lease?: FencingLease): Promise<void> {
-    await createIndex(this.connection, this.garbage, datasetId, dimension, this.vectorsMissing === undefined, lease);
+    await createIndex(this.connection, this.garbage, datasetId, dimension, this.vectorsMissing === undefined, this.clock, lease);
   }
 
   async dropDatasetIndex(datasetId: string): Promise<void> {
