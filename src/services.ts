@@ -210,7 +210,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     const reach = await outbound.forTenant(tenantId);
     return { fetch: outboundFetch(reach, { maxBytes: 32 * ONE_MEGABYTE, timeoutMs: 60_000 }), scope: reach.scope };
   };
-  const files = new FileRepository(db);
+  const files = new FileRepository(db, clock);
   // Read at scrape time: `tunnels` is made below, and a scrape comes only once the server listens.
   const metrics = new Metrics({ filesByStatus: () => files.countByStatus(), tunnelStates: () => tunnels.states() }, clock);
   const pool = new ParserPool({ size: 1 });
@@ -259,6 +259,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     outbound: embedderFetch,
     keyed: feedSources,
     ...(sharedEmbedding ? { sharedEmbedding } : {}),
+    clock,
   });
   const models = new ModelService(modelRepository, ingestionRoots, clock, config.tenantQuotas.models, outbound);
   // Loaded GGUF models are shared by every request and given back after 10 idle minutes.

@@ -12,22 +12,8 @@ import { join, relative, resolve } from 'node:path';
 const SRC = resolve(import.meta.dir, '../src');
 const CLOCK = 'util/clock.ts';
 
-/**
- * Files that still read the time themselves, for now: other helpers were editing them (or the file that
- * would hand them the clock) when the clock was injected everywhere else. The lead finishes them; each then
- * leaves this list (the last test below says when).
- */
-const NOT_YET: Record<string, string> = {
-  'ingestion/watcher.ts': 'a file without stats: folder-sync.ts, which would pass the clock, is being edited',
-  'db/database.ts': 'now(), still imported by ingestion/files-repository.ts (being edited)',
-};
-/** Who may still import db/database.ts's now(); it goes once they take the clock. */
-const NOW_IMPORTERS = new Set(['ingestion/files-repository.ts']);
-
 /** `Date.now` (called or passed), `new Date()` and `Date()` without an argument. */
 const TIME_READ = /\bDate\.now\b|\bnew\s+Date\s*\(\s*\)|(?<![\w.$])Date\s*\(\s*\)/;
-/** `now` imported from db/database.ts (from anywhere in src/). */
-const NOW_IMPORT = /import\s*\{[^}]*\bnow\b[^}]*\}\s*from\s*'[^']*\bdatabase\.ts'/;
 
 function sourceFiles(folder: string): string[] {
   return readdirSync(folder).flatMap((name) => {
@@ -50,13 +36,8 @@ const files = sourceFiles(SRC).map((path) => ({ name: relative(SRC, path), text:
 
 describe('the time is read through the injected clock', () => {
   test('no file of src/ but util/clock.ts calls Date.now() or new Date() without an argument', () => {
-    const readers = files.filter(({ name, text }) => name !== CLOCK && !(name in NOT_YET) && TIME_READ.test(text)).map(({ name }) => name);
+    const readers = files.filter(({ name, text }) => name !== CLOCK && TIME_READ.test(text)).map(({ name }) => name);
     expect(readers).toEqual([]);
-  });
-
-  test("no new caller of db/database.ts's now(): the clock's isoNow() stamps what is stored", () => {
-    const importers = files.filter(({ name, text }) => NOW_IMPORT.test(text) && !NOW_IMPORTERS.has(name)).map(({ name }) => name);
-    expect(importers).toEqual([]);
   });
 
   test('the guard sees a read of the time, and not a parsed date', () => {
@@ -67,16 +48,5 @@ describe('the time is read through the injected clock', () => {
     expect(TIME_READ.test('const to = new Date(request.to);')).toBe(false);
     expect(TIME_READ.test('new Date(this.clock.now()).toISOString()')).toBe(false);
     expect(TIME_READ.test('const updated = myDate();')).toBe(false);
-  });
-
-  test('every file of the temporary list still reads the time itself (one that no longer does leaves the list)', () => {
-    for (const name of Object.keys(NOT_YET)) {
-      const file = files.find((candidate) => candidate.name === name);
-      expect({ name, readsTheTime: file !== undefined && TIME_READ.test(file.text) }).toEqual({ name, readsTheTime: true });
-    }
-    for (const name of NOW_IMPORTERS) {
-      const file = files.find((candidate) => candidate.name === name);
-      expect({ name, importsNow: file !== undefined && NOW_IMPORT.test(file.text) }).toEqual({ name, importsNow: true });
-    }
   });
 });

@@ -5,7 +5,7 @@ import { basename, join } from 'node:path';
 import { Kysely, Migrator, SqliteDialect } from 'kysely';
 import { DatasetRepository } from '../src/datasets/repository.ts';
 import { insertEntries, liveFileStates, selectionOf as storedSelection } from '../src/datasets/selection-repository.ts';
-import { kyselyAdapter, now } from '../src/db/database.ts';
+import { kyselyAdapter } from '../src/db/database.ts';
 import { migrations } from '../src/db/migrations/index.ts';
 import { openPostgresDatabase } from '../src/db/postgres/database.ts';
 import { SecretBox } from '../src/security/secret-box.ts';
@@ -225,7 +225,7 @@ describe('selections on PostgreSQL (cluster mode)', () => {
     try {
       const tenant = await new TenantRepository(pg.db).create('Selections');
       const datasets = new DatasetRepository(pg.db, new SecretBox(Buffer.alloc(32, 3)));
-      const at = now();
+      const at = new Date().toISOString();
       const configuration = {
         ingestionPath: '/data/papers',
         collectionName: 'papers',

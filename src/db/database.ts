@@ -133,12 +133,3 @@ export function isUniqueViolation(error: unknown): boolean {
 export function isPostgres(db: DbOrTransaction): boolean {
   return db.getExecutor().adapter instanceof PostgresAdapter;
 }
-
-/**
- * The current time as stored: ISO 8601 UTC with a trailing Z.
- * @deprecated The injected clock's `isoNow(clock)` (util/clock.ts) stamps everything else; this goes once
- * ingestion/files-repository.ts and vectors/sqlite-index.ts take the clock (test/clock-reads.test.ts).
- */
-export function now(): string {
-  return new Date().toISOString();
-}

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { EmbedderOutbound } from '../embeddings/embedder.ts';
+import { type Clock, systemClock } from '../util/clock.ts';
 import type { FencingLease, VectorStore } from '../vectors/store.ts';
 import { ClaimLoop } from './claim-loop.ts';
 import { DatasetRuntimes, type TenantRoots } from './dataset-runtime.ts';
@@ -31,6 +32,8 @@ export interface IngestionEngineDeps {
   keyed?: KeyedSources;
   /** Cluster mode: the embedding windows every replica with a dataset's embedder shares (embedding-phase.ts). */
   sharedEmbedding?: SharedWindows;
+  /** Dates a changed file the watcher could not stat (watcher.ts); the system's by default. */
+  clock?: Clock;
 }
 
 /**
@@ -70,7 +73,7 @@ export class IngestionEngine {
   private closing: Promise<void> | undefined;
 
   constructor(private readonly deps: IngestionEngineDeps) {
-    const { config, datasets, files, store, pool, log, roots, outbound, onEmbedded, keyed, sharedEmbedding } = deps;
+    const { config, datasets, files, store, pool, log, roots, outbound, onEmbedded, keyed, sharedEmbedding, clock = systemClock } = deps;
     const closing = this.closed.signal;
     this.keywordFirst = new KeywordFirstGate({
       inKeywordPhase: () => this.runtimes.inKeywordPhase(),
@@ -106,7 +109,7 @@ export class IngestionEngine {
       refuse: (runtime, reason) => this.runtimes.refuse(runtime, reason),
       claimed: (runtime, file) => keywords.start(runtime, file),
     });
-    const folders = new FolderSync({ files, store, log, closing, queued: () => this.claims.kick() });
+    const folders = new FolderSync({ files, store, log, clock, closing, queued: () => this.claims.kick() });
     this.runtimes = new DatasetRuntimes({
       config,
       datasets,

@@ -1,7 +1,8 @@
 import { type SqlBool, sql } from 'kysely';
 import type { Db, DbOrTransaction } from '../db/database.ts';
-import { isPostgres, now } from '../db/database.ts';
+import { isPostgres } from '../db/database.ts';
 import type { DatasetFileTable } from '../db/schema.ts';
+import { type Clock, isoNow, systemClock } from '../util/clock.ts';
 import type { FencingLease } from '../vectors/store.ts';
 import type { FileFacts } from './folder.ts';
 
@@ -28,10 +29,14 @@ export interface SearchableFile {
  *
  * The writes a dataset's runtime makes because it holds the dataset's lease take that `lease`: each is then
  * fenced first in its transaction (vectors/store.ts, FencingLease), and refused, changing nothing, once the
- * lease is lost. Without one (the API's own writes, tests) they run as they are.
+ * lease is lost. Without one (the API's own writes, tests) they run as they are. Each row's `updated_at` is
+ * the `clock`'s.
  */
 export class FileRepository {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock = systemClock,
+  ) {}
 
   /** `work` in a transaction fenced with `lease`, or on the database as it is without one. */
   private fenced<T>(lease: FencingLease | undefined, work: (db: DbOrTransaction) => Promise<T>): Promise<T> {
@@ -47,14 +52,15 @@ export class FileRepository {
    * before; a file already indexed or failed with the same facts is left alone (nothing to redo).
    */
   async seen(datasetId: string, file: FileFacts, lease?: FencingLease): Promise<boolean> {
-    return this.fenced(lease, (db) => recordSeen(db, datasetId, file));
+    return this.fenced(lease, (db) => recordSeen(db, datasetId, file, isoNow(this.clock)));
   }
 
   /** `seen` for several files in one transaction: a folder's scan commits once per batch, not once per file. */
   async seenAll(datasetId: string, files: readonly FileFacts[], lease?: FencingLease): Promise<void> {
     await this.db.transaction().execute(async (trx) => {
       await lease?.fence(trx);
-      for (const file of files) await recordSeen(trx, datasetId, file);
+      const updatedAt = isoNow(this.clock);
+      for (const file of files) await recordSeen(trx, datasetId, file, updatedAt);
     });
   }
 
@@ -63,7 +69,7 @@ export class FileRepository {
     await this.fenced(lease, (db) =>
       db
         .updateTable('dataset_files')
-        .set({ status: 'queued', content_hash: null, error: null, generation: sql`generation + 1`, updated_at: now() })
+        .set({ status: 'queued', content_hash: null, error: null, generation: sql`generation + 1`, updated_at: isoNow(this.clock) })
         .where('dataset_id', '=', datasetId)
         .where('status', '!=', 'removed')
         .execute(),
@@ -75,7 +81,7 @@ export class FileRepository {
     await this.fenced(lease, (db) =>
       db
         .updateTable('dataset_files')
-        .set({ status: 'queued', updated_at: now() })
+        .set({ status: 'queued', updated_at: isoNow(this.clock) })
         .where('dataset_id', '=', datasetId)
         .where('status', '=', 'indexing')
         .execute(),
@@ -148,7 +154,7 @@ export class FileRepository {
       if (rows.length === 0) return [];
       await trx
         .updateTable('dataset_files')
-        .set({ status: 'indexing', updated_at: now() })
+        .set({ status: 'indexing', updated_at: isoNow(this.clock) })
         .where('dataset_id', '=', first.dataset_id)
         .where('status', '=', 'queued')
         .where(
@@ -195,7 +201,7 @@ export class FileRepository {
           chunks,
           chunks_embedded: 0,
           error: null,
-          updated_at: now(),
+          updated_at: isoNow(this.clock),
         })
         .where('dataset_id', '=', file.datasetId)
         .where('path', '=', file.path)
@@ -222,7 +228,7 @@ export class FileRepository {
       .set({
         chunks_embedded: embedded,
         status: sql`CASE WHEN ${embedded} >= chunks THEN 'indexed' ELSE 'searchable' END`,
-        updated_at: now(),
+        updated_at: isoNow(this.clock),
       })
       .where('dataset_id', '=', datasetId)
       .where('status', '=', 'searchable')
@@ -269,7 +275,11 @@ export class FileRepository {
     const row = await this.fenced(lease, (db) =>
       db
         .updateTable('dataset_files')
-        .set({ status: sql`CASE WHEN chunks_embedded < chunks THEN 'searchable' ELSE 'indexed' END`, error: null, updated_at: now() })
+        .set({
+          status: sql`CASE WHEN chunks_embedded < chunks THEN 'searchable' ELSE 'indexed' END`,
+          error: null,
+          updated_at: isoNow(this.clock),
+        })
         .where('dataset_id', '=', file.datasetId)
         .where('path', '=', file.path)
         .where('generation', '=', file.generation)
@@ -291,7 +301,7 @@ export class FileRepository {
           error: null,
           content_hash: null,
           generation: sql`generation + 1`,
-          updated_at: now(),
+          updated_at: isoNow(this.clock),
         })
         .where('dataset_id', '=', datasetId)
         .where('path', '=', path)
@@ -304,7 +314,7 @@ export class FileRepository {
     await this.fenced(lease, (db) =>
       db
         .updateTable('dataset_files')
-        .set({ status: 'failed', error, chunks: 0, chunks_embedded: 0, content_hash: null, updated_at: now() })
+        .set({ status: 'failed', error, chunks: 0, chunks_embedded: 0, content_hash: null, updated_at: isoNow(this.clock) })
         .where('dataset_id', '=', file.datasetId)
         .where('path', '=', file.path)
         .where('generation', '=', file.generation)
@@ -320,7 +330,7 @@ export class FileRepository {
     await this.fenced(lease, (db) =>
       db
         .updateTable('dataset_files')
-        .set({ status: 'queued', updated_at: now() })
+        .set({ status: 'queued', updated_at: isoNow(this.clock) })
         .where('dataset_id', '=', file.datasetId)
         .where('path', '=', file.path)
         .where('status', '=', 'indexing')
@@ -361,9 +371,8 @@ export class FileRepository {
   }
 }
 
-/** FileRepository.seen, in a transaction or not. */
-async function recordSeen(db: DbOrTransaction, datasetId: string, file: FileFacts): Promise<boolean> {
-  const updatedAt = now();
+/** FileRepository.seen, in a transaction or not, stamped `updatedAt`. */
+async function recordSeen(db: DbOrTransaction, datasetId: string, file: FileFacts, updatedAt: string): Promise<boolean> {
   const result = await db
     .insertInto('dataset_files')
     .values({

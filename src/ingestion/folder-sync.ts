@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import type { FSWatcher } from 'chokidar';
 import type { Logger } from 'pino';
+import type { Clock } from '../util/clock.ts';
 import { nextTurn } from '../util/next-turn.ts';
 import type { VectorStore } from '../vectors/store.ts';
 import { cancelJobs, type DatasetRuntime, leaseLost, type RuntimeEntry } from './dataset-runtime.ts';
@@ -16,6 +17,8 @@ export interface FolderSyncDeps {
   readonly files: FileRepository;
   readonly store: VectorStore;
   readonly log: Logger;
+  /** Dates a changed file the watcher could not stat (watcher.ts). */
+  readonly clock: Clock;
   /** Aborted when the engine closes: a scan stops at its next batch. */
   readonly closing: AbortSignal;
   /** Files were queued: the claim loop looks. */
@@ -40,24 +43,33 @@ export class FolderSync {
   watch(runtime: DatasetRuntime, entry: RuntimeEntry): Promise<FSWatcher> {
     const error = (error: Error) => this.deps.log.warn({ dataset: runtime.datasetId, err: error }, 'watching the dataset folder failed');
     if (entry.kind === 'file') {
-      return watchFile(entry.path, {
-        changed: (file) => void this.changed(runtime, { ...file, path: entry.prefix }),
-        removed: () => void this.removed(runtime, entry.prefix, false).catch(this.removalFailed(runtime, entry.prefix)),
-        error,
-      });
+      return watchFile(
+        entry.path,
+        {
+          changed: (file) => void this.changed(runtime, { ...file, path: entry.prefix }),
+          removed: () => void this.removed(runtime, entry.prefix, false).catch(this.removalFailed(runtime, entry.prefix)),
+          error,
+        },
+        this.deps.clock,
+      );
     }
     const owns = (path: string) => entryOf(runtime.entries, path) === entry || !runtime.entries.includes(entry);
-    return watchFolder(entry.path, runtime.fileTypes, {
-      changed: (file) => {
-        const path = datasetPathOf(entry, file.path);
-        if (owns(path)) void this.changed(runtime, { ...file, path });
+    return watchFolder(
+      entry.path,
+      runtime.fileTypes,
+      {
+        changed: (file) => {
+          const path = datasetPathOf(entry, file.path);
+          if (owns(path)) void this.changed(runtime, { ...file, path });
+        },
+        removed: (relative, folder) => {
+          const path = datasetPathOf(entry, relative);
+          if (path === '' || owns(path)) void this.removed(runtime, path, folder).catch(this.removalFailed(runtime, path));
+        },
+        error,
       },
-      removed: (relative, folder) => {
-        const path = datasetPathOf(entry, relative);
-        if (path === '' || owns(path)) void this.removed(runtime, path, folder).catch(this.removalFailed(runtime, path));
-      },
-      error,
-    });
+      this.deps.clock,
+    );
   }
 
   /**
