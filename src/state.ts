@@ -49,7 +49,7 @@ export async function openState(config: Config, clock: Clock): Promise<State> {
         vectorsMissing: undefined,
       },
       box: new SecretBox(loadOrCreateKey(join(config.dataDir, 'secret.key'), 32)),
-      tokens: new TokenIssuer(config.jwtSecret ?? loadOrCreateKey(join(config.dataDir, 'jwt.key'), 32)),
+      tokens: new TokenIssuer(config.jwtSecret ?? loadOrCreateKey(join(config.dataDir, 'jwt.key'), 32), clock),
       close: () => database.close(),
     };
   }
@@ -75,7 +75,7 @@ export async function openState(config: Config, clock: Clock): Promise<State> {
         vectorsMissing: store.vectorsMissing === undefined ? undefined : new PgvectorMissingError(store.vectorsMissing).message,
       },
       box: new SecretBox(config.secretKey),
-      tokens: new TokenIssuer(config.jwtSecret),
+      tokens: new TokenIssuer(config.jwtSecret, clock),
       close: postgres.close,
     };
   } catch (error) {

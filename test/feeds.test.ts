@@ -91,10 +91,24 @@ async function settled(id: string, ready: (rows: FileState[]) => boolean): Promi
   });
 }
 
+/** The user's access token, from a new login to `app`. */
+async function logIn(app: TestApp, user: TestUser): Promise<string> {
+  const login = await app.request({ method: 'POST', url: '/api/v1/auth/login', payload: { email: user.email, password: user.password } });
+  if (login.statusCode !== 200) throw new Error(`login failed: ${login.statusCode} ${login.body}`);
+  return login.json().access_token;
+}
+
+/** Moves the app's clock on; a token lives an hour of that clock, so the owner logs in again. */
+async function advance(ms: number): Promise<void> {
+  t.clock.advance(ms);
+  const token = await logIn(t, owner);
+  owner = { ...owner, token, headers: { authorization: `Bearer ${token}` } };
+}
+
 /** Moves the clock an interval on and waits until every feed was polled again. */
 async function nextPoll(id: string, ms = HOUR): Promise<FeedState[]> {
   const before = await feeds(id);
-  t.clock.advance(ms);
+  await advance(ms);
   return waitFor('the next poll', async () => {
     const after = await feeds(id);
     return after.every((feed, index) => feed.polled_at !== before[index]?.polled_at) ? after : undefined;
@@ -223,7 +237,7 @@ describe('rss datasets', () => {
     const stop = await t.request({ method: 'POST', url: `/api/v1/datasets/${id}/stop`, token: owner.token });
     expect(stop.statusCode).toBe(200);
     server.feed('/paused.xml', 'rss', [item(30), item(31)]);
-    t.clock.advance(2 * HOUR);
+    await advance(2 * HOUR);
     await Bun.sleep(300);
     expect(server.answers('/paused.xml')).toEqual([200]);
     expect(await files(id)).toHaveLength(1);
@@ -258,12 +272,6 @@ describe('rss datasets across a restart', () => {
 
     const again = await createTestApp({}, first.dataDir, { clock: first.clock, feedTls: { ca: server.ca } });
     try {
-      const login = await again.request({
-        method: 'POST',
-        url: '/api/v1/auth/login',
-        payload: { email: user.email, password: user.password },
-      });
-      const token = login.json().access_token;
       await Bun.sleep(300);
       expect(server.answers('/restart.xml')).toEqual([200]); // not due yet: polled an interval after the last poll
       again.clock.advance(HOUR);
@@ -272,7 +280,7 @@ describe('rss datasets across a restart', () => {
       const hits = await again.request({
         method: 'POST',
         url: `/api/v1/datasets/${id}/search`,
-        token,
+        token: await logIn(again, user), // after the hour: the token from before has expired
         payload: { query: 'marmalade40', mode: 'keyword' },
       });
       expect(hits.json().documents[0]?.metadata.title).toBe('Post number 40');

@@ -167,8 +167,12 @@ export class HubSatelliteVerifier implements SatelliteVerifier {
   private async signedFor(marketplace: VerifyingMarketplace, token: string, audience: boolean): Promise<boolean> {
     const accepted = [marketplace.username.toLowerCase(), ...(marketplace.satellite_id ? [marketplace.satellite_id.toLowerCase()] : [])];
     try {
-      // jose checks the expiry again on the system's time (not `deps.clock`): a hub stamps its tokens on that one.
-      const { payload } = await jwtVerify(token, this.keySet(marketplace.url), { algorithms: ['RS256'], requiredClaims: ['exp'] });
+      // jose checks the expiry again (and a not-before), on the same clock as the check above.
+      const { payload } = await jwtVerify(token, this.keySet(marketplace.url), {
+        algorithms: ['RS256'],
+        requiredClaims: ['exp'],
+        currentDate: new Date(this.deps.clock.now()),
+      });
       // jose compares audiences exactly: the hub's usernames and UUIDs are compared without case here.
       if (audience && !audiencesOf(payload).some((aud) => accepted.includes(aud.toLowerCase()))) return false;
       return true;
