@@ -30,7 +30,7 @@ export interface SearchableFile {
  * The writes a dataset's runtime makes because it holds the dataset's lease take that `lease`: each is then
  * fenced first in its transaction (vectors/store.ts, FencingLease), and refused, changing nothing, once the
  * lease is lost. Without one (the API's own writes, tests) they run as they are. Each row's `updated_at` is
- * the `clock`'s.
+ * the `clock`'s. One job, the file queue's every read and write, hence a little over 400 lines.
  */
 export class FileRepository {
   constructor(
