@@ -161,6 +161,8 @@ export class SharedEmbedding {
   }
 
   private async run(): Promise<void> {
+    // The first round after the constructors that made this one (the engine's): its gate asks them (`mayEmbed`).
+    await Promise.resolve();
     while (!this.stopped) {
       let claimed = false;
       try {
