@@ -15,8 +15,9 @@
  *
  * `--engine=postgres` (`npm run test:postgres`, issue 26): the route tests again, with every app's state in
  * PostgreSQL (KNODE_TEST_ENGINE=postgres: test/helpers/app.ts, a private cluster per worker process): the
- * files test/engine-files.ts selects (those building apps through createTestApp, less the SQLite-only ones
- * it lists with why), in parallel as the first part above, ordered by test/timings-postgres.json; no browser part.
+ * files test/engine-files.ts selects (those building apps through createTestApp, less the SQLite-only ones and
+ * those left out for time, each listed there with why), in parallel as the first part above, ordered by
+ * test/timings-postgres.json; no browser part.
  *
  * Usage: bun scripts/test.ts [--engine=postgres] [--update-timings]   (--update-timings rewrites the timings file from this run)
  * Environment: KNODE_TEST_WORKERS (the first part's worker count, default the core count).
