@@ -25,7 +25,7 @@ export interface TunnelLease {
 }
 
 /** The tunnel of one tenant on this replica, started whenever it gets the lease and stopped when it loses it. */
-export interface TunnelWork {
+interface TunnelWork {
   start(lease: TunnelLease): void | Promise<void>;
   stop(): Promise<void>;
 }
