@@ -131,12 +131,16 @@ export class FileRepository {
     return this.db.transaction().execute(async (trx) => {
       await lease?.fence(trx);
       const shared = isPostgres(trx);
+      // In the claim's own order (updated_at, then path): the row locked here to find a dataset must be the
+      // first of the rows claimed below, or it stays locked and unclaimed until this transaction ends, and
+      // concurrent claims pass over it (a batch of files seen at once shares one updated_at).
       const first = await trx
         .selectFrom('dataset_files')
         .select('dataset_id')
         .where('dataset_id', 'in', datasetIds)
         .where('status', '=', 'queued')
         .orderBy('updated_at')
+        .orderBy('path')
         .limit(1)
         .$if(shared, (query) => query.forUpdate().skipLocked())
         .executeTakeFirst();
