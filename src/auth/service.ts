@@ -72,6 +72,7 @@ export class AuthService {
       .where('tenant_members.user_id', '=', userId)
       .orderBy('tenant_members.role', 'desc') // 'owner' before 'member'
       .orderBy('tenant_members.created_at')
+      .orderBy('tenants.name') // joined in the same millisecond: one answer, always the same
       .executeTakeFirst();
     if (!row) throw new UnauthorizedError('Incorrect email or password');
     return row.name;

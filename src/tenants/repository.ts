@@ -110,6 +110,7 @@ export class TenantRepository {
       .select(['tenant_members.user_id', 'users.email', 'tenant_members.role', 'tenant_members.created_at'])
       .where('tenant_members.tenant_id', '=', tenantId)
       .orderBy('tenant_members.created_at')
+      .orderBy('users.seq')
       .execute();
   }
 }
