@@ -139,6 +139,7 @@ export class EndpointRepository {
       .where('endpoints.tenant_id', '=', tenantId)
       .where('endpoints.id', '=', endpointId)
       .orderBy('endpoint_marketplaces.published_at')
+      .orderBy('endpoint_marketplaces.marketplace_id')
       .execute();
   }
 
@@ -212,6 +213,7 @@ export class EndpointRepository {
       .where('endpoint_marketplaces.endpoint_id', 'in', endpointIds)
       .where('endpoints.archived_at', 'is', null)
       .orderBy('endpoint_marketplaces.published_at')
+      .orderBy('endpoint_marketplaces.marketplace_id')
       .execute();
     for (const row of rows) {
       const list = result.get(row.endpoint_id) ?? [];
