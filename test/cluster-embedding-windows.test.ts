@@ -6,8 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'kysely';
-import { type ClaimedWindow, PostgresEmbeddingWindows, type WindowPart } from '../src/coordination/postgres/embedding-windows.ts';
+import { PostgresEmbeddingWindows } from '../src/coordination/postgres/embedding-windows.ts';
 import { type OpenedPostgres, openPostgresDatabase } from '../src/db/postgres/database.ts';
+import type { ClaimedWindow, WindowPart } from '../src/domain/embedding-windows.ts';
 import { type PrivatePostgres, startPostgres } from './helpers/postgres.ts';
 
 let postgres: PrivatePostgres;

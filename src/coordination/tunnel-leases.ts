@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { type Db, inTransaction } from '../db/database.ts';
+import type { SharedTunnelState, TunnelChange, TunnelLease, TunnelReplicas, TunnelWork } from '../domain/tunnel-replicas.ts';
 import { type Clock, isoNow, systemClock } from '../util/clock.ts';
 import type { ChangeLog } from './change-log.ts';
 import { type ClusterLog, type ClusterWork, SINGLETON } from './cluster-work.ts';
@@ -8,9 +9,8 @@ import type { ReplicaLiveness } from './replica-liveness.ts';
 
 /**
  * Which replica runs a tenant's tunnel (cluster mode, issue 26): the one holding `singleton:tunnel:<tenant>`.
- * The tunnel manager (`tunnel/replicas.ts` names what it asks; coordination imports no tunnel/, so the
- * shapes are repeated here) keeps the lease on every replica with a stored credential, the holder running
- * the tunnel and the others standing by; a replica an owner opens or closes the tunnel through takes the
+ * The tunnel manager (`domain/tunnel-replicas.ts` names what it asks) keeps the lease on every replica with a
+ * stored credential, the holder running the tunnel and the others standing by; a replica an owner opens or closes the tunnel through takes the
  * lease at once, after telling the holder, through the change log (`tunnel.changed`), to let it go.
  *
  * The holder shares its tunnel's state in `tunnel_states` (migration 0022, PostgreSQL's 0010), written under
@@ -18,26 +18,6 @@ import type { ReplicaLiveness } from './replica-liveness.ts';
  * GET /settings/proxy with it. On a single node (`shared` false) the leases are granted at once, nothing is
  * announced and nothing is written.
  */
-
-interface SharedTunnelState {
-  state: 'online' | 'reconnecting';
-  public_url: string | null;
-  retry_at: number | null;
-  error: string | null;
-}
-
-type TunnelChange = 'taking' | 'opened';
-
-interface TunnelTerm {
-  readonly signal: AbortSignal;
-  share(state: SharedTunnelState | null): Promise<void>;
-  release(): Promise<void>;
-}
-
-interface TunnelWork {
-  start(lease: TunnelTerm): void | Promise<void>;
-  stop(): Promise<void>;
-}
 
 export interface LeasedTunnelsDeps {
   readonly db: Db;
@@ -73,7 +53,7 @@ interface StateRow {
   error: string | null;
 }
 
-export class LeasedTunnels {
+export class LeasedTunnels implements TunnelReplicas {
   /** Each tenant's state writes, one after the other in the order they were asked for. */
   private readonly writes = new Map<string, Promise<void>>();
 
@@ -96,7 +76,7 @@ export class LeasedTunnels {
     });
   }
 
-  async take(tenantId: string): Promise<TunnelTerm | undefined> {
+  async take(tenantId: string): Promise<TunnelLease | undefined> {
     await this.announce(tenantId, 'taking');
     const lease = await this.deps.work.take(SINGLETON.tunnel(tenantId), this.waitMs);
     return lease && this.term(tenantId, lease);
@@ -138,7 +118,7 @@ export class LeasedTunnels {
     };
   }
 
-  private term(tenantId: string, lease: Lease): TunnelTerm {
+  private term(tenantId: string, lease: Lease): TunnelLease {
     return {
       signal: lease.signal,
       share: (state) => this.share(tenantId, lease, state),

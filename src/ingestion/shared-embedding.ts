@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Db } from '../db/database.ts';
+import type { ClaimedWindow, WindowPart } from '../domain/embedding-windows.ts';
 import type { Embedder } from '../embeddings/embedder.ts';
 import type { VectorStore } from '../vectors/store.ts';
 import type { WindowLimits } from './embedding-lane.ts';
@@ -59,18 +60,6 @@ export interface EmbeddingWindows {
   finish(window: ClaimedWindow): Promise<void>;
   saveProbe(datasetId: string, embedder: string, probe: Float32Array): Promise<void>;
   holderProbe(datasetId: string): Promise<{ embedder: string; probe: Float32Array } | undefined>;
-}
-
-export interface WindowPart {
-  readonly fileKey: string;
-  readonly from: number;
-  readonly to: number;
-}
-
-export interface ClaimedWindow {
-  readonly id: string;
-  readonly datasetId: string;
-  readonly parts: readonly WindowPart[];
 }
 
 export interface SharedEmbeddingDeps {

@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import { BadRequestError, NotFoundError, ServiceUnavailableError } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
+import type { TunnelChange, TunnelReplicas } from '../domain/tunnel-replicas.ts';
 import type { Clock } from '../util/clock.ts';
 import { type TunnelConnection, type TunnelProvider, TunnelRefused } from './provider.ts';
-import type { TunnelChange, TunnelReplicas } from './replicas.ts';
 import { RunningTunnel, type TunnelContext } from './running-tunnel.ts';
 
 /** What GET/POST/DELETE /settings/proxy answer (specification, Settings). */

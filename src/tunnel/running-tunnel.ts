@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
 import { errorMessage } from '../domain/errors.ts';
 import type { Tenant } from '../domain/principal.ts';
+import type { SharedTunnelState, TunnelLease } from '../domain/tunnel-replicas.ts';
 import type { Clock } from '../util/clock.ts';
 import type { Backoff, TunnelCredential, TunnelHooks } from './manager.ts';
 import { type TunnelConnection, type TunnelProvider, TunnelRefused } from './provider.ts';
-import type { SharedTunnelState, TunnelLease } from './replicas.ts';
 
 /** What a running tunnel needs of its manager. */
 export interface TunnelContext {

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db, DbOrTransaction } from '../../db/database.ts';
+import type { ClaimedWindow, WindowPart } from '../../domain/embedding-windows.ts';
 import { DEFAULT_LEASE_TTL_MS } from '../leases.ts';
 
 /**
@@ -18,20 +19,6 @@ import { DEFAULT_LEASE_TTL_MS } from '../leases.ts';
  * A former claimer that writes late is harmless: the store writes a file's vectors only from its first
  * chunk without one, so of two writes of the same rows the second fails and nothing is written twice.
  */
-
-export interface WindowPart {
-  readonly fileKey: string;
-  /** The part's first and last row in the dataset's chunks. */
-  readonly from: number;
-  readonly to: number;
-}
-
-export interface ClaimedWindow {
-  readonly id: string;
-  readonly datasetId: string;
-  /** In row order. */
-  readonly parts: readonly WindowPart[];
-}
 
 export interface EmbeddingWindowOptions {
   /** This replica's id (its lease holder id). */

@@ -1,8 +1,9 @@
 /**
  * What a tenant's tunnel asks of the replicas sharing knode's state (cluster mode, issue 26): the tunnel runs
  * on the one replica holding the tenant's lease (`singleton:tunnel:<tenant>`), and the others stand by to
- * take it over. A port: `coordination/tunnel-leases.ts` (`LeasedTunnels`) implements it on the leases and the change log,
- * on a single node too (the lease is granted at once, and nobody is told).
+ * take it over. A port, in domain/ because `coordination/` may not import `tunnel/`:
+ * `coordination/tunnel-leases.ts` (`LeasedTunnels`) implements it on the leases and the change log, on a single
+ * node too (the lease is granted at once, and nobody is told).
  */
 
 /** What the holder shares of its tunnel, for a replica that does not run it to answer GET /settings/proxy. */
@@ -25,7 +26,7 @@ export interface TunnelLease {
 }
 
 /** The tunnel of one tenant on this replica, started whenever it gets the lease and stopped when it loses it. */
-interface TunnelWork {
+export interface TunnelWork {
   start(lease: TunnelLease): void | Promise<void>;
   stop(): Promise<void>;
 }
