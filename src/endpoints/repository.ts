@@ -132,14 +132,10 @@ export class EndpointRepository {
 
   /** Every marketplace the endpoint is linked to, archived or not (an archived endpoint's are where unarchiving publishes it). */
   async remembered(tenantId: string, endpointId: string): Promise<RememberedPublication[]> {
-    return this.db
-      .selectFrom('endpoint_marketplaces')
-      .innerJoin('endpoints', 'endpoints.id', 'endpoint_marketplaces.endpoint_id')
+    return this.linksInPublicationOrder()
       .select(['endpoint_marketplaces.marketplace_id', 'endpoint_marketplaces.withdrawn_at'])
       .where('endpoints.tenant_id', '=', tenantId)
       .where('endpoints.id', '=', endpointId)
-      .orderBy('endpoint_marketplaces.published_at')
-      .orderBy('endpoint_marketplaces.marketplace_id')
       .execute();
   }
 
@@ -206,14 +202,10 @@ export class EndpointRepository {
   async publishedTo(endpointIds: string[]): Promise<Map<string, string[]>> {
     const result = new Map<string, string[]>();
     if (endpointIds.length === 0) return result;
-    const rows = await this.db
-      .selectFrom('endpoint_marketplaces')
-      .innerJoin('endpoints', 'endpoints.id', 'endpoint_marketplaces.endpoint_id')
+    const rows = await this.linksInPublicationOrder()
       .select(['endpoint_marketplaces.endpoint_id', 'endpoint_marketplaces.marketplace_id'])
       .where('endpoint_marketplaces.endpoint_id', 'in', endpointIds)
       .where('endpoints.archived_at', 'is', null)
-      .orderBy('endpoint_marketplaces.published_at')
-      .orderBy('endpoint_marketplaces.marketplace_id')
       .execute();
     for (const row of rows) {
       const list = result.get(row.endpoint_id) ?? [];
@@ -221,5 +213,14 @@ export class EndpointRepository {
       result.set(row.endpoint_id, list);
     }
     return result;
+  }
+
+  /** Endpoint links with their endpoint, oldest publication first (the marketplace breaks a tie of one millisecond). */
+  private linksInPublicationOrder() {
+    return this.db
+      .selectFrom('endpoint_marketplaces')
+      .innerJoin('endpoints', 'endpoints.id', 'endpoint_marketplaces.endpoint_id')
+      .orderBy('endpoint_marketplaces.published_at')
+      .orderBy('endpoint_marketplaces.marketplace_id');
   }
 }
