@@ -2,8 +2,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openDatabase } from '../../../src/db/database.ts';
 import { UseLiteEmbedder } from '../../../src/embeddings/use-lite.ts';
+import type { Calibration } from '../../../src/vectors/calibration.ts';
 import { vectorExtensionPath } from '../../../src/vectors/extension.ts';
-import type { Candidate, QueryFacts, SearchMode } from '../../../src/vectors/ranking.ts';
+import { type Candidate, type QueryFacts, rank, type SearchMode } from '../../../src/vectors/ranking.ts';
 import { SqliteVectorStore } from '../../../src/vectors/sqlite-store.ts';
 import { COMMITTED_DESCRIBED_SET, DESCRIBED_CACHE, type DescribedQuestion } from './build.ts';
 
@@ -45,4 +46,37 @@ export async function openIndexedSet<M extends SearchMode>(modes: readonly M[]) 
       await embedder.close?.();
     },
   };
+}
+
+/**
+ * Recall@5 of the answerable questions of `split`, and the share of its unanswerable ones left empty, when the
+ * candidates `rows` (one per question, as `openIndexedSet` gives them) are ranked with `calibration` at `threshold`.
+ */
+export function rejectionFigures(
+  questions: readonly { split: string; relevant: string | null }[],
+  rows: readonly { candidates: Candidate[]; facts: QueryFacts }[],
+  mode: SearchMode,
+  calibration: Calibration,
+  split: string,
+  threshold: number,
+): { recall: number; empty: number } {
+  let found = 0;
+  let answerable = 0;
+  let empty = 0;
+  let unanswerable = 0;
+  for (const [index, question] of questions.entries()) {
+    if (question.split !== split) continue;
+    const { candidates, facts } = rows[index] as { candidates: Candidate[]; facts: QueryFacts };
+    const ranked = rank(candidates, facts, mode, calibration, threshold).slice(0, 10);
+    if (question.relevant === null) {
+      unanswerable++;
+      if (ranked.length === 0) empty++;
+      continue;
+    }
+    answerable++;
+    const files = ranked.map((entry) => candidates.find((candidate) => candidate.rowid === entry.rowid)?.fileKey);
+    const position = files.indexOf(question.relevant);
+    if (position >= 0 && position < 5) found++;
+  }
+  return { recall: found / answerable, empty: empty / unanswerable };
 }

@@ -1,7 +1,6 @@
 import { parseArgs } from 'node:util';
 import { calibrationFor, type LogisticModel } from '../../../src/vectors/calibration.ts';
-import { type Candidate, type QueryFacts, rank } from '../../../src/vectors/ranking.ts';
-import { openIndexedSet } from './indexed-set.ts';
+import { openIndexedSet, rejectionFigures } from './indexed-set.ts';
 
 const { values } = parseArgs({ options: { weights: { type: 'string', default: '0,8,16,24,32' } } });
 type Mode = 'hybrid' | 'keyword';
@@ -11,25 +10,7 @@ await close();
 /** Recall@5 and unanswerable questions emptied at `threshold`, with `model` as the mode's model. */
 function figures(mode: Mode, model: LogisticModel, split: string, threshold: number) {
   const calibration = { ...calibrationFor('use-lite'), [mode]: model };
-  let found = 0;
-  let answerable = 0;
-  let empty = 0;
-  let unanswerable = 0;
-  for (const [index, question] of questions.entries()) {
-    if (question.split !== split) continue;
-    const { candidates, facts } = (observed.get(mode) ?? [])[index] as { candidates: Candidate[]; facts: QueryFacts };
-    const ranked = rank(candidates, facts, mode, calibration, threshold).slice(0, 10);
-    if (question.relevant === null) {
-      unanswerable++;
-      if (ranked.length === 0) empty++;
-      continue;
-    }
-    answerable++;
-    const files = ranked.map((entry) => candidates.find((candidate) => candidate.rowid === entry.rowid)?.fileKey);
-    const position = files.indexOf(question.relevant);
-    if (position >= 0 && position < 5) found++;
-  }
-  return { recall: found / answerable, empty: empty / unanswerable };
+  return rejectionFigures(questions, observed.get(mode) ?? [], mode, calibration, split, threshold);
 }
 
 /** The intercept (bisected) at which 0.5 keeps 95% of recall@5 on the tuning half. */

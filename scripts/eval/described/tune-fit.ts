@@ -10,9 +10,9 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { type Calibration, calibrationFor } from '../../../src/vectors/calibration.ts';
-import { type Candidate, type QueryFacts, rank, type SearchMode } from '../../../src/vectors/ranking.ts';
+import type { SearchMode } from '../../../src/vectors/ranking.ts';
 import { type FitOptions, fitDatasetCalibration } from '../../../src/vectors/self-calibration.ts';
-import { openIndexedSet } from './indexed-set.ts';
+import { openIndexedSet, rejectionFigures } from './indexed-set.ts';
 
 const { values, positionals } = parseArgs({ options: { calibration: { type: 'string', default: '' } }, allowPositionals: true });
 const MODES: SearchMode[] = ['hybrid', 'keyword', 'vector'];
@@ -20,27 +20,7 @@ const { store, datasetId, embedder, questions, observed, close } = await openInd
 
 function figures(calibration: Calibration, mode: SearchMode, split: string) {
   const rows = observed.get(mode) ?? [];
-  const at = (threshold: number) => {
-    let found = 0;
-    let answerable = 0;
-    let empty = 0;
-    let unanswerable = 0;
-    for (const [index, question] of questions.entries()) {
-      if (question.split !== split) continue;
-      const { candidates, facts } = rows[index] as { candidates: Candidate[]; facts: QueryFacts };
-      const ranked = rank(candidates, facts, mode, calibration, threshold).slice(0, 10);
-      if (question.relevant === null) {
-        unanswerable++;
-        if (ranked.length === 0) empty++;
-        continue;
-      }
-      answerable++;
-      const files = ranked.map((entry) => candidates.find((candidate) => candidate.rowid === entry.rowid)?.fileKey);
-      const position = files.indexOf(question.relevant);
-      if (position >= 0 && position < 5) found++;
-    }
-    return { recall: found / answerable, empty: empty / unanswerable };
-  };
+  const at = (threshold: number) => rejectionFigures(questions, rows, mode, calibration, split, threshold);
   const zero = at(0);
   const half = at(0.5);
   return `${mode} R@5 ${zero.recall.toFixed(3)} kept ${(half.recall / zero.recall).toFixed(2)} empty ${half.empty.toFixed(2)}`;
