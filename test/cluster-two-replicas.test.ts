@@ -8,7 +8,7 @@ import { FAKE_ANSWER, type FakeOpenAIServer, startFakeOpenAI } from './fakes/ope
 import { type FakeTempoRpc, startFakeTempoRpc } from './fakes/tempo-rpc.ts';
 import { tempDir } from './helpers/app.ts';
 import { ADMIN_KEY } from './helpers/constants.ts';
-import { type KnodeProcess, startKnodeProcess } from './helpers/knode-process.ts';
+import { callKnode, type KnodeProcess, startKnodeProcess } from './helpers/knode-process.ts';
 import { type PrivatePostgres, startPostgres } from './helpers/postgres.ts';
 import { type RoundRobinProxy, startRoundRobinProxy } from './helpers/round-robin-proxy.ts';
 import { waitFor } from './helpers/wait.ts';
@@ -34,38 +34,6 @@ const LEASE_TTL_MS = 3_000;
 const RECIPIENT = '0x742d35Cc6634c0532925a3b844bC9e7595F8fE00';
 const PASSWORD = 'correct horse battery';
 const FIRST_LINE = FAKE_ANSWER.split('\n')[0] as string;
-
-interface Answer {
-  status: number;
-  headers: Headers;
-  // biome-ignore lint/suspicious/noExplicitAny: an answer's JSON, read field by field as the contract describes it
-  body: any;
-}
-
-async function call(
-  base: string,
-  method: string,
-  path: string,
-  options: { token?: string; body?: unknown; payment?: string } = {},
-): Promise<Answer> {
-  const response = await fetch(`${base}/api/v1${path}`, {
-    method,
-    headers: {
-      ...(options.body === undefined ? {} : { 'content-type': 'application/json' }),
-      ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
-      ...(options.payment ? { 'x-payment': options.payment } : {}),
-    },
-    ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
-  });
-  const text = await response.text();
-  let body: unknown = text;
-  try {
-    body = text ? JSON.parse(text) : undefined;
-  } catch {
-    // not JSON (a stream, an error page): kept as text
-  }
-  return { status: response.status, headers: response.headers, body };
-}
 
 describe('two knode replicas behind one address', () => {
   let postgres: PrivatePostgres;
@@ -110,11 +78,13 @@ describe('two knode replicas behind one address', () => {
 
     const [a] = replicas as [KnodeProcess, KnodeProcess];
     const email = 'owner@example.com';
-    expect((await call(a.url, 'POST', '/auth/register', { body: { email, password: PASSWORD, tenant_name: 'owner' } })).status).toBe(201);
-    token = (await call(a.url, 'POST', '/auth/login', { body: { email, password: PASSWORD } })).body.access_token as string;
+    expect((await callKnode(a.url, 'POST', '/auth/register', { body: { email, password: PASSWORD, tenant_name: 'owner' } })).status).toBe(
+      201,
+    );
+    token = (await callKnode(a.url, 'POST', '/auth/login', { body: { email, password: PASSWORD } })).body.access_token as string;
     // The operator grants the tenant the shared folder (the same path on both replicas).
-    expect((await call(a.url, 'PATCH', '/tenants/owner', { token: ADMIN_KEY, body: { ingestion_roots: [root] } })).status).toBe(200);
-    const created = await call(proxy.url, 'POST', '/models/', {
+    expect((await callKnode(a.url, 'PATCH', '/tenants/owner', { token: ADMIN_KEY, body: { ingestion_roots: [root] } })).status).toBe(200);
+    const created = await callKnode(proxy.url, 'POST', '/models/', {
       token,
       body: { name: 'fake', dtype: 'openai', configuration: { model: 'fake-model', base_url: model.url, api_key: 'sk-test' } },
     });
@@ -135,20 +105,20 @@ describe('two knode replicas behind one address', () => {
 
   test('a token one replica issued works on the other', async () => {
     const [a, b] = replicas as [KnodeProcess, KnodeProcess];
-    const onB = await call(b.url, 'GET', '/auth/me', { token });
+    const onB = await callKnode(b.url, 'GET', '/auth/me', { token });
     expect(onB.status).toBe(200);
     expect(onB.body.email).toBe('owner@example.com');
-    const login = await call(b.url, 'POST', '/auth/login', { body: { email: 'owner@example.com', password: PASSWORD } });
-    expect((await call(a.url, 'GET', '/auth/me', { token: login.body.access_token })).status).toBe(200);
+    const login = await callKnode(b.url, 'POST', '/auth/login', { body: { email: 'owner@example.com', password: PASSWORD } });
+    expect((await callKnode(a.url, 'GET', '/auth/me', { token: login.body.access_token })).status).toBe(200);
   });
 
   test('50 queries at once through the address against a 30-a-minute rate_limit: exactly 30 pass', async () => {
-    const endpoint = await call(proxy.url, 'POST', '/endpoints/', {
+    const endpoint = await callKnode(proxy.url, 'POST', '/endpoints/', {
       token,
       body: { name: 'limited', slug: 'limited', model_id: modelId, response_type: 'summary' },
     });
     expect(endpoint.status).toBe(201);
-    const policy = await call(proxy.url, 'POST', '/policies/', {
+    const policy = await callKnode(proxy.url, 'POST', '/policies/', {
       token,
       body: { name: 'thirty', endpoint_id: endpoint.body.id, policy_type: 'rate_limit', configuration: { rate: '30/m' } },
     });
@@ -157,7 +127,7 @@ describe('two knode replicas behind one address', () => {
     if (Date.now() % 60_000 > 40_000) await Bun.sleep(60_000 - (Date.now() % 60_000) + 100);
     const before = new Map(proxy.answeredBy);
     const answers = await Promise.all(
-      Array.from({ length: 50 }, () => call(proxy.url, 'POST', '/endpoints/limited/query', { token, body: { messages: 'hello' } })),
+      Array.from({ length: 50 }, () => callKnode(proxy.url, 'POST', '/endpoints/limited/query', { token, body: { messages: 'hello' } })),
     );
     const statuses = answers.map((answer) => answer.status);
     expect(statuses.filter((status) => status === 200)).toHaveLength(30);
@@ -169,20 +139,20 @@ describe('two knode replicas behind one address', () => {
   test('one X-Payment sent to both replicas at once is taken once: one answer, one transaction', async () => {
     const [a, b] = replicas as [KnodeProcess, KnodeProcess];
     expect(
-      (await call(proxy.url, 'POST', '/settings/wallet', { token, body: { wallet_address: RECIPIENT, rpc_url: rpc.url } })).status,
+      (await callKnode(proxy.url, 'POST', '/settings/wallet', { token, body: { wallet_address: RECIPIENT, rpc_url: rpc.url } })).status,
     ).toBe(200);
-    const endpoint = await call(proxy.url, 'POST', '/endpoints/', {
+    const endpoint = await callKnode(proxy.url, 'POST', '/endpoints/', {
       token,
       body: { name: 'paid', slug: 'paid', model_id: modelId, response_type: 'summary' },
     });
     expect(endpoint.status).toBe(201);
-    const policy = await call(proxy.url, 'POST', '/policies/', {
+    const policy = await callKnode(proxy.url, 'POST', '/policies/', {
       token,
       body: { name: 'quarter', endpoint_id: endpoint.body.id, policy_type: 'mpp', configuration: { price: 0.25 } },
     });
     expect(policy.status).toBe(201);
     const ask = (base: string, payment?: string) =>
-      call(base, 'POST', '/endpoints/paid/query', { token, body: { messages: 'hello' }, ...(payment ? { payment } : {}) });
+      callKnode(base, 'POST', '/endpoints/paid/query', { token, body: { messages: 'hello' }, ...(payment ? { payment } : {}) });
     const challenge = await ask(proxy.url);
     expect(challenge.status).toBe(402);
     const consumer = wallet.addConsumer('ann');
@@ -204,7 +174,7 @@ describe('two knode replicas behind one address', () => {
     let datasetId: string;
     let folder: string;
     const search = (base: string, query: string, mode = 'keyword') =>
-      call(base, 'POST', `/datasets/${datasetId}/search`, { token, body: { query, mode } });
+      callKnode(base, 'POST', `/datasets/${datasetId}/search`, { token, body: { query, mode } });
     /** The documents a keyword search for `word` finds through `base` (none while it is not searchable yet). */
     const found = async (base: string, word: string): Promise<{ content: string }[]> => {
       const answer = await search(base, word);
@@ -224,7 +194,7 @@ describe('two knode replicas behind one address', () => {
       mkdirSync(folder);
       const words = ['amberjack', 'bluegill', 'cuttlefish', 'dogfish', 'eelpout', 'flounder'];
       for (const word of words) writeFileSync(join(folder, `${word}.md`), `# ${word}\n\nThe ${word} is a fish of the handbook.\n`);
-      const created = await call(proxy.url, 'POST', '/datasets/', {
+      const created = await callKnode(proxy.url, 'POST', '/datasets/', {
         token,
         body: { name: 'handbook', dtype: 'local_file', configuration: { ingestionPath: folder } },
       });
@@ -236,7 +206,7 @@ describe('two knode replicas behind one address', () => {
         expect(documents).toHaveLength(1); // one chunk per file, indexed once
         expect(documents[0]?.content).toContain(word);
       }
-      const files = await call(proxy.url, 'GET', `/datasets/${datasetId}/files`, { token });
+      const files = await callKnode(proxy.url, 'GET', `/datasets/${datasetId}/files`, { token });
       expect(files.status).toBe(200);
       const items = (files.body.items ?? files.body) as { path: string; chunks: number }[];
       expect(items).toHaveLength(words.length);
@@ -259,7 +229,7 @@ describe('two knode replicas behind one address', () => {
       await waitFor(
         'every chunk embedded',
         async () => {
-          const files = await call(proxy.url, 'GET', `/datasets/${datasetId}/files`, { token });
+          const files = await callKnode(proxy.url, 'GET', `/datasets/${datasetId}/files`, { token });
           const items = (files.body.items ?? files.body) as { chunks: number; chunks_embedded: number }[];
           return items.length === 6 && items.every((file) => file.chunks_embedded === file.chunks);
         },
@@ -289,7 +259,7 @@ describe('two knode replicas behind one address', () => {
     test('a stop and a start made through the replica that does not hold the dataset reach the one that does', async () => {
       const holder = replicaOf((await leaseHolder()) as string) as KnodeProcess;
       const other = replicas.find((replica) => replica !== holder) as KnodeProcess;
-      const stopped = await call(other.url, 'POST', `/datasets/${datasetId}/stop`, { token });
+      const stopped = await callKnode(other.url, 'POST', `/datasets/${datasetId}/stop`, { token });
       expect(stopped.status).toBe(200);
       expect(stopped.body.status).toBe('stopped');
       // The holder heard of it through the change log: it let the lease go and watches the folder no more.
@@ -298,7 +268,7 @@ describe('two knode replicas behind one address', () => {
       await Bun.sleep(1_500);
       expect(await found(proxy.url, 'hake')).toHaveLength(0);
       const startsBefore = startsOf(other, datasetId);
-      const started = await call(other.url, 'POST', `/datasets/${datasetId}/start`, { token });
+      const started = await callKnode(other.url, 'POST', `/datasets/${datasetId}/start`, { token });
       expect(started.status).toBe(200);
       // Started through `other`, which now holds the lease and reconciles the folder with the index.
       await waitFor('the file added while stopped searchable', async () => (await found(proxy.url, 'hake')).length === 1, 30_000);

@@ -7,7 +7,7 @@ import { FAKE_ANSWER, type FakeOpenAIServer, startFakeOpenAI } from './fakes/ope
 import { type FakeTempoRpc, startFakeTempoRpc } from './fakes/tempo-rpc.ts';
 import { tempDir } from './helpers/app.ts';
 import { ADMIN_KEY } from './helpers/constants.ts';
-import { type KnodeProcess, startKnodeProcess } from './helpers/knode-process.ts';
+import { callKnode, type KnodeProcess, startKnodeProcess } from './helpers/knode-process.ts';
 import { waitFor } from './helpers/wait.ts';
 
 /**
@@ -62,24 +62,8 @@ describe('a paid answer and kill -9', () => {
     await knode.process.exited;
   };
 
-  const call = async (
-    knode: KnodeProcess,
-    method: string,
-    path: string,
-    options: { token?: string; body?: unknown; payment?: string } = {},
-  ) => {
-    const response = await fetch(`${knode.url}/api/v1${path}`, {
-      method,
-      headers: {
-        ...(options.body === undefined ? {} : { 'content-type': 'application/json' }),
-        ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
-        ...(options.payment ? { 'x-payment': options.payment } : {}),
-      },
-      ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
-    });
-    const text = await response.text();
-    return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined };
-  };
+  const call = (knode: KnodeProcess, method: string, path: string, options: { token?: string; body?: unknown; payment?: string } = {}) =>
+    callKnode(knode.url, method, path, options);
 
   /** An owner with a wallet on the RPC double and a paid endpoint (25 cents a query); its token. */
   const setUp = async (knode: KnodeProcess, name: string): Promise<string> => {

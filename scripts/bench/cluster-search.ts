@@ -44,7 +44,7 @@ import { PostgresVectorStore } from '../../src/vectors/postgres/store.ts';
 import { SqliteVectorStore } from '../../src/vectors/sqlite-store.ts';
 import type { ChunkText, SearchOptions, VectorStore } from '../../src/vectors/store.ts';
 import { ADMIN_KEY } from '../../test/helpers/constants.ts';
-import { type KnodeProcess, startKnodeProcess } from '../../test/helpers/knode-process.ts';
+import { callKnode, type KnodeProcess, startKnodeProcess } from '../../test/helpers/knode-process.ts';
 import { startPglite } from '../../test/helpers/pglite.ts';
 import { startPostgres } from '../../test/helpers/postgres.ts';
 import { benchSettings, describeServer } from './pgvector-server.ts';
@@ -180,19 +180,8 @@ async function searches(
 const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 
 /** An answer's JSON from a replica's API (what the ingestion figure needs of it). */
-// biome-ignore lint/suspicious/noExplicitAny: an answer's JSON, read field by field as the contract describes it
-async function api(base: string, method: string, path: string, token?: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const response = await fetch(`${base}/api/v1${path}`, {
-    method,
-    headers: {
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      ...(token ? { authorization: `Bearer ${token}` } : {}),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : undefined };
-}
+const api = (base: string, method: string, path: string, token?: string, body?: unknown) =>
+  callKnode(base, method, path, { ...(token ? { token } : {}), ...(body === undefined ? {} : { body }) });
 
 /**
  * Ingestion through knode itself: the chunks' text as files (a paragraph per chunk, CHUNKS_PER_FILE per

@@ -70,3 +70,37 @@ export async function startKnodeProcess(env: Record<string, string>, timeoutMs =
     clearTimeout(timer);
   }
 }
+
+/** An answer of a knode process's API: its JSON as the contract describes it, or its text when not JSON. */
+export interface KnodeAnswer {
+  status: number;
+  headers: Headers;
+  // biome-ignore lint/suspicious/noExplicitAny: an answer's JSON, read field by field as the contract describes it
+  body: any;
+}
+
+/** One call to the API of a knode at `base` (a process, or a proxy in front of several), over real HTTP. */
+export async function callKnode(
+  base: string,
+  method: string,
+  path: string,
+  options: { token?: string; body?: unknown; payment?: string } = {},
+): Promise<KnodeAnswer> {
+  const response = await fetch(`${base}/api/v1${path}`, {
+    method,
+    headers: {
+      ...(options.body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
+      ...(options.payment ? { 'x-payment': options.payment } : {}),
+    },
+    ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
+  });
+  const text = await response.text();
+  let body: unknown = text;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    // not JSON (a stream, an error page): kept as text
+  }
+  return { status: response.status, headers: response.headers, body };
+}
