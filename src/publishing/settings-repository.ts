@@ -60,12 +60,13 @@ export class TenantSettingsRepository {
       .execute();
   }
 
-  /** Every tenant with a tunnel token (opened), for the reconnection at start-up. */
-  async tunnelTokens(): Promise<{ tenant_id: string; credential: TunnelCredential }[]> {
+  /** Every tenant with a tunnel token (opened), for the reconnection at start-up; `tenantId`'s alone when given. */
+  async tunnelTokens(tenantId?: string): Promise<{ tenant_id: string; credential: TunnelCredential }[]> {
     const rows = await this.db
       .selectFrom('tenant_settings')
       .select(['tenant_id', 'tunnel_token'])
       .where('tunnel_token', 'is not', null)
+      .$if(tenantId !== undefined, (query) => query.where('tenant_id', '=', tenantId as string))
       .$narrowType<{ tunnel_token: NotNull }>()
       .execute();
     return rows.map((row) => ({ tenant_id: row.tenant_id, credential: decodeTunnelCredential(this.box.decrypt(row.tunnel_token)) }));

@@ -37,7 +37,7 @@ export function tunnelAdapter(deps: TunnelAdapterDeps): TunnelHooks {
       return stored;
     },
     storedToken: async (tenantId) => {
-      const row = (await deps.settingsRepository.tunnelTokens()).find((stored) => stored.tenant_id === tenantId);
+      const [row] = await deps.settingsRepository.tunnelTokens(tenantId);
       const tenant = row && (await deps.tenants.findById(tenantId));
       return row && tenant ? { tenant, credential: row.credential } : undefined;
     },
