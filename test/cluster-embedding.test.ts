@@ -118,6 +118,7 @@ async function replica(name: string, datasetId: string, embedder: Embedder | Err
     windowsInFlight: 2,
     pollMs: 20,
   });
+  shared.start();
   return {
     shared,
     kill: () => {

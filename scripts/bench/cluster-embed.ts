@@ -212,7 +212,7 @@ async function run(replicas: number, embedder: Embedder): Promise<RunResult> {
     const shared = Array.from({ length: replicas }, (_, index) => {
       const scheduler = new EmbeddingScheduler({ concurrency: 2, slice: { texts: 64, characters: 16_000 } });
       const replicaDb = opened.dbOf(index);
-      return new SharedEmbedding({
+      const replica = new SharedEmbedding({
         windows: new PostgresEmbeddingWindows(replicaDb, { claimer: `replica-${index}` }),
         store: opened.stores[index] as PostgresVectorStore,
         files: new FileRepository(replicaDb),
@@ -228,6 +228,8 @@ async function run(replicas: number, embedder: Embedder): Promise<RunResult> {
         windowsInFlight: 2,
         pollMs: 50,
       });
+      replica.start();
+      return replica;
     });
     for (;;) {
       const { rows } = await sql<{ n: number }>`

@@ -68,6 +68,11 @@ export class EmbeddingPhase {
       });
   }
 
+  /** Starts cluster mode's shared embedding (once the engine that asks `holdsEmbedding` is whole). */
+  start(): void {
+    this.shared?.start();
+  }
+
   /** Starts slices that were held back, if embedding may go on now (a file left its keyword phase, the gate's timer). */
   recheck(): void {
     this.scheduler.recheck();

@@ -124,6 +124,8 @@ export class IngestionEngine {
       kick: () => this.claims.kick(),
       ...(keyed ? { keyed } : {}),
     });
+    // Last: its first round asks the keyword-first gate, which asks the runtimes made just above.
+    this.embedding.start();
   }
 
   /** At start-up: every dataset that was ingesting resumes, and its folder is reconciled with the index. */

@@ -120,14 +120,21 @@ export class SharedEmbedding {
   private wake: (() => void) | undefined;
   /** Finished windows waiting for their turn to write, woken when one of this replica's own windows ends. */
   private readonly turnWaiters = new Set<() => void>();
-  private readonly loop: Promise<void>;
-  private readonly renewal: ReturnType<typeof setInterval>;
+  private loop: Promise<void> | undefined;
+  private renewal: ReturnType<typeof setInterval> | undefined;
   private readonly pending = new Set<Promise<void>>();
   /** Windows this replica wrote, the chunks in them, and writes given up (tests and the bench count them). */
   readonly written = { windows: 0, chunks: 0, failed: 0 };
 
-  constructor(private readonly deps: SharedEmbeddingDeps) {
-    this.renewal = setInterval(() => void this.renew(), Math.max(50, Math.floor(deps.windows.ttlMs / 3)));
+  constructor(private readonly deps: SharedEmbeddingDeps) {}
+
+  /**
+   * Starts claiming and renewing, once whoever owns this is whole: the first round asks `mayEmbed`, which
+   * the ingestion engine answers from parts it makes after this one. Again does nothing.
+   */
+  start(): void {
+    if (this.loop || this.stopped) return;
+    this.renewal = setInterval(() => void this.renew(), Math.max(50, Math.floor(this.deps.windows.ttlMs / 3)));
     this.renewal.unref?.();
     this.loop = this.run();
   }
@@ -150,8 +157,6 @@ export class SharedEmbedding {
   }
 
   private async run(): Promise<void> {
-    // The first round after the constructors that made this one (the engine's): its gate asks them (`mayEmbed`).
-    await Promise.resolve();
     while (!this.stopped) {
       let claimed = false;
       try {
