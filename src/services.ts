@@ -379,6 +379,7 @@ export async function createServices(config: Config, options: ServiceOptions = {
     consumed: new ConsumedStore(database.db, clock),
     journal,
     clock,
+    replicas: coordination.liveness,
     outbound: tenantFetch,
     ...(options.paymentReceiptTimeoutMs !== undefined ? { receiptTimeoutMs: options.paymentReceiptTimeoutMs } : {}),
   });

@@ -170,7 +170,9 @@ describe('a broadcast whose receipt does not come in time', () => {
     expect(settlement).toEqual({ transaction: rpc.broadcasts[0]?.hash as `0x${string}`, status: 'pending' });
     expect((await journal.get(accepted.challengeId))?.state).toBe('sent');
 
-    // The answer was not handed out (say the connection broke): the same caller gets it on the same payment.
+    // The answer was not handed out (say the connection broke) and the query ended (as the mpp hook's post
+    // says): the same caller gets it on the same payment.
+    accepted.ended();
     const again = await gateway.accept(wallet, terms, credential, caller);
     expect(await again.settle({})).toEqual(settlement);
     expect(rpc.broadcasts).toHaveLength(1);
@@ -201,6 +203,43 @@ describe('a broadcast whose receipt does not come in time', () => {
     expect((await journal.get(accepted.challengeId))?.state).toBe('confirmed');
     expect(written).toContain(accepted.challengeId);
     expect(rpc.broadcasts).toHaveLength(1);
+  });
+
+  test('a copy of a sent payment is not answered while its query is still being answered, here or on a live replica', async () => {
+    const terms = { realm: 'two-copies', amount: toBaseUnits(0.05) };
+    let aGone = false;
+    const replicaA = new MppGateway({
+      wallets: { get: async () => wallet },
+      consumed: new ConsumedStore(database.db),
+      journal: new SettlementJournal(database.db, 'replica-a'),
+      outbound,
+      receiptTimeoutMs: 300,
+    });
+    const replicaB = new MppGateway({
+      wallets: { get: async () => wallet },
+      consumed: new ConsumedStore(database.db),
+      journal: new SettlementJournal(database.db, 'replica-b'),
+      outbound,
+      receiptTimeoutMs: 300,
+      replicas: { self: 'replica-b', gone: async (names) => new Set(aGone ? names : []) },
+    });
+    const credential = await hub.pay(hub.addConsumer('fay').token, replicaA.challenge(wallet, terms).header);
+    const first = await replicaA.accept(wallet, terms, credential, caller);
+    rpc.withholdReceipts(true);
+    expect((await first.settle({ tokens: 1 })).status).toBe('pending');
+
+    // Sent, not yet handed out: the copy that reached the same process, and the one that reached B, are refused.
+    const here = await replicaA.accept(wallet, terms, credential, caller).catch((error: unknown) => error);
+    expect((here as PaymentRefusal).reason).toBe('This payment has already been used');
+    const there = await replicaB.accept(wallet, terms, credential, caller).catch((error: unknown) => error);
+    expect((there as PaymentRefusal).reason).toBe('This payment has already been used');
+    // A's query ended without its answer going out, and A is gone: the caller's retry on B is answered, unpaid again.
+    first.ended();
+    aGone = true;
+    const retry = await replicaB.accept(wallet, terms, credential, caller);
+    expect((await retry.settle({})).transaction).toBe(first.transaction);
+    expect(rpc.broadcasts.filter((sent) => sent.hash === first.transaction)).toHaveLength(1);
+    rpc.withholdReceipts(false);
   });
 
   test('the RPC refused at the broadcast (unreachable): a 502, nothing charged, the credential freed', async () => {

@@ -6,6 +6,7 @@ import { type Clock, systemClock } from '../util/clock.ts';
 import type { PaymentWallet } from './codec.ts';
 import type { ConsumedStore } from './consumed-store.ts';
 import { formatUsd, PaymentRefusal, type PaymentTerms } from './payment-terms.ts';
+import type { ReplicaLiveness } from './reconciler.ts';
 import type { WalletRepository } from './repository.ts';
 import type { SettlementEntry, SettlementJournal } from './settlement-journal.ts';
 import { broadcast, canonical, checkTransfer, decodeTransaction, simulate } from './signed-transfer.ts';
@@ -75,6 +76,11 @@ export interface AcceptedPayment {
   release(): Promise<void>;
   /** The answer was handed out: the same credential again is a replay from now on. */
   delivered(): Promise<void>;
+  /**
+   * The query is over, answered or not (after `delivered` or `release`, or a failure after `settle`): from now
+   * on a retry of its payment, if its answer never went out, may be answered here.
+   */
+  ended(): void;
 }
 
 export interface MppGatewayDeps {
@@ -87,10 +93,17 @@ export interface MppGatewayDeps {
   outbound: RpcFetcher;
   /** When a challenge expires, and whether it has (the real one unless a test brings its own). */
   clock?: Clock;
+  /**
+   * Which replicas are gone (cluster mode): a paid query another live replica is still answering is not
+   * answered again here. Without it, only this process's own queries in progress are told apart.
+   */
+  replicas?: ReplicaLiveness;
 }
 
 export class MppGateway {
   private readonly clock: Clock;
+  /** The payments (challenge ids) of queries this process is answering now: a duplicate of one is refused. */
+  private readonly answering = new Set<string>();
 
   constructor(private readonly deps: MppGatewayDeps) {
     this.clock = deps.clock ?? systemClock;
@@ -136,7 +149,7 @@ export class MppGateway {
 
     if (await this.deps.consumed.anyConsumed(keys)) {
       const paid = await this.deps.journal.get(challenge.id);
-      if (paid && isUndeliveredPayment(paid, hash, caller)) return this.alreadyPaid(paid);
+      if (paid && isUndeliveredPayment(paid, hash, caller) && (await this.noLongerAnswered(paid))) return this.alreadyPaid(paid);
       throw new PaymentRefusal('This payment has already been used');
     }
     const expires = Date.parse(challenge.expires ?? '');
@@ -165,11 +178,13 @@ export class MppGateway {
 
     const journal = this.deps.journal;
     const id = challenge.id;
+    this.answering.add(id);
     return {
       challengeId: id,
       transaction: hash,
       release: () => journal.release(id),
       delivered: () => journal.delivered(id),
+      ended: () => this.answering.delete(id),
       settle: async (usage) => {
         await journal.sending(id, usage);
         let sent: Hex;
@@ -226,6 +241,7 @@ export class MppGateway {
    */
   private alreadyPaid(paid: SettlementEntry): AcceptedPayment {
     const journal = this.deps.journal;
+    this.answering.add(paid.challenge_id);
     return {
       challengeId: paid.challenge_id,
       transaction: paid.transaction_hash,
@@ -233,7 +249,20 @@ export class MppGateway {
       // Nothing was reserved for this run: the credential stays used whatever happens to it.
       release: async () => {},
       delivered: () => journal.delivered(paid.challenge_id),
+      ended: () => this.answering.delete(paid.challenge_id),
     };
+  }
+
+  /**
+   * Whether nobody is answering the paid query of `paid` any more, so that its caller's retry may be: not a
+   * query of this process in progress, nor one of another replica still running (two copies of one
+   * credential sent at once to two replicas would otherwise both be answered once it is sent).
+   */
+  private async noLongerAnswered(paid: SettlementEntry): Promise<boolean> {
+    if (this.answering.has(paid.challenge_id)) return false;
+    const replicas = this.deps.replicas;
+    if (!replicas || paid.replica === null || paid.replica === replicas.self) return true;
+    return (await replicas.gone([paid.replica])).has(paid.replica);
   }
 }
 

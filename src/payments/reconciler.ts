@@ -35,7 +35,7 @@ interface ReconcilerLog {
 }
 
 /** Which replicas are gone (coordination/replica-liveness.ts implements it for both engines). */
-interface ReplicaLiveness {
+export interface ReplicaLiveness {
   /** This replica's id, as its journal writes it in the rows it makes. */
   readonly self: string;
   /** Of these other replicas, the ones gone: stopped (a single node's earlier processes), or whose liveness lease lapsed. */

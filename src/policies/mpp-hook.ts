@@ -99,8 +99,12 @@ export class MppHook implements PolicyHook {
   async post(_context: PolicyContext, outcome: QueryOutcome): Promise<void> {
     const accepted = this.accepted;
     this.accepted = undefined;
-    if (accepted) await accepted.release();
-    if (this.settled && outcome.succeeded) await this.settled.delivered();
+    try {
+      if (accepted) await accepted.release();
+      if (this.settled && outcome.succeeded) await this.settled.delivered();
+    } finally {
+      (accepted ?? this.settled)?.ended();
+    }
   }
 
   entry(): PolicyEntry {
