@@ -13,18 +13,23 @@
  * them (" N pass", " N fail"), which .ci/run reads, and exits non-zero when a test failed, a file failed
  * to load or a part's runner failed.
  *
- * `--engine=postgres` (`npm run test:postgres`, issue 26): the route tests again, with every app's state in
- * PostgreSQL (KNODE_TEST_ENGINE=postgres: test/helpers/app.ts, a private cluster per worker process): the
- * files test/engine-files.ts selects (those building apps through createTestApp, less the SQLite-only ones and
- * those left out for time, each listed there with why), in parallel as the first part above, ordered by
- * test/timings-postgres.json; no browser part.
+ * The files about cluster mode (`test/postgres-*`, `test/cluster-*`: test/engine-files.ts, isClusterModeFile)
+ * are not among them: most need a PostgreSQL server, and `npm test` needs none.
+ *
+ * `--engine=postgres` (`npm run test:postgres`, issue 26), in two parts, in parallel as the first part above,
+ * ordered by test/timings-postgres.json; no browser part:
+ * 1. the cluster-mode files, each starting the PostgreSQL it needs (Debian's, or the copy with pgvector);
+ * 2. the route tests again, with every app's state in PostgreSQL (KNODE_TEST_ENGINE=postgres:
+ *    test/helpers/app.ts, a private cluster per worker process): the files test/engine-files.ts selects (those
+ *    building apps through createTestApp, less the SQLite-only ones and those left out for time, each listed
+ *    there with why).
  *
  * Usage: bun scripts/test.ts [--engine=postgres] [--update-timings]   (--update-timings rewrites the timings file from this run)
  * Environment: KNODE_TEST_WORKERS (the first part's worker count, default the core count).
  */
 import { availableParallelism, cpus } from 'node:os';
 import { relative, resolve } from 'node:path';
-import { postgresRouteFiles } from '../test/engine-files.ts';
+import { isClusterModeFile, postgresRouteFiles } from '../test/engine-files.ts';
 
 const ROOT = resolve(import.meta.dir, '..');
 const BUN = process.execPath;
@@ -41,11 +46,12 @@ interface PartResult {
   seconds: number;
 }
 
-/** The test files bun would find under test/, split by whether they drive a browser. */
-function testFiles(): { plain: string[]; browser: string[] } {
+/** The test files bun would find under test/: those about cluster mode, and the others split by whether they drive a browser. */
+function testFiles(): { plain: string[]; browser: string[]; cluster: string[] } {
   const files = [...new Bun.Glob('test/**/*.test.{ts,tsx,js,jsx}').scanSync({ cwd: ROOT })].sort();
   const isBrowser = (file: string) => file.startsWith('test/browser/');
-  return { plain: files.filter((file) => !isBrowser(file)), browser: files.filter(isBrowser) };
+  const single = files.filter((file) => !isClusterModeFile(file));
+  return { plain: single.filter((file) => !isBrowser(file)), browser: single.filter(isBrowser), cluster: files.filter(isClusterModeFile) };
 }
 
 /** The last " N <word>" summary line of bun's output, or undefined when there is none. */
@@ -94,13 +100,21 @@ function workerCount(): number {
 
 const updateTimings = process.argv.includes('--update-timings');
 const timingFlags = [`--timings=${TIMINGS}`, ...(updateTimings ? ['--update-timings'] : [])];
-const { plain, browser } = testFiles();
+const { plain, browser, cluster } = testFiles();
 const workers = workerCount();
 const relativeToRoot = (file: string) => `./${relative(ROOT, resolve(ROOT, file))}`;
 
 const parts: PartResult[] = [];
 if (engine === 'postgres') {
   const routes = postgresRouteFiles(ROOT, plain);
+  parts.push(
+    await runPart(`${cluster.length} cluster-mode files, ${workers} in parallel`, [
+      `--parallel=${workers}`,
+      '--no-isolate',
+      ...timingFlags,
+      ...cluster.map(relativeToRoot),
+    ]),
+  );
   parts.push(
     await runPart(
       `${routes.length} route files on PostgreSQL, ${workers} in parallel`,

@@ -3,10 +3,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Kysely, Migrator, SqliteDialect, sql } from 'kysely';
+import { Kysely, Migrator, SqliteDialect } from 'kysely';
 import { kyselyAdapter, openDatabase } from '../src/db/database.ts';
 import { migrations } from '../src/db/migrations/index.ts';
-import { openPostgresDatabase } from '../src/db/postgres/database.ts';
 import { PII_INSTRUCTIONS_MAX } from '../src/policies/configuration-schema.ts';
 import { filterTokenBudget, PII_SYSTEM_PROMPT } from '../src/policies/pii-filter-hook.ts';
 import { MODEL_FAILED_FOR_CONSUMERS } from '../src/query/consumer-errors.ts';
@@ -19,7 +18,6 @@ import { createTestApp, issueLocs, type TestApp, type TestUser, validationIssues
 import { Dataset } from './helpers/datasets.ts';
 import { createEndpoint, createModel, createPolicy } from './helpers/fixtures.ts';
 import { connectMarketplace } from './helpers/hub.ts';
-import { startPostgres } from './helpers/postgres.ts';
 import { sseEvents } from './helpers/streams.ts';
 
 /**
@@ -27,7 +25,7 @@ import { sseEvents } from './helpers/streams.ts';
  * personal data in the generated answer with [REDACTED] before anything of it leaves. The model double answers
  * the query with an answer full of personal data, and the filter's call (recognised by its instructions) as a
  * model that follows them would. One job, over 400 lines: every rule of API-CONTRACT 10.4 through the API, with the
- * accounting, MPP and marketplace doubles a rule needs, and the type's row on PostgreSQL.
+ * accounting, MPP and marketplace doubles a rule needs (the type's row on PostgreSQL: postgres-policy-types.test.ts).
  */
 
 const PERSONAL = 'Ada Lovelace wrote to ada@example.org and answered on +44 20 7946 0958.';
@@ -564,25 +562,4 @@ describe('the pii_filter policy type in the database', () => {
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
-
-  test("PostgreSQL's policies table takes it (migration 0004), as SQLite's does (0017), and still refuses an unknown type", async () => {
-    const postgres = await startPostgres();
-    const opened = await openPostgresDatabase(postgres.url);
-    try {
-      const at = new Date().toISOString();
-      await opened.db.insertInto('tenants').values({ id: 't1', name: 'acme', created_at: at }).execute();
-      await sql`INSERT INTO models (id, tenant_id, name, dtype, configuration, created_at, updated_at)
-        VALUES ('m1', 't1', 'm', 'openai', '{}', ${at}, ${at})`.execute(opened.db);
-      await sql`INSERT INTO endpoints (id, tenant_id, name, slug, model_id, response_type, created_at, updated_at)
-        VALUES ('e1', 't1', 'e', 'e', 'm1', 'summary', ${at}, ${at})`.execute(opened.db);
-      const insert = (id: string, type: string) =>
-        sql`INSERT INTO policies (id, tenant_id, endpoint_id, name, policy_type, configuration, created_at, updated_at)
-          VALUES (${id}, 't1', 'e1', 'p', ${type}, '{}', ${at}, ${at})`.execute(opened.db);
-      await insert('p1', 'pii_filter');
-      expect(await insert('p2', 'telepathy').catch((error: unknown) => String(error))).toContain('policies_policy_type_check');
-    } finally {
-      await opened.close();
-      await postgres.stop();
-    }
-  }, 60_000);
 });
