@@ -113,12 +113,11 @@ beforeAll(async () => {
   const files = corpus();
   for (let query = 0; query < 30; query++) {
     const topic = TOPICS[query % TOPICS.length] as string[];
-    const words = [
-      pick(topic),
-      pick(topic),
-      ...(query % 3 === 0 ? ['the', 'how', 'Running'] : []),
-      ...(query % 5 === 0 ? ['zzzunknown'] : []),
-    ];
+    // Every seventh a single word: BM25 without an aggregate on PostgreSQL (keyword-search.ts, bm25Sql).
+    const words =
+      query % 7 === 6
+        ? [pick(topic)]
+        : [pick(topic), pick(topic), ...(query % 3 === 0 ? ['the', 'how', 'Running'] : []), ...(query % 5 === 0 ? ['zzzunknown'] : [])];
     const chunk = pick(files.flatMap((file) => file.chunks));
     queries.push({ text: words.join(' '), vector: noisy(chunk.embedding, 0.5) });
   }
