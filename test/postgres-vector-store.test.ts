@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Calibration } from '../src/vectors/calibration.ts';
+import { POSTINGS_LAYOUT, PostingsLayoutError } from '../src/vectors/postgres/dataset-tables.ts';
 import { PostgresVectorStore } from '../src/vectors/postgres/store.ts';
 import type { FittedCalibration } from '../src/vectors/self-calibration.ts';
 import { type ChunkSource, type ChunkText, type SearchOptions, VectorIndexMissingError } from '../src/vectors/store.ts';
@@ -147,6 +148,31 @@ describe('dataset indexes', () => {
     );
     await store.dropDatasetIndex(id); // dropping twice is harmless
     expect(await sources(kept, 'alpha', 'hybrid')).toEqual(['alpha']);
+  });
+
+  test('postings in a layout this knode does not read refuse searches and writes (503), and their garbage is left alone', async () => {
+    const id = await newIndex();
+    const other = await newIndex();
+    await write(id, 'a.txt', source('alpha', 3, true));
+    await write(other, 'a.txt', source('alpha', 3, true));
+    expect(await one(`SELECT postings_layout AS n FROM vector_indexes WHERE dataset_id = '${id}'`)).toBe(POSTINGS_LAYOUT);
+    // As a newer knode would leave it during a rolling upgrade.
+    await postgres.pglite.query('UPDATE vector_indexes SET postings_layout = $1 WHERE dataset_id = $2', [POSTINGS_LAYOUT + 1, id]);
+    await postgres.pglite.query("UPDATE vector_sets SET state = 'garbage' WHERE dataset_id = $1", [id]);
+    await write(other, 'a.txt', source('beta', 2, true));
+    const refused = store.search(id, undefined, 'alpha', options('keyword'));
+    await expect(refused).rejects.toThrow(PostingsLayoutError);
+    await expect(refused).rejects.toMatchObject({ kind: 'unavailable' });
+    await expect(store.search(id, unit(0), 'alpha', options('hybrid'))).rejects.toThrow(/postings layout 2, written by another version/);
+    await expect(store.createDatasetIndex(id, DIMENSION)).rejects.toThrow(PostingsLayoutError);
+    await expect(store.stage(id, 'b.txt', source('beta', 1)).then((staged) => store.publish(staged))).rejects.toThrow(PostingsLayoutError);
+    await expect(store.retireFile(id, 'a.txt')).rejects.toThrow(PostingsLayoutError);
+    // The other dataset's garbage is still collected; this one's waits for a knode that reads its layout.
+    await store.collectGarbage();
+    expect(await sources(other, 'alpha')).toEqual([]);
+    expect(await one(`SELECT count(*) AS n FROM vector_sets WHERE dataset_id = '${other}' AND state = 'garbage'`)).toBe(0);
+    expect(await rows(id)).toBe(3);
+    expect(await one(`SELECT count(*) AS n FROM vector_sets WHERE dataset_id = '${id}' AND state = 'garbage'`)).toBe(1);
   });
 
   test('disk use grows with the chunks (pg_total_relation_size of its tables)', async () => {

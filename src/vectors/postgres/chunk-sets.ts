@@ -1,7 +1,7 @@
 import type { ChunkSet, HiddenRange } from '../chunk-sets.ts';
 import { VectorIndexMissingError } from '../store.ts';
 import { jsonRows, type Query } from './connection.ts';
-import type { PostgresTables } from './dataset-tables.ts';
+import { POSTINGS_LAYOUT, type PostgresTables, PostingsLayoutError } from './dataset-tables.ts';
 import type { TokenizedChunk } from './fts5-tokens.ts';
 import { vectorLiteral, vectorType } from './pgvector.ts';
 
@@ -24,6 +24,8 @@ export interface IndexRow {
   /** Rows and tokens of the whole keyword index, hidden chunks included: FTS5's row count and total size. */
   readonly keywordRows: number;
   readonly keywordTokens: number;
+  /** dataset-tables.ts, POSTINGS_LAYOUT. */
+  readonly postingsLayout: number;
 }
 
 /** A chunk ready to be written: checked, its metadata serialised, its keyword fields tokenized. */
@@ -37,16 +39,24 @@ export interface PreparedChunk {
 
 const SET_COLUMNS = 'id, file_key AS "fileKey", first_row AS "firstRow", last_row AS "lastRow", count, embedded, state FROM vector_sets';
 const INDEX_COLUMNS =
-  'dimension, chunk_count AS "chunkCount", keyword_rows AS "keywordRows", keyword_tokens AS "keywordTokens" FROM vector_indexes';
+  'dimension, chunk_count AS "chunkCount", keyword_rows AS "keywordRows", keyword_tokens AS "keywordTokens", ' +
+  'postings_layout AS "postingsLayout" FROM vector_indexes';
 
 export async function readIndex(query: Query, tables: PostgresTables): Promise<IndexRow | undefined> {
   const [row] = await query<IndexRow>(`SELECT ${INDEX_COLUMNS} WHERE dataset_id = $1`, [tables.datasetId]);
   return row && numbers(row);
 }
 
+/** The index row, for reading or writing its chunks: in the postings layout this knode reads. */
 export async function requireIndex(query: Query, tables: PostgresTables): Promise<IndexRow> {
   const index = await readIndex(query, tables);
   if (!index) throw new VectorIndexMissingError(tables.datasetId);
+  return inKnownLayout(tables, index);
+}
+
+/** The index row as it is, or PostingsLayoutError when its postings are in a layout this knode does not read. */
+export function inKnownLayout(tables: PostgresTables, index: IndexRow): IndexRow {
+  if (index.postingsLayout !== POSTINGS_LAYOUT) throw new PostingsLayoutError(tables.datasetId, index.postingsLayout);
   return index;
 }
 
@@ -54,7 +64,7 @@ export async function requireIndex(query: Query, tables: PostgresTables): Promis
 export async function lockIndex(query: Query, tables: PostgresTables): Promise<IndexRow> {
   const [row] = await query<IndexRow>(`SELECT ${INDEX_COLUMNS} WHERE dataset_id = $1 FOR UPDATE`, [tables.datasetId]);
   if (!row) throw new VectorIndexMissingError(tables.datasetId);
-  return numbers(row);
+  return inKnownLayout(tables, numbers(row));
 }
 
 /** Reserves `count` consecutive row ids of the dataset for a new, hidden set of the file's chunks. */
@@ -337,6 +347,7 @@ const NUMERIC_FIELDS = [
   'chunkCount',
   'keywordRows',
   'keywordTokens',
+  'postingsLayout',
   'first',
   'last',
   'vectors',

@@ -2,9 +2,16 @@ import { type Clock, isoNow } from '../../util/clock.ts';
 import type { GarbageCollector } from '../garbage-collector.ts';
 import { checkDimension, checkSameDimension } from '../index-dimension.ts';
 import type { FencingLease } from '../store.ts';
-import { discardStaged, readIndex } from './chunk-sets.ts';
+import { discardStaged, inKnownLayout, readIndex } from './chunk-sets.ts';
 import { jsonRows, type PostgresConnection, type Query } from './connection.ts';
-import { allTables, createKeywordTablesSql, createVectorTableSql, type PostgresTables, postgresTables } from './dataset-tables.ts';
+import {
+  allTables,
+  createKeywordTablesSql,
+  createVectorTableSql,
+  POSTINGS_LAYOUT,
+  type PostgresTables,
+  postgresTables,
+} from './dataset-tables.ts';
 
 /**
  * A dataset's index in the PostgreSQL store, from its creation to its drop: its row in `vector_indexes`, its
@@ -13,7 +20,8 @@ import { allTables, createKeywordTablesSql, createVectorTableSql, type PostgresT
 
 /**
  * Creates the dataset's tables; again with the same dimension does nothing (but creates the vectors' table
- * when pgvector has come meanwhile), with another it fails. Staged chunks are what a stop or a crash left:
+ * when pgvector has come meanwhile), with another it fails, as it does when the postings are in a layout this
+ * knode does not read (dataset-tables.ts, PostingsLayoutError). Staged chunks are what a stop or a crash left:
  * they become garbage, under the dataset's `lease` when one is given (../store.ts, FencingLease): a former
  * holder must not discard what its successor is staging. Replicas starting the same dataset take turns (a
  * transaction-scoped advisory lock). The index's `created_at` is the `clock`'s.
@@ -33,15 +41,17 @@ export async function createIndex(
     await lockDataset(query, tables);
     const existing = await readIndex(query, tables);
     checkSameDimension(datasetId, existing, dimension);
+    if (existing) inKnownLayout(tables, existing);
     for (const statement of createKeywordTablesSql(tables)) await query(statement);
     // Only when missing: its ALTER TABLE would lock the vectors out of every search at each start.
     if (withVectors && !(await hasVectorTable(query, tables))) {
       for (const statement of createVectorTableSql(tables, dimension)) await query(statement);
     }
     if (!existing) {
-      await query('INSERT INTO vector_indexes (dataset_id, dimension, created_at) VALUES ($1, $2, $3)', [
+      await query('INSERT INTO vector_indexes (dataset_id, dimension, postings_layout, created_at) VALUES ($1, $2, $3, $4)', [
         tables.datasetId,
         dimension,
+        POSTINGS_LAYOUT,
         isoNow(clock),
       ]);
     }

@@ -1,7 +1,7 @@
 import { GarbageCollector } from '../garbage-collector.ts';
 import { lockIndex } from './chunk-sets.ts';
 import { anyText, jsonRows, type PostgresConnection, type Query } from './connection.ts';
-import { postgresTables } from './dataset-tables.ts';
+import { POSTINGS_LAYOUT, postgresTables } from './dataset-tables.ts';
 
 /** Chunks deleted per transaction when garbage (a replaced or deleted file's chunks) is collected. */
 const COLLECT_ROWS = 512;
@@ -23,7 +23,11 @@ export function postgresGarbageCollector(connection: PostgresConnection): Garbag
  * index's counts with it. False when there is no garbage left.
  */
 async function collectBatch(query: Query, maxRows: number): Promise<boolean> {
-  const [candidate] = await query<{ dataset_id: string }>("SELECT dataset_id FROM vector_sets WHERE state = 'garbage' LIMIT 1");
+  // Datasets in a postings layout this knode does not read are left to the replicas that do (PostingsLayoutError).
+  const [candidate] = await query<{ dataset_id: string }>(
+    "SELECT s.dataset_id FROM vector_sets s JOIN vector_indexes i ON i.dataset_id = s.dataset_id WHERE s.state = 'garbage' AND i.postings_layout = $1 LIMIT 1",
+    [POSTINGS_LAYOUT],
+  );
   if (!candidate) return false;
   const tables = postgresTables(candidate.dataset_id);
   await lockIndex(query, tables);

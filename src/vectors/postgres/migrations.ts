@@ -7,7 +7,7 @@ import type { Db } from '../../db/database.ts';
  * both engines share in meaning, and leave these out.
  *
  * - vector_indexes: a dataset's index, with what BM25 needs of its whole keyword index (rows and tokens of
- *   every state, as FTS5 counts them) and the next row id of its chunks;
+ *   every state, as FTS5 counts them), the next row id of its chunks and its postings' layout;
  * - vector_sets: each file's chunks as a set of consecutive row ids, staged, visible or garbage (as in the
  *   SQLite store, chunk-sets.ts).
  */
@@ -39,8 +39,19 @@ const storeTables: Migration = {
   },
 };
 
+/**
+ * Which layout a dataset's postings are in (dataset-tables.ts, POSTINGS_LAYOUT), so that a knode reading
+ * another layout says so instead of ranking with the wrong numbers (the SQLite store's keyword_layout).
+ */
+const postingsLayout: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await sql`ALTER TABLE vector_indexes ADD COLUMN postings_layout INTEGER NOT NULL DEFAULT 1`.execute(db);
+  },
+};
+
 const vectorStoreMigrations: Record<string, Migration> = {
   '0001-store-tables': storeTables,
+  '0002-postings-layout': postingsLayout,
 };
 
 /** Brings the store's tables to the newest migration (replicas starting together: the migrator's lock). */
