@@ -1,6 +1,7 @@
 /**
  * The figures of the described set, from each question's results at threshold 0 (run.ts): a threshold
- * only cuts the list where scores fall below it, so every threshold is read from the same answers.
+ * only cuts the list where scores fall below it, so every threshold is read from the same answers. Each
+ * split the set has (tuning, held-out; the fresh sample's `fresh`) is reported apart, never pooled.
  */
 import type { Mode } from '../harness.ts';
 import type { DescribedQuestion, Split } from './build.ts';
@@ -50,7 +51,7 @@ export interface DescribedFigures {
   splits: SplitFigures[];
 }
 
-export const SPLITS: readonly Split[] = ['tuning', 'held-out'];
+export const SPLITS: readonly Split[] = ['tuning', 'held-out', 'fresh'];
 const CURVE = Array.from({ length: 20 }, (_, i) => i / 20);
 const BINS = 10;
 
@@ -59,9 +60,11 @@ export function describedFigures(
   set: { answerable: readonly DescribedQuestion[]; unanswerable: readonly DescribedQuestion[] },
   answers: Answers,
 ): DescribedFigures {
+  const asked = [...set.answerable, ...set.unanswerable];
   return {
     mode,
-    splits: SPLITS.map((split) => {
+    // The splits the set has: the described set has no fresh questions, the fresh sample nothing else.
+    splits: SPLITS.filter((split) => asked.some((question) => question.split === split)).map((split) => {
       const answerable = pick(set.answerable, answers.answerable, split);
       const unanswerable = pick(set.unanswerable, answers.unanswerable, split).map(({ results }) => results);
       const atZero = at(0, answerable, unanswerable);

@@ -5,10 +5,15 @@
  * one pass gives the figures at every threshold: recall@1, recall@5, MRR@10 and the share of unanswerable
  * questions left empty, for the tuning and the held-out halves apart; the trade-off curve (recall@5 kept
  * against unanswerable questions emptied, over thresholds) and the calibration error of the scores.
+ * `--sample fresh` runs the fresh sample instead (build.ts): its own documents, index and results file,
+ * its questions reported under their own split, `fresh`, to be measured once and never tuned on.
  *
- * Usage: bun scripts/eval/described/run.ts [--fresh] [--embedder use-lite] [--modes hybrid,keyword,vector]
- *                                          [--label text] [--shipped] [--write-labelled-set]
+ * Usage: bun scripts/eval/described/run.ts [--sample described|fresh] [--fresh] [--embedder use-lite]
+ *                                          [--modes hybrid,keyword,vector] [--label text] [--shipped] [--write-labelled-set]
+ *   --sample    which set: the described set (default) or the fresh sample
+ *   --fresh     index again even if this set's index is cached (whichever the sample)
  *   --shipped   keep the shipped calibration constants (by default the dataset's own is fitted first, as knode does)
+ *   --write-labelled-set  store the set in git: labelled-set.json, or fresh-set.json for the fresh sample
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,16 +21,18 @@ import { parseArgs } from 'node:util';
 import { type Call, LIMIT, MODES, type Mode, openEvaluation, SLUG } from '../harness.ts';
 import {
   buildDescribedSet,
-  COMMITTED_DESCRIBED_SET,
+  committedSetPath,
   DESCRIBED_CACHE,
   type DescribedQuestion,
   describedLabelledSet,
-  type Split,
+  SAMPLES,
+  type Sample,
 } from './build.ts';
 import { type Answers, describedFigures, formatCurve, formatFigures } from './metrics.ts';
 
 const { values } = parseArgs({
   options: {
+    sample: { type: 'string', default: 'described' },
     fresh: { type: 'boolean', default: false },
     embedder: { type: 'string', default: 'use-lite' },
     modes: { type: 'string', default: MODES.join(',') },
@@ -36,27 +43,36 @@ const { values } = parseArgs({
 });
 const modes = values.modes.split(',') as Mode[];
 if (modes.some((mode) => !MODES.includes(mode))) throw new Error(`--modes takes ${MODES.join(', ')}`);
+const sample = values.sample as Sample;
+if (!SAMPLES.includes(sample)) throw new Error(`--sample takes ${SAMPLES.join(', ')}`);
+const name = sample === 'fresh' ? 'fresh sample' : 'described set';
 
 mkdirSync(DESCRIBED_CACHE, { recursive: true });
-const set = await buildDescribedSet();
-const committed = existsSync(COMMITTED_DESCRIBED_SET)
-  ? (JSON.parse(readFileSync(COMMITTED_DESCRIBED_SET, 'utf8')) as { fingerprint: string })
-  : undefined;
+const set = await buildDescribedSet(sample);
+const committedPath = committedSetPath(sample);
+const committed = existsSync(committedPath) ? (JSON.parse(readFileSync(committedPath, 'utf8')) as { fingerprint: string }) : undefined;
 if (values['write-labelled-set']) {
-  writeFileSync(COMMITTED_DESCRIBED_SET, `${JSON.stringify(describedLabelledSet(set), null, 1)}\n`);
-  console.log(`wrote ${COMMITTED_DESCRIBED_SET}`);
+  writeFileSync(committedPath, `${JSON.stringify(describedLabelledSet(set), null, 1)}\n`);
+  console.log(`wrote ${committedPath}`);
 } else if (committed && committed.fingerprint !== set.fingerprint) {
-  console.warn(`warning: this machine's described set (${set.fingerprint}) differs from the committed one (${committed.fingerprint})`);
+  console.warn(
+    `warning: this machine's ${name} (${set.fingerprint}) differs from the committed one (${committed.fingerprint}, ${committedPath})`,
+  );
 }
-const count = (questions: readonly DescribedQuestion[], split: Split) => questions.filter((q) => q.split === split).length;
+// Per split the set has (tuning and held-out, or fresh), and per kind.
+const count = (questions: readonly DescribedQuestion[], key: 'split' | 'kind') => {
+  const counts = new Map<string, number>();
+  for (const question of questions) counts.set(question[key], (counts.get(question[key]) ?? 0) + 1);
+  return [...counts].map(([value, n]) => `${value} ${n}`).join(', ');
+};
 console.log(
-  `described set ${set.fingerprint}: ${set.files.length} documents indexed; ${set.answerable.length} answerable questions ` +
-    `(tuning ${count(set.answerable, 'tuning')}, held-out ${count(set.answerable, 'held-out')}), ${set.unanswerable.length} unanswerable ` +
-    `(tuning ${count(set.unanswerable, 'tuning')}, held-out ${count(set.unanswerable, 'held-out')}) (${set.dir})`,
+  `${name} ${set.fingerprint}: ${set.files.length} documents indexed; ${set.answerable.length} answerable questions ` +
+    `(${count(set.answerable, 'split')}; ${count(set.answerable, 'kind')}), ${set.unanswerable.length} unanswerable ` +
+    `(${count(set.unanswerable, 'split')}; ${count(set.unanswerable, 'kind')}) (${set.dir})`,
 );
 
 const embedderSlug = values.embedder.replace(/[^a-zA-Z0-9]+/g, '-');
-const dataDir = join(DESCRIBED_CACHE, `index-described-${set.fingerprint}-${embedderSlug}`);
+const dataDir = join(DESCRIBED_CACHE, `index-${sample}-${set.fingerprint}-${embedderSlug}`);
 if (values.fresh) rmSync(dataDir, { recursive: true, force: true });
 mkdirSync(dataDir, { recursive: true });
 const opened = await openEvaluation(set, {
@@ -90,10 +106,10 @@ try {
 const figures = modes.map((mode) => describedFigures(mode, set, answers[mode] as Answers));
 console.log(`\n${formatFigures(figures)}\n`);
 for (const f of figures) console.log(`${formatCurve(f)}\n`);
-const resultsFile = join(DESCRIBED_CACHE, `results-described-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+const resultsFile = join(DESCRIBED_CACHE, `results-${sample}-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
 writeFileSync(
   resultsFile,
-  `${JSON.stringify({ label: values.label, date: new Date().toISOString(), fingerprint: set.fingerprint, figures, answers })}\n`,
+  `${JSON.stringify({ label: values.label, date: new Date().toISOString(), sample, fingerprint: set.fingerprint, figures, answers })}\n`,
 );
 console.log(`figures written to ${resultsFile}`);
 
