@@ -72,7 +72,8 @@ console.log(
 );
 
 const embedderSlug = values.embedder.replace(/[^a-zA-Z0-9]+/g, '-');
-const dataDir = join(DESCRIBED_CACHE, `index-${sample}-${set.fingerprint}-${embedderSlug}`);
+// A dataset's fit is stored with its index and used from then on: --shipped gets an index of its own, never fitted.
+const dataDir = join(DESCRIBED_CACHE, `index-${sample}-${set.fingerprint}-${embedderSlug}${values.shipped ? '-shipped' : ''}`);
 if (values.fresh) rmSync(dataDir, { recursive: true, force: true });
 mkdirSync(dataDir, { recursive: true });
 const opened = await openEvaluation(set, {
@@ -82,6 +83,14 @@ const opened = await openEvaluation(set, {
   calibrate: !values.shipped,
   log: (line) => console.log(`  ${line}`),
 });
+if (values.shipped) {
+  // knode's calibrator looks at datasets every minute: a long first indexing may have been fitted before it was stopped.
+  const view = (await opened.call('GET', `/api/v1/datasets/${opened.datasetId}`, opened.token)) as { search: { fitted: unknown } };
+  if (view.search.fitted) {
+    await opened.close();
+    throw new Error(`--shipped: the dataset in ${dataDir} has its own fit, which its search uses; run again with --fresh`);
+  }
+}
 console.log(
   `indexed ${set.files.length} files into ${opened.chunks} chunks in ${opened.indexingSeconds.toFixed(0)} s` +
     `${opened.reusedIndex ? ' (when first indexed)' : ''}; failed: ${opened.failedFiles.length}`,
