@@ -25,24 +25,6 @@ import { hasHnswIndex, vectorType } from './pgvector.ts';
  * frequent word is a few dozen rows read instead of thousands of index entries. Figures after: README's
  * benchmark section (scripts/bench/cluster-search.ts).
  */
-/**
- * The postings' layout, stored with each dataset's index (vector_indexes.postings_layout). A knode that
- * changes the layout raises it; one that finds another layout refuses the dataset (PostingsLayoutError)
- * rather than reading postings it does not understand, as a replica still on the older knode would during a
- * rolling upgrade.
- */
-export const POSTINGS_LAYOUT = 1;
-
-export class PostingsLayoutError extends ServiceUnavailableError {
-  constructor(datasetId: string, layout: number) {
-    super(
-      `dataset ${datasetId}'s keyword index is in postings layout ${layout}, written by another version of knode; this ` +
-        `replica reads layout ${POSTINGS_LAYOUT}: run the same knode on every replica`,
-    );
-    this.name = 'PostingsLayoutError';
-  }
-}
-
 export interface PostgresTables {
   /** The dataset id as stored in vector_indexes and vector_sets (lower case). */
   readonly datasetId: string;
@@ -63,6 +45,24 @@ export function postgresTables(datasetId: string): PostgresTables {
     terms: `vector_terms_${hex}`,
     embeddings: `vector_embeddings_${hex}`,
   };
+}
+
+/**
+ * The postings' layout, stored with each dataset's index (vector_indexes.postings_layout). A knode that
+ * changes the layout raises it; one that finds another layout refuses the dataset (PostingsLayoutError)
+ * rather than reading postings it does not understand, as a replica still on the older knode would during a
+ * rolling upgrade.
+ */
+export const POSTINGS_LAYOUT = 1;
+
+export class PostingsLayoutError extends ServiceUnavailableError {
+  constructor(datasetId: string, layout: number) {
+    super(
+      `dataset ${datasetId}'s keyword index is in postings layout ${layout}, written by another version of knode; this ` +
+        `replica reads layout ${POSTINGS_LAYOUT}: run the same knode on every replica`,
+    );
+    this.name = 'PostingsLayoutError';
+  }
 }
 
 export function allTables(tables: PostgresTables): string[] {

@@ -157,7 +157,8 @@ function bm25Sql(tables: PostgresTables, keyword: PostingsQuery, blocks: string,
   if (keyword.phrases.length === 1) {
     // One phrase, one posting per row: no aggregate. A query of common words only keeps its rarest (affordable),
     // and at 1,000,000 chunks that one was held by up to 306,431 of them, whose hash aggregate took 350 to 800 ms
-    // (EXPLAIN ANALYZE): the tail of keyword search (README, "Performance"). The same operations as below.
+    // (EXPLAIN ANALYZE): the tail of keyword search. Without it, at 300,000 chunks, the same 200 four-word
+    // queries in one process: p90 95 to 138 → 40 to 69 ms, p99 229 to 368 → 109 to 135 ms. The same operations as below.
     return {
       sql: `${phrases}SELECT p.row_id, (0::float8 + coalesce(${term}, 0::float8)) AS score, '1' AS mask_0 FROM q ${postingsOf(tables, 'q.term', blocks)}${filtered}`,
       params,
