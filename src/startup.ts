@@ -51,6 +51,8 @@ export function startupFailure(error: unknown, config: Config): string | undefin
   if (code === 'EADDRNOTAVAIL') return `${config.host} is not an address of this machine: set SVC_HOST to one that is`;
   // Cluster mode's database (db/postgres/database.ts, PostgresStartError): its message is the line, password left out.
   if (code === 'KNODE_POSTGRES_START') return (error as Error).message;
+  // A database or data folder a newer knode migrated (db/migrate.ts, NewerSchemaError).
+  if (code === 'KNODE_NEWER_SCHEMA') return (error as Error).message;
   if (['EACCES', 'EPERM', 'EROFS', 'ENOTDIR', 'SQLITE_CANTOPEN', 'SQLITE_READONLY'].includes(code)) {
     return `cannot write the data folder ${config.dataDir} (${code}): choose one you can write with SVC_DATA_DIR`;
   }

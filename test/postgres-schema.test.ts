@@ -1,8 +1,12 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { sql } from 'kysely';
+import { loadConfig } from '../src/config.ts';
 import type { OpenedDatabase } from '../src/db/database.ts';
+import { NewerSchemaError } from '../src/db/migrate.ts';
 import { describeUrl, type OpenedPostgres, openPostgresDatabase } from '../src/db/postgres/database.ts';
 import { postgresMigrations } from '../src/db/postgres/migrations/index.ts';
+import { startupFailure } from '../src/startup.ts';
+import { PostgresVectorStore } from '../src/vectors/postgres/store.ts';
 import { openPostgresAndSqlite, type PostgresAndSqlite, type PrivatePostgres } from './helpers/postgres.ts';
 
 /**
@@ -191,6 +195,35 @@ describe('the control schema on PostgreSQL', () => {
     } finally {
       await Promise.all(replicas.map((replica) => replica.close()));
     }
+  });
+
+  test('a database a newer knode migrated is refused in one line saying so, for the control tables and the vector store', async () => {
+    const admin = await openPostgresDatabase(postgres.url);
+    try {
+      await sql`CREATE DATABASE newer`.execute(admin.db);
+    } finally {
+      await admin.close();
+    }
+    const url = postgres.url.replace(/\/knode$/, '/newer');
+    const first = await openPostgresDatabase(url);
+    try {
+      await (await PostgresVectorStore.open(first.db)).close();
+      const at = new Date().toISOString();
+      await sql`INSERT INTO kysely_migration (name, timestamp) VALUES ('9999-from-a-newer-knode', ${at})`.execute(first.db);
+      await sql`INSERT INTO vector_store_migrations (name, timestamp) VALUES ('9999-from-a-newer-knode', ${at})`.execute(first.db);
+      const refused = await PostgresVectorStore.open(first.db).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(NewerSchemaError);
+      expect((refused as Error).message).toBe(
+        "the vector store's tables was last opened by a newer knode (its migration 9999-from-a-newer-knode is unknown to this one): run that version of knode or a newer one",
+      );
+    } finally {
+      await first.close();
+    }
+    const error = await openPostgresDatabase(url).catch((failure: unknown) => failure);
+    expect((error as Error).message).toMatch(
+      /^PostgreSQL at .+ was last opened by a newer knode \(its migration 9999-from-a-newer-knode is unknown/,
+    );
+    expect(startupFailure(error, loadConfig({}))).toBe((error as Error).message);
   });
 
   test('an unreachable server is a start-up error naming it, never its password', async () => {

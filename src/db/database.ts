@@ -1,8 +1,8 @@
 import { Database as SqliteDatabase } from 'bun:sqlite';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kysely, Migrator, PostgresAdapter, SqliteDialect, type Transaction } from 'kysely';
-import { errorMessage } from '../domain/errors.ts';
+import { Kysely, PostgresAdapter, SqliteDialect, type Transaction } from 'kysely';
+import { migrateSchema } from './migrate.ts';
 import { migrations } from './migrations/index.ts';
 import { isPostgresUniqueViolation, postgresState } from './postgres/dialect.ts';
 import type { Database } from './schema.ts';
@@ -65,7 +65,7 @@ export async function openDatabase(dataDir: string, extensions: readonly string[
   // (scripts/bench/search.ts). 1 GiB is address space, not memory: pages are shared with the OS cache.
   sqlite.run('PRAGMA mmap_size = 1073741824');
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: kyselyAdapter(sqlite) }) });
-  await migrate(db);
+  await migrateSchema(db as Kysely<unknown>, migrations, { name: `the database ${join(dataDir, 'knode.db')}` });
   return {
     db,
     exclusive: (work) => db.connection().execute(async () => work(sqlite)),
@@ -73,16 +73,6 @@ export async function openDatabase(dataDir: string, extensions: readonly string[
       await db.destroy(); // closes the bun:sqlite handle too
     },
   };
-}
-
-async function migrate(db: Db): Promise<void> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
-  const { error, results } = await migrator.migrateToLatest();
-  const failed = results?.find((result) => result.status === 'Error');
-  if (error || failed) {
-    const reason = errorMessage(error);
-    throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${reason}`);
-  }
 }
 
 const BUSY_RETRIES = 5;

@@ -1,7 +1,8 @@
 import { SQL } from 'bun';
-import { Kysely, Migrator } from 'kysely';
+import { Kysely } from 'kysely';
 import { errorMessage } from '../../domain/errors.ts';
 import type { Db } from '../database.ts';
+import { migrateSchema } from '../migrate.ts';
 import type { Database } from '../schema.ts';
 import { bunPostgresDialect } from './dialect.ts';
 import { postgresMigrations } from './migrations/index.ts';
@@ -64,11 +65,10 @@ export async function openPostgresDatabase(url: string, options: PostgresOptions
 }
 
 async function migrate(db: Db, where: string): Promise<void> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => postgresMigrations } });
-  const { error, results } = await migrator.migrateToLatest();
-  const failed = results?.find((result) => result.status === 'Error');
-  if (error || failed) {
-    throw new PostgresStartError(`PostgreSQL at ${where}: migration ${failed?.migrationName ?? ''} failed: ${errorMessage(error)}`);
+  try {
+    await migrateSchema(db as Kysely<unknown>, postgresMigrations, { name: `PostgreSQL at ${where}` });
+  } catch (error) {
+    throw new PostgresStartError(errorMessage(error));
   }
 }
 

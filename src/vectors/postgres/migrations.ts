@@ -1,5 +1,6 @@
-import { type Kysely, type Migration, Migrator, sql } from 'kysely';
+import { type Kysely, type Migration, sql } from 'kysely';
 import type { Db } from '../../db/database.ts';
+import { migrateSchema } from '../../db/migrate.ts';
 
 /**
  * The PostgreSQL store's shared tables, migrated by the store itself (its own migration table), since they
@@ -56,13 +57,9 @@ const vectorStoreMigrations: Record<string, Migration> = {
 
 /** Brings the store's tables to the newest migration (replicas starting together: the migrator's lock). */
 export async function migrateVectorStore(db: Db): Promise<void> {
-  const migrator = new Migrator({
-    db,
-    provider: { getMigrations: async () => vectorStoreMigrations },
-    migrationTableName: 'vector_store_migrations',
-    migrationLockTableName: 'vector_store_migrations_lock',
+  await migrateSchema(db as Kysely<unknown>, vectorStoreMigrations, {
+    name: "the vector store's tables",
+    migrationTable: 'vector_store_migrations',
+    lockTable: 'vector_store_migrations_lock',
   });
-  const { error, results } = await migrator.migrateToLatest();
-  const failed = results?.find((result) => result.status === 'Error');
-  if (error || failed) throw new Error(`the vector store's migration ${failed?.migrationName ?? ''} failed: ${String(error)}`);
 }
