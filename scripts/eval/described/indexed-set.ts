@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { openDatabase } from '../../../src/db/database.ts';
 import { UseLiteEmbedder } from '../../../src/embeddings/use-lite.ts';
@@ -6,7 +5,7 @@ import type { Calibration } from '../../../src/vectors/calibration.ts';
 import { vectorExtensionPath } from '../../../src/vectors/extension.ts';
 import { type Candidate, type QueryFacts, rank, type SearchMode } from '../../../src/vectors/ranking.ts';
 import { SqliteVectorStore } from '../../../src/vectors/sqlite-store.ts';
-import { COMMITTED_DESCRIBED_SET, DESCRIBED_CACHE, type DescribedQuestion } from './build.ts';
+import { buildDescribedSet, DESCRIBED_CACHE } from './build.ts';
 
 /**
  * The described set as `run.ts` indexed it (its cached knode database), for the scripts that tune on it
@@ -14,11 +13,8 @@ import { COMMITTED_DESCRIBED_SET, DESCRIBED_CACHE, type DescribedQuestion } from
  * each question's candidates and facts as the store gives them (10 asked, the ranking left to the caller).
  */
 export async function openIndexedSet<M extends SearchMode>(modes: readonly M[]) {
-  const set = JSON.parse(readFileSync(COMMITTED_DESCRIBED_SET, 'utf8')) as {
-    fingerprint: string;
-    answerable: DescribedQuestion[];
-    unanswerable: DescribedQuestion[];
-  };
+  // The committed set as this machine builds it (its fingerprint names run.ts's index; it covers the texts, which may have changed).
+  const set = await buildDescribedSet('described');
   const database = await openDatabase(join(DESCRIBED_CACHE, `index-described-${set.fingerprint}-use-lite`), [vectorExtensionPath()]);
   const store = new SqliteVectorStore(database);
   const datasetId = await database.exclusive(

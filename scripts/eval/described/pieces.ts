@@ -9,15 +9,16 @@
  * Usage: bun scripts/eval/described/pieces.ts [--window 400]
  */
 import { Database } from 'bun:sqlite';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { UseLiteEmbedder } from '../../../src/embeddings/use-lite.ts';
-import { COMMITTED_DESCRIBED_SET, DESCRIBED_CACHE, type DescribedQuestion } from './build.ts';
+import { buildDescribedSet, DESCRIBED_CACHE } from './build.ts';
 
 const { values } = parseArgs({ options: { window: { type: 'string', default: '400' } } });
 const WINDOW = Number(values.window);
-const set = JSON.parse(readFileSync(COMMITTED_DESCRIBED_SET, 'utf8')) as { fingerprint: string; answerable: DescribedQuestion[] };
+// The committed set as this machine builds it: its fingerprint names run.ts's index.
+const set = await buildDescribedSet('described');
 const index = readdirSync(DESCRIBED_CACHE).find((name) => name === `index-described-${set.fingerprint}-use-lite`);
 if (!index) throw new Error('no index of the described set: run scripts/eval/described/run.ts first');
 const db = new Database(join(DESCRIBED_CACHE, index, 'knode.db'), { readonly: true });

@@ -7,16 +7,22 @@
  * against unanswerable questions emptied, over thresholds) and the calibration error of the scores.
  * `--sample fresh` runs the fresh sample instead (build.ts): its own documents, index and results file,
  * its questions reported under their own split, `fresh`, to be measured once and never tuned on.
+ * Both sets are pinned to their committed files (labelled-set.json, fresh-set.json): a run builds the committed
+ * selection from this machine's files, and stops if some of it is gone unless --allow-missing.
  *
  * Usage: bun scripts/eval/described/run.ts [--sample described|fresh] [--fresh] [--embedder use-lite]
- *                                          [--modes hybrid,keyword,vector] [--label text] [--shipped] [--write-labelled-set]
+ *                                          [--modes hybrid,keyword,vector] [--label text] [--shipped]
+ *                                          [--allow-missing] [--redraw] [--write-labelled-set]
  *   --sample    which set: the described set (default) or the fresh sample
  *   --fresh     index again even if this set's index is cached (whichever the sample)
  *   --shipped   keep the shipped calibration constants (by default the dataset's own is fitted first, as knode does)
+ *   --allow-missing  leave out the committed documents this machine lacks (or describes otherwise) and their questions
+ *   --redraw    draw the set again from this machine's documents (seeded) instead of the committed selection
  *   --write-labelled-set  store the set in git: labelled-set.json, or fresh-set.json for the fresh sample
+ *                         (with --redraw: a new committed set, made on purpose)
  */
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type Call, LIMIT, MODES, type Mode, openEvaluation, SLUG } from '../harness.ts';
 import {
@@ -29,6 +35,7 @@ import {
   type Sample,
 } from './build.ts';
 import { type Answers, describedFigures, formatCurve, formatFigures } from './metrics.ts';
+import { readCommittedSet } from './selection.ts';
 
 const { values } = parseArgs({
   options: {
@@ -38,6 +45,8 @@ const { values } = parseArgs({
     modes: { type: 'string', default: MODES.join(',') },
     label: { type: 'string', default: '' },
     shipped: { type: 'boolean', default: false },
+    'allow-missing': { type: 'boolean', default: false },
+    redraw: { type: 'boolean', default: false },
     'write-labelled-set': { type: 'boolean', default: false },
   },
 });
@@ -48,16 +57,39 @@ if (!SAMPLES.includes(sample)) throw new Error(`--sample takes ${SAMPLES.join(',
 const name = sample === 'fresh' ? 'fresh sample' : 'described set';
 
 mkdirSync(DESCRIBED_CACHE, { recursive: true });
-const set = await buildDescribedSet(sample);
+const set = await buildDescribedSet(sample, { redraw: values.redraw, allowMissing: values['allow-missing'] });
 const committedPath = committedSetPath(sample);
-const committed = existsSync(committedPath) ? (JSON.parse(readFileSync(committedPath, 'utf8')) as { fingerprint: string }) : undefined;
+const pinned = set.selection.drawn ? undefined : set.selection;
+if (pinned) {
+  console.log(`${name} pinned to ${basename(committedPath)} (committed as ${pinned.committedFingerprint})`);
+  if (pinned.missing.length > 0) {
+    console.warn(
+      `warning: --allow-missing left out ${pinned.missing.length} committed documents this machine cannot give, ` +
+        `${pinned.leftOut.questions} questions and ${pinned.leftOut.documents} indexed documents:`,
+    );
+    for (const line of pinned.missing) console.warn(`  ${line}`);
+  }
+  if (pinned.changedTexts.length > 0) {
+    // Same documents and questions, so the figures still compare; the fingerprint (and the cached index) covers the text.
+    console.log(
+      `${pinned.changedTexts.length} indexed document${pinned.changedTexts.length === 1 ? "'s" : "s'"} text differs from when ` +
+        `committed (same description, so used; the fingerprint covers the text): ${pinned.changedTexts.join(', ')}`,
+    );
+  }
+  if (pinned.overlapping > 0) {
+    console.warn(
+      `warning: ${pinned.overlapping} of its questions' documents are in the committed described set: it is not fresh; ` +
+        'draw it again (--sample fresh --redraw --write-labelled-set)',
+    );
+  }
+} else {
+  console.log(`${name} drawn again from this machine's documents (--redraw${existsSync(committedPath) ? '' : `: no ${committedPath}`})`);
+}
 if (values['write-labelled-set']) {
   writeFileSync(committedPath, `${JSON.stringify(describedLabelledSet(set), null, 1)}\n`);
   console.log(`wrote ${committedPath}`);
-} else if (committed && committed.fingerprint !== set.fingerprint) {
-  console.warn(
-    `warning: this machine's ${name} (${set.fingerprint}) differs from the committed one (${committed.fingerprint}, ${committedPath})`,
-  );
+} else if (!pinned && (readCommittedSet(committedPath)?.fingerprint ?? set.fingerprint) !== set.fingerprint) {
+  console.warn(`warning: this draw (${set.fingerprint}) is not the committed ${name} (${committedPath}); --write-labelled-set commits it`);
 }
 // Per split the set has (tuning and held-out, or fresh), and per kind.
 const count = (questions: readonly DescribedQuestion[], key: 'split' | 'kind') => {

@@ -51,9 +51,22 @@ const MAN_SECTIONS = ['man1', 'man5', 'man8'];
 
 /** Every candidate of every kind, sorted by id; descriptions that several documents share are dropped (they name no one document). */
 export function readDescribedSources(): DescribedDocument[] {
-  const all = [...manPages(), ...infoNodes(), ...debianReadmes()].filter(
+  return uniquelyDescribed(readDescribedCandidates());
+}
+
+/**
+ * Every document of this machine with a description that can be a question, before the shared ones are
+ * dropped: a committed set is read back from these (build.ts), so a package installed later whose description
+ * repeats a committed document's does not take that document away (only the committed documents are indexed).
+ */
+export function readDescribedCandidates(): DescribedDocument[] {
+  return [...manPages(), ...infoNodes(), ...debianReadmes()].filter(
     (document) => contentWords(document.description).length >= MIN_DESCRIPTION_WORDS && !copied(document),
   );
+}
+
+/** The candidates a draw may choose, sorted by id: one per id, none whose description another shares. */
+export function uniquelyDescribed(all: readonly DescribedDocument[]): DescribedDocument[] {
   const byDescription = new Map<string, number>();
   for (const document of all) byDescription.set(key(document.description), (byDescription.get(key(document.description)) ?? 0) + 1);
   const seen = new Set<string>();
