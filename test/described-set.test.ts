@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildDescribedSet, type DescribedQuestion, describedLabelledSet } from '../scripts/eval/described/build.ts';
 import { describedFigures } from '../scripts/eval/described/metrics.ts';
+import { PinnedSetError } from '../scripts/eval/described/selection.ts';
 import { type DescribedDocument, parseMan } from '../scripts/eval/described/sources.ts';
 
 const question = (relevant: string, split: DescribedQuestion['split']): DescribedQuestion => ({
@@ -166,6 +167,8 @@ describe('described set selection', () => {
     expect(error?.message).toContain(`${gone.relevant}: ${gone.origin} is not on this machine`);
     expect(error?.message).toContain(`${redescribed.relevant}: ${redescribed.origin} is now described "something else entirely now"`);
     expect(error?.message).toContain('--allow-missing');
+    // run.ts prints it alone and stops.
+    expect(error).toBeInstanceOf(PinnedSetError);
     const allowed = await build(true);
     expect(allowed.answerable).toEqual(drawn.answerable.slice(1));
     expect(allowed.unanswerable).toEqual(drawn.unanswerable.slice(1));

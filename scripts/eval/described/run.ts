@@ -35,7 +35,7 @@ import {
   type Sample,
 } from './build.ts';
 import { type Answers, describedFigures, formatCurve, formatFigures } from './metrics.ts';
-import { readCommittedSet } from './selection.ts';
+import { PinnedSetError, readCommittedSet } from './selection.ts';
 
 const { values } = parseArgs({
   options: {
@@ -57,7 +57,12 @@ if (!SAMPLES.includes(sample)) throw new Error(`--sample takes ${SAMPLES.join(',
 const name = sample === 'fresh' ? 'fresh sample' : 'described set';
 
 mkdirSync(DESCRIBED_CACHE, { recursive: true });
-const set = await buildDescribedSet(sample, { redraw: values.redraw, allowMissing: values['allow-missing'] });
+const set = await buildDescribedSet(sample, { redraw: values.redraw, allowMissing: values['allow-missing'] }).catch((error) => {
+  if (!(error instanceof PinnedSetError)) throw error;
+  // The list of documents is the message: no stack under it.
+  console.error(error.message);
+  process.exit(1);
+});
 const committedPath = committedSetPath(sample);
 const pinned = set.selection.drawn ? undefined : set.selection;
 if (pinned) {

@@ -65,6 +65,9 @@ export interface Draw {
   split: (place: number) => Split;
 }
 
+/** The committed set cannot be built as committed on this machine: the message names each document, one a line. */
+export class PinnedSetError extends Error {}
+
 /** A document as the fingerprint sees it, so a committed set can tell which texts changed since. */
 export function documentDigest(document: DescribedDocument): string {
   return createHash('sha256').update(JSON.stringify(document)).digest('hex').slice(0, 12);
@@ -127,7 +130,7 @@ export function committedSelection(
   }
   const unanswerable = committed.unanswerable.filter((question) => find(question) !== undefined);
   if (missing.length > 0 && !allowMissing) {
-    throw new Error(
+    throw new PinnedSetError(
       [
         `${basename(committedPath)} names ${missing.length} document${missing.length === 1 ? '' : 's'} this machine cannot give as committed:`,
         ...missing.map((line) => `  ${line}`),
