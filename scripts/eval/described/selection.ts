@@ -109,7 +109,8 @@ export function committedSelection(
   /** This machine's document for a committed question, or undefined (and a line in `missing`). */
   const find = (question: DescribedQuestion) => {
     const document = byOrigin.get(question.origin);
-    if (!document) missing.push(`${question.relevant}: ${question.origin} is not on this machine`);
+    // sources.ts also drops a document that became too short, or code, or copies its description.
+    if (!document) missing.push(`${question.relevant}: ${question.origin} is not on this machine (or no longer qualifies: sources.ts)`);
     else if (document.description !== question.question) {
       missing.push(`${question.relevant}: ${question.origin} is now described "${document.description}", committed "${question.question}"`);
     } else return document;
