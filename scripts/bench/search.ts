@@ -10,6 +10,11 @@
  * Recall@10 of the default (auto) vector scan against the exact scan is printed too, since above 20k chunks
  * the default is the quantized scan.
  *
+ * Several vectors per chunk (issue 23, item 2: a vector per window-sized piece, a chunk's similarity its best
+ * piece's; measured on the described set and not adopted, README "Retrieval"): the same chunks' vectors as 2.6
+ * pieces each (USE-lite's 128 tokens against 1,000-character chunks, on the described set), in a vec0 table of
+ * their own, searched as knode searches its one-vector table: what the vector side of a search would cost.
+ *
  * Usage: bun scripts/bench/search.ts [sizes, default 10000,100000] [queries per figure, default 200]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -21,11 +26,14 @@ import { calibrationFor } from '../../src/vectors/calibration.ts';
 import { vectorExtensionPath } from '../../src/vectors/extension.ts';
 import { SqliteVectorStore } from '../../src/vectors/sqlite-store.ts';
 import type { SearchOptions } from '../../src/vectors/store.ts';
+import type { Neighbour } from '../../src/vectors/vector-search.ts';
 import { replaceFileChunks } from '../../test/helpers/vector-store.ts';
 import { zipfWords } from './zipf-words.ts';
 
 const DIMENSION = 512;
 const CHUNKS_PER_FILE = 100;
+/** Window-sized pieces per 1,000-character chunk with USE-lite (scripts/eval/described/pieces.ts: 2.6). */
+const PIECES_PER_CHUNK = 2.6;
 const sizes = (process.argv[2] ?? '10000,100000').split(',').map(Number);
 const queriesPerFigure = Number(process.argv[3] ?? 200);
 
@@ -90,6 +98,33 @@ async function fill(store: SqliteVectorStore, datasetId: string, size: number): 
   return vectors;
 }
 
+/**
+ * Each chunk's vector as 2 or 3 pieces (PIECES_PER_CHUNK on average), each near the chunk's own, in a vec0
+ * table like a dataset's (rowid: the chunk's index × 8 + the piece's). Its own random stream, so that the
+ * queries stay those of runs before it.
+ */
+async function fillPieces(opened: OpenedDatabase, vectors: readonly Float32Array[]): Promise<string> {
+  const table = 'bench_pieces';
+  const pieceRandom = seededRandom(11);
+  const pieceNoise = () => Math.sqrt(-2 * Math.log(pieceRandom() || 1e-12)) * Math.cos(2 * Math.PI * pieceRandom());
+  await opened.exclusive((sqlite) => {
+    sqlite.run(
+      `CREATE VIRTUAL TABLE ${table} USING vec0(embedding float[${DIMENSION}] distance_metric=cosine, embedding_bits bit[${DIMENSION}])`,
+    );
+    const insert = sqlite.query(`INSERT INTO ${table} (rowid, embedding, embedding_bits) VALUES (?, ?, vec_quantize_binary(?))`);
+    sqlite.transaction(() => {
+      for (const [chunk, vector] of vectors.entries()) {
+        const count = pieceRandom() < PIECES_PER_CHUNK - 2 ? 3 : 2;
+        for (let piece = 0; piece < count; piece++) {
+          const blob = new Uint8Array(normalise(vector.map((value) => value + pieceNoise() * 0.03)).buffer);
+          insert.run(chunk * 8 + piece, blob, blob);
+        }
+      }
+    })();
+  });
+  return table;
+}
+
 async function measure(opened: OpenedDatabase, store: SqliteVectorStore, datasetId: string, vectors: Float32Array[]) {
   const table = `vec_${datasetId.replaceAll('-', '')}`;
   const queries = Array.from({ length: 4096 }, () => ({
@@ -133,6 +168,32 @@ async function measure(opened: OpenedDatabase, store: SqliteVectorStore, dataset
     const { p50, p99 } = await time(run);
     console.log(`  ${name.padEnd(44)} p50 ${p50.toFixed(1).padStart(6)} ms   p99 ${p99.toFixed(1).padStart(6)} ms`);
   }
+  const pieces = await fillPieces(opened, vectors);
+  const wantedPieces = (k: number) => Math.ceil(k * PIECES_PER_CHUNK);
+  const bestPieces = (column: string, k: number) => async () => {
+    const { vector } = query();
+    const blob = new Uint8Array(vector.buffer);
+    const match = column === 'embedding' ? '?' : 'vec_quantize_binary(?)';
+    // As knode's quantized scan (vector-search.ts): the bit scan's candidates re-scored with their float vectors.
+    const rows = await opened.exclusive((sqlite) => {
+      const found = sqlite
+        .query(`SELECT rowid, distance FROM ${pieces} WHERE ${column} MATCH ${match} AND k = ?`)
+        .all(blob, k) as Neighbour[];
+      if (column === 'embedding') return found;
+      const exact = sqlite.query(`SELECT vec_distance_cosine(embedding, ?) AS distance FROM ${pieces} WHERE rowid = ?`);
+      return found.map(({ rowid }) => ({ rowid, distance: (exact.get(blob, rowid) as { distance: number }).distance }));
+    });
+    const best = new Map<number, number>();
+    for (const { rowid, distance } of rows) best.set(Math.floor(rowid / 8), Math.min(best.get(Math.floor(rowid / 8)) ?? 2, distance));
+  };
+  for (const [name, run] of [
+    [`${PIECES_PER_CHUNK} vectors per chunk: float, k=${wantedPieces(10)} (exact)`, bestPieces('embedding', wantedPieces(10))],
+    [`${PIECES_PER_CHUNK} vectors per chunk: bit, k=${wantedPieces(160)} (quantized)`, bestPieces('embedding_bits', wantedPieces(160))],
+  ] as const) {
+    const { p50, p99 } = await time(run);
+    console.log(`  ${name.padEnd(44)} p50 ${p50.toFixed(1).padStart(6)} ms   p99 ${p99.toFixed(1).padStart(6)} ms`);
+  }
+  await opened.exclusive((sqlite) => sqlite.run(`DROP TABLE ${pieces}`));
   let found = 0;
   for (const { vector } of queries.slice(0, 50)) {
     const exact = await store.search(datasetId, vector, '', options('vector', { vectorScan: 'exact' }));
