@@ -147,6 +147,17 @@ async function postgresUniqueKeys(table: string): Promise<string[]> {
   return rows.map((row) => `${row.columns}${row.partial ? ' (partial)' : ''}`).sort();
 }
 
+/** The URL of a new, empty database `name` on the test's server. */
+async function newDatabase(name: string): Promise<string> {
+  const admin = await openPostgresDatabase(postgres.url);
+  try {
+    await sql.raw(`CREATE DATABASE ${name}`).execute(admin.db);
+  } finally {
+    await admin.close();
+  }
+  return postgres.url.replace(/\/knode$/, `/${name}`);
+}
+
 describe('the control schema on PostgreSQL', () => {
   test("has SQLite's control tables and the cluster's own, and only those", async () => {
     const expected = await sqliteTables();
@@ -181,13 +192,7 @@ describe('the control schema on PostgreSQL', () => {
   });
 
   test('two replicas opening a new database at once migrate it once', async () => {
-    const admin = await openPostgresDatabase(postgres.url);
-    try {
-      await sql`CREATE DATABASE replicas`.execute(admin.db);
-    } finally {
-      await admin.close();
-    }
-    const url = postgres.url.replace(/\/knode$/, '/replicas');
+    const url = await newDatabase('replicas');
     const replicas = await Promise.all([openPostgresDatabase(url), openPostgresDatabase(url)]);
     try {
       const { rows } = await sql<{ name: string }>`SELECT name FROM kysely_migration ORDER BY name`.execute(replicas[0].db);
@@ -198,13 +203,7 @@ describe('the control schema on PostgreSQL', () => {
   });
 
   test('a database a newer knode migrated is refused in one line saying so, for the control tables and the vector store', async () => {
-    const admin = await openPostgresDatabase(postgres.url);
-    try {
-      await sql`CREATE DATABASE newer`.execute(admin.db);
-    } finally {
-      await admin.close();
-    }
-    const url = postgres.url.replace(/\/knode$/, '/newer');
+    const url = await newDatabase('newer');
     const first = await openPostgresDatabase(url);
     try {
       await (await PostgresVectorStore.open(first.db)).close();

@@ -93,6 +93,7 @@ import { SqliteVectorStore } from '../../../src/vectors/sqlite-store.ts';
 import type { CandidateSet } from '../../../src/vectors/store.ts';
 import { datasetTables } from '../../../src/vectors/tables.ts';
 import { COMMITTED_DESCRIBED_SET, COMMITTED_FRESH_SET, DESCRIBED_CACHE, type DescribedQuestion } from './build.ts';
+import { textPieces } from './text-pieces.ts';
 
 const { values } = parseArgs({ options: { window: { type: 'string', default: '400' }, tokens: { type: 'string', default: '128' } } });
 const WINDOW = Number(values.window);
@@ -213,7 +214,7 @@ async function measureSample(name: string, committedPath: string): Promise<Measu
       const byRow = new Map(vectors.map((row) => [row.rowid, new Float32Array(row.embedding.slice().buffer)]));
       return { chunks: rows, stored: rows.map((row) => byRow.get(row.rowid) as Float32Array) };
     });
-    const pieceTexts = chunks.map((chunk) => pieces(chunk.content));
+    const pieceTexts = chunks.map((chunk) => textPieces(chunk.content, WINDOW));
     const windowTexts = chunks.map((chunk) => tokenWindows(chunk.content));
     const opening: Scheme = { vectors: stored, owner: chunks.map((_, index) => index) };
     const byPiece = await scheme(pieceTexts);
@@ -306,20 +307,6 @@ function checkAgainst(store: CandidateSet, mine: CandidateSet, text: string): 's
     throw new Error(`the candidates gathered here differ from the store's for "${text}"`);
   }
   return onlyStore.length === 0 ? 'same' : 'tie';
-}
-
-/** Pieces of at most WINDOW characters, cut between words (pieces.ts's cut). */
-function pieces(text: string): string[] {
-  const out: string[] = [];
-  let current = '';
-  for (const word of text.split(/\s+/).filter(Boolean)) {
-    if (current && current.length + 1 + word.length > WINDOW) {
-      out.push(current);
-      current = word;
-    } else current = current ? `${current} ${word}` : word;
-  }
-  if (current) out.push(current);
-  return out.length > 0 ? out : [''];
 }
 
 /**

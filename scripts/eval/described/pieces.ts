@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { UseLiteEmbedder } from '../../../src/embeddings/use-lite.ts';
 import { buildDescribedSet, DESCRIBED_CACHE } from './build.ts';
+import { textPieces } from './text-pieces.ts';
 
 const { values } = parseArgs({ options: { window: { type: 'string', default: '400' } } });
 const WINDOW = Number(values.window);
@@ -28,23 +29,9 @@ const rows = db
   )
   .all() as { file_key: string; content: string }[];
 
-/** Pieces of at most WINDOW characters, cut between words. */
-function pieces(text: string): string[] {
-  const out: string[] = [];
-  let current = '';
-  for (const word of text.split(/\s+/).filter(Boolean)) {
-    if (current && current.length + 1 + word.length > WINDOW) {
-      out.push(current);
-      current = word;
-    } else current = current ? `${current} ${word}` : word;
-  }
-  if (current) out.push(current);
-  return out.length > 0 ? out : [''];
-}
-
 const embedder = new UseLiteEmbedder({});
 const whole = await embedder.embed(rows.map((row) => row.content));
-const pieceTexts = rows.map((row) => pieces(row.content));
+const pieceTexts = rows.map((row) => textPieces(row.content, WINDOW));
 const flat = await embedder.embed(pieceTexts.flat());
 console.log(`${rows.length} chunks, ${flat.length} pieces of at most ${WINDOW} characters`);
 let at = 0;
