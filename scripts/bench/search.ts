@@ -13,9 +13,10 @@
  * Several vectors per chunk (issue 23, item 2: a vector per window-sized piece, a chunk's similarity its best
  * piece's; measured on the described set and not adopted, README "Retrieval"): the same chunks' vectors as 2.6
  * pieces each (USE-lite's 128 tokens against 1,000-character chunks, on the described set), in a vec0 table of
- * their own, searched as knode searches its one-vector table: what the vector side of a search would cost.
+ * their own, searched as knode searches its one-vector table: what the vector side of a search would cost
+ * (`--pieces`).
  *
- * Usage: bun scripts/bench/search.ts [sizes, default 10000,100000] [queries per figure, default 200]
+ * Usage: bun scripts/bench/search.ts [sizes, default 10000,100000] [queries per figure, default 200] [--pieces]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -34,8 +35,10 @@ const DIMENSION = 512;
 const CHUNKS_PER_FILE = 100;
 /** Window-sized pieces per 1,000-character chunk with USE-lite (scripts/eval/described/pieces.ts: 2.6). */
 const PIECES_PER_CHUNK = 2.6;
-const sizes = (process.argv[2] ?? '10000,100000').split(',').map(Number);
-const queriesPerFigure = Number(process.argv[3] ?? 200);
+const positional = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
+const sizes = (positional[0] ?? '10000,100000').split(',').map(Number);
+const queriesPerFigure = Number(positional[1] ?? 200);
+const withPieces = process.argv.includes('--pieces');
 
 const random = seededRandom(7);
 const gaussian = () => Math.sqrt(-2 * Math.log(random() || 1e-12)) * Math.cos(2 * Math.PI * random());
@@ -125,6 +128,36 @@ async function fillPieces(opened: OpenedDatabase, vectors: readonly Float32Array
   return table;
 }
 
+/** The vector side's bare scans over PIECES_PER_CHUNK vectors a chunk, each chunk's best piece kept (`--pieces`). */
+async function measurePieces(opened: OpenedDatabase, vectors: readonly Float32Array[], queryVector: () => Float32Array) {
+  const pieces = await fillPieces(opened, vectors);
+  const wantedPieces = (k: number) => Math.ceil(k * PIECES_PER_CHUNK);
+  const bestPieces = (column: string, k: number) => async () => {
+    const vector = queryVector();
+    const blob = new Uint8Array(vector.buffer);
+    const match = column === 'embedding' ? '?' : 'vec_quantize_binary(?)';
+    // As knode's quantized scan (vector-search.ts): the bit scan's candidates re-scored with their float vectors.
+    const rows = await opened.exclusive((sqlite) => {
+      const found = sqlite
+        .query(`SELECT rowid, distance FROM ${pieces} WHERE ${column} MATCH ${match} AND k = ?`)
+        .all(blob, k) as Neighbour[];
+      if (column === 'embedding') return found;
+      const exact = sqlite.query(`SELECT vec_distance_cosine(embedding, ?) AS distance FROM ${pieces} WHERE rowid = ?`);
+      return found.map(({ rowid }) => ({ rowid, distance: (exact.get(blob, rowid) as { distance: number }).distance }));
+    });
+    const best = new Map<number, number>();
+    for (const { rowid, distance } of rows) best.set(Math.floor(rowid / 8), Math.min(best.get(Math.floor(rowid / 8)) ?? 2, distance));
+  };
+  for (const [name, run] of [
+    [`${PIECES_PER_CHUNK} vectors per chunk: float, k=${wantedPieces(10)} (exact)`, bestPieces('embedding', wantedPieces(10))],
+    [`${PIECES_PER_CHUNK} vectors per chunk: bit, k=${wantedPieces(160)} (quantized)`, bestPieces('embedding_bits', wantedPieces(160))],
+  ] as const) {
+    const { p50, p99 } = await time(run);
+    console.log(`  ${name.padEnd(44)} p50 ${p50.toFixed(1).padStart(6)} ms   p99 ${p99.toFixed(1).padStart(6)} ms`);
+  }
+  await opened.exclusive((sqlite) => sqlite.run(`DROP TABLE ${pieces}`));
+}
+
 async function measure(opened: OpenedDatabase, store: SqliteVectorStore, datasetId: string, vectors: Float32Array[]) {
   const table = `vec_${datasetId.replaceAll('-', '')}`;
   const queries = Array.from({ length: 4096 }, () => ({
@@ -168,32 +201,7 @@ async function measure(opened: OpenedDatabase, store: SqliteVectorStore, dataset
     const { p50, p99 } = await time(run);
     console.log(`  ${name.padEnd(44)} p50 ${p50.toFixed(1).padStart(6)} ms   p99 ${p99.toFixed(1).padStart(6)} ms`);
   }
-  const pieces = await fillPieces(opened, vectors);
-  const wantedPieces = (k: number) => Math.ceil(k * PIECES_PER_CHUNK);
-  const bestPieces = (column: string, k: number) => async () => {
-    const { vector } = query();
-    const blob = new Uint8Array(vector.buffer);
-    const match = column === 'embedding' ? '?' : 'vec_quantize_binary(?)';
-    // As knode's quantized scan (vector-search.ts): the bit scan's candidates re-scored with their float vectors.
-    const rows = await opened.exclusive((sqlite) => {
-      const found = sqlite
-        .query(`SELECT rowid, distance FROM ${pieces} WHERE ${column} MATCH ${match} AND k = ?`)
-        .all(blob, k) as Neighbour[];
-      if (column === 'embedding') return found;
-      const exact = sqlite.query(`SELECT vec_distance_cosine(embedding, ?) AS distance FROM ${pieces} WHERE rowid = ?`);
-      return found.map(({ rowid }) => ({ rowid, distance: (exact.get(blob, rowid) as { distance: number }).distance }));
-    });
-    const best = new Map<number, number>();
-    for (const { rowid, distance } of rows) best.set(Math.floor(rowid / 8), Math.min(best.get(Math.floor(rowid / 8)) ?? 2, distance));
-  };
-  for (const [name, run] of [
-    [`${PIECES_PER_CHUNK} vectors per chunk: float, k=${wantedPieces(10)} (exact)`, bestPieces('embedding', wantedPieces(10))],
-    [`${PIECES_PER_CHUNK} vectors per chunk: bit, k=${wantedPieces(160)} (quantized)`, bestPieces('embedding_bits', wantedPieces(160))],
-  ] as const) {
-    const { p50, p99 } = await time(run);
-    console.log(`  ${name.padEnd(44)} p50 ${p50.toFixed(1).padStart(6)} ms   p99 ${p99.toFixed(1).padStart(6)} ms`);
-  }
-  await opened.exclusive((sqlite) => sqlite.run(`DROP TABLE ${pieces}`));
+  if (withPieces) await measurePieces(opened, vectors, () => query().vector);
   let found = 0;
   for (const { vector } of queries.slice(0, 50)) {
     const exact = await store.search(datasetId, vector, '', options('vector', { vectorScan: 'exact' }));
