@@ -28,7 +28,7 @@
  * as text files in a folder dataset, until every file is keyword-searchable, on one and on two replicas
  * sharing the PostgreSQL server, and on one process with its SQLite, with GET /health polled meanwhile.
  *
- * Usage: bun scripts/bench/cluster-search.ts [sizes, default 20000] [queries, default 200] [--vectors] [--no-sqlite]
+ * Usage: bun scripts/bench/cluster-search.ts [sizes, default 20000] [queries, default 200] [--vectors] [--no-sqlite] [--no-postgres]
  *   [--pgvector] [--settings=name=value,...] [--pglite] [--ingest]
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -59,6 +59,8 @@ const sizes = (positional[0] ?? '20000').split(',').map(Number);
 const queryCount = Number(positional[1] ?? 200);
 const withVectors = flags.includes('--vectors');
 const withSqlite = !flags.includes('--no-sqlite');
+/** `--no-postgres`: the SQLite store alone, on the same chunks (no server is started). */
+const withPostgres = !flags.includes('--no-postgres');
 const onPglite = flags.includes('--pglite');
 const withIngestion = flags.includes('--ingest');
 const onPgvector = flags.includes('--pgvector');
@@ -273,6 +275,13 @@ interface Engine {
 }
 
 async function engine(): Promise<Engine> {
+  if (!withPostgres) {
+    return {
+      label: 'not started (--no-postgres)',
+      open: () => Promise.reject(new Error('no PostgreSQL with --no-postgres')),
+      async stop() {},
+    };
+  }
   if (onPglite) {
     return {
       label: 'PGlite with pgvector (WebAssembly, one session: an indication only, no poller)',
@@ -319,22 +328,24 @@ try {
       `${size} chunks of ${WORDS_PER_CHUNK} words in files of ${CHUNKS_PER_FILE}${withVectors ? `, ${DIMENSION}-dimension vectors` : ''}, ${queryCount} queries per figure`,
     );
 
-    const opened = await postgres.open();
-    const store = await PostgresVectorStore.open(opened.db);
     const datasetId = crypto.randomUUID();
-    await store.createDatasetIndex(datasetId, DIMENSION);
-    const seconds = await fill(store, datasetId, files);
-    await store.collectGarbage();
-    await sql.raw('VACUUM ANALYZE').execute(opened.db);
-    const bytes = await store.diskUse(datasetId);
-    console.log(`  postgres indexing ${seconds.toFixed(1)} s (${Math.round(size / seconds)} chunks/s), on disk ${mb(bytes)}`);
-    const modes: SearchOptions['mode'][] = ['keyword'];
-    if (withVectors && !store.vectorsMissing) modes.push('vector', 'hybrid');
-    if (withVectors && store.vectorsMissing) console.log(`  postgres vector and hybrid skipped: ${store.vectorsMissing}`);
-    await searches(store, datasetId, 'postgres', modes, queries, opened.poll);
-    await store.dropDatasetIndex(datasetId);
-    await store.close();
-    await opened.close();
+    if (withPostgres) {
+      const opened = await postgres.open();
+      const store = await PostgresVectorStore.open(opened.db);
+      await store.createDatasetIndex(datasetId, DIMENSION);
+      const seconds = await fill(store, datasetId, files);
+      await store.collectGarbage();
+      await sql.raw('VACUUM ANALYZE').execute(opened.db);
+      const bytes = await store.diskUse(datasetId);
+      console.log(`  postgres indexing ${seconds.toFixed(1)} s (${Math.round(size / seconds)} chunks/s), on disk ${mb(bytes)}`);
+      const modes: SearchOptions['mode'][] = ['keyword'];
+      if (withVectors && !store.vectorsMissing) modes.push('vector', 'hybrid');
+      if (withVectors && store.vectorsMissing) console.log(`  postgres vector and hybrid skipped: ${store.vectorsMissing}`);
+      await searches(store, datasetId, 'postgres', modes, queries, opened.poll);
+      await store.dropDatasetIndex(datasetId);
+      await store.close();
+      await opened.close();
+    }
 
     if (withSqlite) {
       const dataDir = mkdtempSync(join(tmpdir(), 'knode-bench-cluster-'));
