@@ -68,7 +68,8 @@ const onPgvector = flags.includes('--pgvector');
 const serverSettings = onPgvector || flags.some((flag) => flag.startsWith('--settings=')) ? benchSettings(flags) : [];
 
 const random = seededRandom(7);
-const gaussian = () => Math.sqrt(-2 * Math.log(random() || 1e-12)) * Math.cos(2 * Math.PI * random());
+const gaussianFrom = (next: () => number) => () => Math.sqrt(-2 * Math.log(next() || 1e-12)) * Math.cos(2 * Math.PI * next());
+const gaussian = gaussianFrom(random);
 const zipfWord = zipfWords(random);
 const words = (count: number) => Array.from({ length: count }, zipfWord).join(' ');
 
@@ -77,18 +78,34 @@ function normalise(vector: Float32Array): Float32Array {
   return vector.map((value) => value / norm);
 }
 const centres = Array.from({ length: 500 }, () => normalise(Float32Array.from({ length: DIMENSION }, gaussian)));
-function clusteredVector(): Float32Array {
-  const centre = centres[Math.floor(random() * centres.length)] as Float32Array;
-  return normalise(centre.map((value) => value + gaussian() * 0.06));
+function clusteredVector(next = random, noise = gaussian): Float32Array {
+  const centre = centres[Math.floor(next() * centres.length)] as Float32Array;
+  return normalise(centre.map((value) => value + noise() * 0.06));
 }
 
-/** The same files for both stores: generated once per size (a file's chunks on demand, from its own seed). */
-function fileChunks(file: number, count: number): ChunkText[] {
-  return Array.from({ length: count }, (_, index) => ({
-    content: words(WORDS_PER_CHUNK),
-    metadata: { source: `folder/file-${file}.txt`, file_type: 'txt', chunk_index: index },
-    ...(withVectors ? { embedding: clusteredVector() } : {}),
-  }));
+/**
+ * A size's files, each made when asked from its own seed: the same chunks for both stores (and the ingestion)
+ * without holding them all (a million chunks with vectors took 7 GB held at once).
+ */
+interface Files {
+  readonly count: number;
+  chunks(file: number): ChunkText[];
+}
+
+function filesOf(size: number): Files {
+  return {
+    count: Math.ceil(size / CHUNKS_PER_FILE),
+    chunks(file) {
+      const next = seededRandom(1_000 + file);
+      const word = zipfWords(next);
+      const noise = gaussianFrom(next);
+      return Array.from({ length: Math.min(CHUNKS_PER_FILE, size - file * CHUNKS_PER_FILE) }, (_, index) => ({
+        content: Array.from({ length: WORDS_PER_CHUNK }, word).join(' '),
+        metadata: { source: `folder/file-${file}.txt`, file_type: 'txt', chunk_index: index },
+        ...(withVectors ? { embedding: clusteredVector(next, noise) } : {}),
+      }));
+    },
+  };
 }
 
 function percentile(sorted: readonly number[], p: number): number {
@@ -117,10 +134,10 @@ const show = (figures: Figures) =>
   `p50 ${figures.p50.toFixed(1).padStart(6)} ms  p90 ${figures.p90.toFixed(1).padStart(6)} ms  p99 ${figures.p99.toFixed(1).padStart(6)} ms`;
 
 /** Writes `size` chunks in files of CHUNKS_PER_FILE through stage + publish, as phase 1 does; seconds taken. */
-async function fill(store: VectorStore, datasetId: string, files: readonly ChunkText[][]): Promise<number> {
+async function fill(store: VectorStore, datasetId: string, files: Files): Promise<number> {
   const start = performance.now();
-  for (const [file, chunks] of files.entries()) {
-    const rows = chunks.map((chunk) => ({ ...chunk, id: crypto.randomUUID() }));
+  for (let file = 0; file < files.count; file++) {
+    const rows = files.chunks(file).map((chunk) => ({ ...chunk, id: crypto.randomUUID() }));
     const staged = await store.stage(datasetId, `folder/file-${file}.txt`, { count: rows.length, chunk: (i) => rows[i] as ChunkText });
     if (!(await store.publish(staged))) throw new Error('publish refused');
   }
@@ -192,14 +209,20 @@ const api = (base: string, method: string, path: string, token?: string, body?: 
  * real processes (`bun src/main.ts`) sharing `databaseUrl`, or on one process with its own SQLite (which
  * embeds meanwhile). GET /health is polled every 20 ms on every replica meanwhile.
  */
-async function ingestion(label: string, files: readonly ChunkText[][], replicas: number, databaseUrl: string | undefined) {
+async function ingestion(label: string, files: Files, replicas: number, databaseUrl: string | undefined) {
   const root = mkdtempSync(join(tmpdir(), 'knode-bench-ingest-'));
   const processes: KnodeProcess[] = [];
   try {
     const folder = join(root, 'corpus');
     mkdirSync(folder);
-    for (const [file, chunks] of files.entries()) {
-      writeFileSync(join(folder, `file-${file}.txt`), chunks.map((chunk) => chunk.content).join('\n\n'));
+    for (let file = 0; file < files.count; file++) {
+      writeFileSync(
+        join(folder, `file-${file}.txt`),
+        files
+          .chunks(file)
+          .map((chunk) => chunk.content)
+          .join('\n\n'),
+      );
     }
     for (let replica = 0; replica < replicas; replica++) {
       const dataDir = join(root, `replica-${replica}`);
@@ -246,7 +269,7 @@ async function ingestion(label: string, files: readonly ChunkText[][], replicas:
         for (;;) {
           const view = await api(first, 'GET', `/datasets/${id}`, token);
           const counts = view.body.ingestion;
-          if (counts && counts.files_searchable + counts.files_failed >= files.length) {
+          if (counts && counts.files_searchable + counts.files_failed >= files.count) {
             return { seconds: (performance.now() - start) / 1000, chunks: Number(counts.chunks), failed: Number(counts.files_failed) };
           }
           if (view.body.status === 'error') throw new Error(`the dataset failed: ${view.body.error}`);
@@ -256,7 +279,7 @@ async function ingestion(label: string, files: readonly ChunkText[][], replicas:
       },
     );
     console.log(
-      `  ${label}: ${files.length} files, ${result.chunks} chunks in ${result.seconds.toFixed(1)} s ` +
+      `  ${label}: ${files.count} files, ${result.chunks} chunks in ${result.seconds.toFixed(1)} s ` +
         `(${Math.round(result.chunks / result.seconds)} chunks/s${result.failed ? `, ${result.failed} files failed` : ''})   | GET /health meanwhile ${show(poller)}`,
     );
   } finally {
@@ -320,9 +343,7 @@ const postgres = await engine();
 console.log(`PostgreSQL: ${postgres.label}`);
 try {
   for (const size of sizes) {
-    const files = Array.from({ length: Math.ceil(size / CHUNKS_PER_FILE) }, (_, file) =>
-      fileChunks(file, Math.min(CHUNKS_PER_FILE, size - file * CHUNKS_PER_FILE)),
-    );
+    const files = filesOf(size);
     const queries: Queries = Array.from({ length: 64 }, () => ({ text: words(4), vector: withVectors ? clusteredVector() : undefined }));
     console.log(
       `${size} chunks of ${WORDS_PER_CHUNK} words in files of ${CHUNKS_PER_FILE}${withVectors ? `, ${DIMENSION}-dimension vectors` : ''}, ${queryCount} queries per figure`,
