@@ -202,7 +202,10 @@ describe('leases on PostgreSQL', () => {
       keepLease(a, 'dataset:churn', work('a'), { retryEveryMs: 30 }),
       keepLease(b, 'dataset:churn', work('b'), { retryEveryMs: 30 }),
     ];
+    // At least 3 s of churn, and until both replicas have held it (which of them takes a released lease is a race:
+    // under load one replica won every one for 3 s in a CI run), so that the checks below see handovers between them.
     await Bun.sleep(3_000);
+    await waitFor('both replicas to have held the lease', async () => new Set(spans.map((span) => span.holder)).size === 2, 30_000);
     await Promise.all(keepers.map((keeper) => keeper.stop()));
     await a.close();
     await b.close();
