@@ -13,11 +13,13 @@ import { sql } from 'kysely';
 import pino from 'pino';
 import { PostgresEmbeddingWindows } from '../src/coordination/postgres/embedding-windows.ts';
 import type { Embedder } from '../src/embeddings/embedder.ts';
+import { embedChunks } from '../src/embeddings/pieces.ts';
 import { FileRepository } from '../src/ingestion/files-repository.ts';
 import { type EmbeddingWindows, SharedEmbedding } from '../src/ingestion/shared-embedding.ts';
 import { postgresTables } from '../src/vectors/postgres/dataset-tables.ts';
 import { PostgresVectorStore } from '../src/vectors/postgres/store.ts';
 import type { ChunkText } from '../src/vectors/store.ts';
+import { WHOLE_TEXT_WINDOW } from './helpers/constants.ts';
 import { type InProcessPostgres, startPglite } from './helpers/pglite.ts';
 import { waitFor } from './helpers/wait.ts';
 
@@ -63,6 +65,7 @@ function fakeEmbedder(msPerText: number) {
   const embedder: Embedder = {
     id: 'fake-embedder',
     dimension: DIMENSION,
+    window: WHOLE_TEXT_WINDOW,
     async embed(texts, signal) {
       calls++;
       if (hanging) await new Promise((_, reject) => signal?.addEventListener('abort', () => reject(signal.reason), { once: true }));
@@ -111,7 +114,7 @@ async function replica(name: string, datasetId: string, embedder: Embedder | Err
       return embedder;
     },
     holds: () => holder,
-    embed: (_id, used, texts, signal) => used.embed(texts, signal),
+    embed: (_id, used, texts, signal) => embedChunks(texts, used.window, (pieces) => used.embed(pieces, signal)),
     mayEmbed: () => !dead,
     progressOf: () => undefined,
     window: { texts: 48, characters: 64_000 },
@@ -237,6 +240,7 @@ describe('embedding shared by two replicas', () => {
     const other: Embedder = {
       id: 'fake-embedder',
       dimension: DIMENSION,
+      window: WHOLE_TEXT_WINDOW,
       embed: async (texts) => texts.map((text) => vectorOf(`${text}!`)),
     };
     const e = await replica('replica-e', datasetId, fakeEmbedder(1).embedder, 30_000, true);

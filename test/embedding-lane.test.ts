@@ -32,7 +32,7 @@ function laneOver(chunks: Map<string, string[]>, windowTexts = 4) {
       }
       return answers;
     },
-    embed: async (texts) => texts.map((text) => new Float32Array([text.length])),
+    embed: async (texts) => texts.map((text) => [new Float32Array([text.length])]),
     write: async (parts) => {
       for (const { file, from, vectors } of parts) {
         const texts = (chunks.get(file.path) ?? []).slice(from - 1, from - 1 + vectors.length);

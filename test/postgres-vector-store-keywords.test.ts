@@ -111,7 +111,7 @@ describe('a server without pgvector', () => {
       await expect(search).rejects.toThrow('this PostgreSQL server lacks the pgvector extension');
       await expect(storeA.candidates(id, vector, 'alpha', mode, 10)).rejects.toThrow(PgvectorMissingError);
     }
-    await expect(storeA.addVectorsOf(id, [{ fileKey: 'a.md', from: 1, vectors: [vector] }])).rejects.toThrow(PgvectorMissingError);
+    await expect(storeA.addVectorsOf(id, [{ fileKey: 'a.md', from: 1, vectors: [[vector]] }])).rejects.toThrow(PgvectorMissingError);
     const withVector = { count: 1, chunk: () => ({ content: 'x', metadata: {}, embedding: vector }) };
     await expect(storeA.stage(id, 'b.md', withVector).then((staged) => storeA.publish(staged))).rejects.toThrow(PgvectorMissingError);
   });

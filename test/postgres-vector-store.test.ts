@@ -275,8 +275,8 @@ describe('two phases', () => {
       { texts: 1000, characters: 1_000_000 },
     );
     const progress = await store.addVectorsOf(id, [
-      { fileKey: 'a.txt', from: a?.from as number, vectors: a?.rows.map((_, index) => unit(index)) ?? [] },
-      { fileKey: 'b.txt', from: b?.from as number, vectors: b?.rows.map((_, index) => unit(index)) ?? [] },
+      { fileKey: 'a.txt', from: a?.from as number, vectors: a?.rows.map((_, index) => [unit(index)]) ?? [] },
+      { fileKey: 'b.txt', from: b?.from as number, vectors: b?.rows.map((_, index) => [unit(index)]) ?? [] },
     ]);
     expect(progress).toEqual([
       { embedded: 200, count: 200 },

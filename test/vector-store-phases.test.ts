@@ -130,7 +130,7 @@ describe('chunks without vectors', () => {
     const parts = Object.entries(files).map(([fileKey, count], index) => ({
       fileKey,
       from: waiting[index]?.from as number,
-      vectors: Array.from({ length: fileKey === 'empty-tail.txt' ? 0 : count }, (_, axis) => unit(axis)),
+      vectors: Array.from({ length: fileKey === 'empty-tail.txt' ? 0 : count }, (_, axis) => [unit(axis)]),
     }));
     // Between two transactions the event loop turns: a reader sees the long file half embedded.
     const seen = new Set<number>();

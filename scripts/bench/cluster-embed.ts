@@ -37,6 +37,7 @@ import { PostgresEmbeddingWindows } from '../../src/coordination/postgres/embedd
 import type { Db } from '../../src/db/database.ts';
 import { type OpenedPostgres, openPostgresDatabase } from '../../src/db/postgres/database.ts';
 import { closeEmbedders, createEmbedder, type Embedder } from '../../src/embeddings/embedder.ts';
+import { embedChunks } from '../../src/embeddings/pieces.ts';
 import { EmbeddingScheduler } from '../../src/ingestion/embedding-scheduler.ts';
 import { FileRepository } from '../../src/ingestion/files-repository.ts';
 import { SharedEmbedding } from '../../src/ingestion/shared-embedding.ts';
@@ -78,6 +79,8 @@ function doubleEmbedder(dimension: number): Embedder {
   return {
     id: 'embedding-double',
     dimension,
+    // A server's model that reads a whole chunk: one vector a chunk, as before pieces.
+    window: { tokens: Number.MAX_SAFE_INTEGER, tokensOf: () => 1 },
     async embed(texts) {
       await Bun.sleep(10 + 15 * texts.length);
       return texts.map((value) => {
@@ -221,7 +224,7 @@ async function run(replicas: number, embedder: Embedder): Promise<RunResult> {
         datasets: async () => [datasetId],
         embedderOf: async () => embedder,
         holds: () => index === 0,
-        embed: (id, used, texts, signal) => scheduler.embed(id, used, texts, signal),
+        embed: (id, used, texts, signal) => embedChunks(texts, used.window, (pieces) => scheduler.embed(id, used, pieces, signal)),
         mayEmbed: () => true,
         progressOf: () => undefined,
         window: { texts: 256, characters: 64_000 },

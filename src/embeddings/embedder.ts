@@ -1,4 +1,5 @@
 import { createOpenAiEmbedder } from './openai.ts';
+import type { EmbedderWindow } from './pieces.ts';
 import { createTransformersEmbedder } from './transformers.ts';
 import { UseLiteEmbedder } from './use-lite.ts';
 
@@ -7,6 +8,8 @@ export interface Embedder {
   /** The spec it was made from (`use-lite`, `use-lite-int8`, `transformers:<model>`, `openai:<model>`): what a dataset records. */
   readonly id: string;
   readonly dimension: number;
+  /** How much of a text the model reads: a longer chunk is embedded as pieces that fit (pieces.ts). */
+  readonly window: EmbedderWindow;
   /** One vector per text, in order, each L2-normalised. Batches internally; `signal` stops between batches. */
   embed(texts: string[], signal?: AbortSignal): Promise<Float32Array[]>;
   close?(): Promise<void>;

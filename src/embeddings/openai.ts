@@ -7,11 +7,29 @@ import { SerialQueue } from '../util/serial-queue.ts';
 import { batches } from './batching.ts';
 import type { Embedder } from './embedder.ts';
 import { l2Normalise } from './normalise.ts';
+import type { EmbedderWindow } from './pieces.ts';
 
 const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 // Well under every server's input limit (OpenAI allows 2,048), large enough to amortise the round trip.
 const BATCH_TEXTS = 64;
 const TIMEOUT_MS = 60_000;
+
+/** OpenAI's own embedding models read 8,191 tokens of a text (its API reference). */
+const OPENAI_MODEL_TOKENS: Readonly<Record<string, number>> = {
+  'text-embedding-3-small': 8191,
+  'text-embedding-3-large': 8191,
+  'text-embedding-ada-002': 8191,
+};
+/**
+ * Another server's model: 512 tokens, the limit of the BERT-sized models these servers mostly run, and
+ * where Hugging Face's TEI refuses a longer input by default (Ollama and llama.cpp cut it short instead).
+ */
+const OTHER_MODEL_TOKENS = 512;
+/**
+ * A server's tokenizer is not at hand, so a word is counted as a token per three characters: English runs
+ * about four characters a token in BPE and WordPiece vocabularies, so a piece stays within the window.
+ */
+const CHARACTERS_PER_TOKEN = 3;
 
 export interface OpenAiEmbedderSettings {
   readonly base_url?: string;
@@ -35,6 +53,7 @@ export async function createOpenAiEmbedder(model: string, settings: OpenAiEmbedd
 
 class OpenAiEmbedder implements Embedder {
   readonly id: string;
+  readonly window: EmbedderWindow;
   private width = 0;
   private readonly client: OpenAI;
   private readonly server: string;
@@ -46,6 +65,10 @@ class OpenAiEmbedder implements Embedder {
     settings: OpenAiEmbedderSettings,
   ) {
     this.id = `openai:${model}`;
+    this.window = {
+      tokens: OPENAI_MODEL_TOKENS[model] ?? OTHER_MODEL_TOKENS,
+      tokensOf: (word) => Math.ceil(word.length / CHARACTERS_PER_TOKEN),
+    };
     const baseUrl = settings.base_url?.trim() || DEFAULT_BASE_URL;
     this.server = describeServer(baseUrl);
     this.apiKey = settings.api_key || undefined;

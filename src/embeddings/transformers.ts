@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, join, resolve, sep } from 'node:path';
 import { errorMessage } from '../domain/errors.ts';
 import { preloadOnnxRuntime } from '../runtime/onnx-runtime.ts';
@@ -6,6 +6,7 @@ import { SerialQueue } from '../util/serial-queue.ts';
 import { batches } from './batching.ts';
 import type { Embedder, EmbedderOptions } from './embedder.ts';
 import { l2Normalise } from './normalise.ts';
+import { type EmbedderWindow, rememberedCounts } from './pieces.ts';
 
 // Texts are sorted by length before batching so each batch pads to a similar length.
 const BATCH_TEXTS = 32;
@@ -19,7 +20,16 @@ interface FeatureTensor {
 interface FeatureExtractor {
   (texts: string[], options: { pooling: 'mean'; normalize: boolean }): Promise<FeatureTensor>;
   dispose(): Promise<void>;
+  readonly tokenizer: {
+    encode(text: string, options?: { add_special_tokens?: boolean }): number[];
+    /** Where the pipeline truncates its input (Infinity when the tokenizer's configuration does not say). */
+    readonly model_max_length: number;
+  };
+  readonly model: { readonly config: { readonly max_position_embeddings?: number } };
 }
+
+/** A model that states no limit of its own reads this many tokens (BERT's and most sentence encoders'). */
+const DEFAULT_WINDOW_TOKENS = 512;
 
 // transformers.js keeps its settings (remote allowed, local folder) in one global `env`: loads are
 // serialised so two embedders with different settings cannot interleave between setting and reading.
@@ -36,7 +46,13 @@ export async function createTransformersEmbedder(model: string, options: Embedde
   try {
     const [probe] = await extract(extractor, ['dimension probe']);
     if (!probe || probe.length === 0) throw new Error('the model returned an empty vector');
-    return new TransformersEmbedder(`transformers:${model}`, probe.length, extractor, load);
+    return new TransformersEmbedder(
+      `transformers:${model}`,
+      probe.length,
+      windowOf(extractor, modelFolder(model, options)),
+      extractor,
+      load,
+    );
   } catch (error) {
     await extractor.dispose();
     throw new Error(`transformers model "${model}" does not produce sentence embeddings: ${message(error)}`);
@@ -52,6 +68,7 @@ class TransformersEmbedder implements Embedder {
   constructor(
     readonly id: string,
     readonly dimension: number,
+    readonly window: EmbedderWindow,
     extractor: FeatureExtractor,
     private readonly load: () => Promise<FeatureExtractor>,
   ) {
@@ -92,10 +109,41 @@ class TransformersEmbedder implements Embedder {
   }
 }
 
+/**
+ * The tokens the model reads of a text: the least of the tokenizer's `model_max_length` (where the pipeline
+ * truncates), the model's position embeddings and sentence-transformers' `max_seq_length` (the length it was
+ * trained on: all-MiniLM-L6-v2 reads 512 positions but was trained on 256), less the special tokens.
+ */
+function windowOf(extractor: FeatureExtractor, folder: string): EmbedderWindow {
+  const { tokenizer } = extractor;
+  const limits = [tokenizer.model_max_length, extractor.model.config.max_position_embeddings, sentenceBertLength(folder)].filter(
+    (limit): limit is number => typeof limit === 'number' && Number.isFinite(limit) && limit > 0,
+  );
+  const special = tokenizer.encode('', { add_special_tokens: true }).length;
+  const tokens = Math.max(1, (limits.length > 0 ? Math.min(...limits) : DEFAULT_WINDOW_TOKENS) - special);
+  return { tokens, tokensOf: rememberedCounts((word) => tokenizer.encode(word, { add_special_tokens: false }).length) };
+}
+
+/** sentence_bert_config.json's `max_seq_length`, when the folder has one. */
+function sentenceBertLength(folder: string): number | undefined {
+  try {
+    const config = JSON.parse(readFileSync(join(folder, 'sentence_bert_config.json'), 'utf8')) as { max_seq_length?: unknown };
+    return typeof config.max_seq_length === 'number' ? config.max_seq_length : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The model's folder: a path as given, or a hub id under `<dataDir>/models/`. */
+function modelFolder(model: string, options: EmbedderOptions): string {
+  const isFolder = isAbsolute(model) || model.startsWith('.');
+  return isFolder ? resolve(model) : join(resolve(options.dataDir), 'models', model);
+}
+
 async function loadExtractor(model: string, options: EmbedderOptions): Promise<FeatureExtractor> {
   const modelsDir = join(resolve(options.dataDir), 'models') + sep;
   const isFolder = isAbsolute(model) || model.startsWith('.');
-  const folder = isFolder ? resolve(model) : join(modelsDir, model);
+  const folder = modelFolder(model, options);
   if (!existsSync(folder) && (isFolder || !options.allowDownload)) {
     const hint = isFolder ? '' : '; put the model folder there or set SVC_ALLOW_MODEL_DOWNLOAD=true';
     throw new Error(`transformers model "${model}" not found at ${folder}${hint}`);

@@ -26,13 +26,16 @@
  * (setUseLiteWarningListener); the batch that found out is embedded again by tfjs. `engine: 'onnx'`
  * never falls back: its failures are the caller's.
  */
+import { readFileSync } from 'node:fs';
 import { workerUrl } from '../runtime/compiled.ts';
 import { coreCount } from '../util/cores.ts';
 import { WorkerPool } from '../util/worker-pool.ts';
 import type { Embedder } from './embedder.ts';
 import { l2Normalise } from './normalise.ts';
-import type { UseLiteModelFiles } from './use-lite-model.ts';
+import { type EmbedderWindow, rememberedCounts } from './pieces.ts';
+import { type UseLiteModelFiles, useLiteModelFiles } from './use-lite-model.ts';
 import type { UseLiteRequest, UseLiteResponse } from './use-lite-protocol.ts';
+import { USE_LITE_MAX_TOKENS, UseLiteTokenizer, type Vocabulary } from './use-lite-tokenizer.ts';
 
 export const USE_LITE_DIMENSION = 512;
 
@@ -170,12 +173,25 @@ export class UseLiteEmbedder implements Embedder {
   private onnx: EnginePool | undefined;
   private tfjs: EnginePool | undefined;
   private fellBack = false;
+  private tokenizer: UseLiteTokenizer | undefined;
+  /** 128 tokens of its SentencePiece vocabulary, counted by the tokenizer the workers use. */
+  readonly window: EmbedderWindow = {
+    tokens: USE_LITE_MAX_TOKENS,
+    tokensOf: rememberedCounts((word) => this.tokens().encode(word).length),
+  };
 
   /** `threads` alone (a number) means tfjs' worker count, as before there were two engines. */
   constructor(options: UseLiteOptions | number = {}) {
     this.options = { ...defaults, ...(typeof options === 'number' ? { engine: 'tfjs', threads: options } : options) };
     this.choice = this.options.engine ?? 'auto';
     this.id = this.options.quantized ? 'use-lite-int8' : 'use-lite';
+  }
+
+  /** The tokenizer, loaded at the first count (the vocabulary's 8,000 pieces take a few milliseconds). */
+  private tokens(): UseLiteTokenizer {
+    const files = this.options.modelFiles ?? useLiteModelFiles();
+    this.tokenizer ??= new UseLiteTokenizer(JSON.parse(readFileSync(files.vocabulary, 'utf8')) as Vocabulary);
+    return this.tokenizer;
   }
 
   /** The engine that embeds the next batch. */

@@ -1,3 +1,5 @@
+import type { ChunkVectors } from '../embeddings/pieces.ts';
+
 /**
  * The second phase of indexing one dataset: its searchable files get their vectors, file after file in
  * the order they became searchable. The text is read back from the store a window at a time, so memory
@@ -36,9 +38,10 @@ export interface EmbeddingLaneDeps {
    * undefined for a file that has no chunks any more.
    */
   read(files: readonly { file: LaneFile; from: number | undefined }[], limits: WindowLimits): Promise<(LaneChunks | undefined)[]>;
-  embed(texts: string[], signal: AbortSignal): Promise<Float32Array[]>;
+  /** Each text's vectors, one per piece the embedder can read (embeddings/pieces.ts). */
+  embed(texts: string[], signal: AbortSignal): Promise<ChunkVectors[]>;
   /** Writes each file's vectors from row `from` on (with none, only records that it has all of them). */
-  write(parts: readonly { file: LaneFile; from: number; vectors: Float32Array[] }[]): Promise<void>;
+  write(parts: readonly { file: LaneFile; from: number; vectors: ChunkVectors[] }[]): Promise<void>;
   /** The embedder failed on a window: its files cannot be indexed now. */
   failed(files: LaneFile[], error: unknown): Promise<void>;
   /** Anything else that went wrong (logged: the lane goes on). */
@@ -186,7 +189,7 @@ export class EmbeddingLane {
   /** Embeds the window now; its vectors are written after those of the windows before it. */
   private launch(window: Window): void {
     this.windows.add(window);
-    const vectors = window.texts.length > 0 ? this.deps.embed(window.texts, window.controller.signal) : Promise.resolve([]);
+    const vectors = window.texts.length > 0 ? this.deps.embed(window.texts, window.controller.signal) : Promise.resolve<ChunkVectors[]>([]);
     vectors.catch(() => undefined); // handled in order below
     this.writing = this.writing
       .then(() => this.writeWindow(window, vectors))
@@ -198,8 +201,8 @@ export class EmbeddingLane {
       });
   }
 
-  private async writeWindow(window: Window, embedding: Promise<Float32Array[]>): Promise<void> {
-    let vectors: Float32Array[];
+  private async writeWindow(window: Window, embedding: Promise<ChunkVectors[]>): Promise<void> {
+    let vectors: ChunkVectors[];
     try {
       vectors = await embedding;
     } catch (error) {
@@ -211,7 +214,7 @@ export class EmbeddingLane {
       return;
     }
     if (this.stopped) return;
-    const parts: { file: LaneFile; from: number; vectors: Float32Array[] }[] = [];
+    const parts: { file: LaneFile; from: number; vectors: ChunkVectors[] }[] = [];
     let offset = 0;
     for (const part of window.parts) {
       if (!part.entry.cancelled)

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { errorMessage } from '../domain/errors.ts';
 import type { Embedder } from '../embeddings/embedder.ts';
+import { type ChunkVectors, embedChunks } from '../embeddings/pieces.ts';
 import type { SerialQueue } from '../util/serial-queue.ts';
 import type { VectorStore } from '../vectors/store.ts';
 import { failFile } from './dataset-runtime.ts';
@@ -59,13 +60,18 @@ export class EmbeddingPhase {
         store: deps.store,
         files: deps.files,
         log: deps.log,
-        embed: (datasetId, embedder, texts, signal) => this.scheduler.embed(datasetId, embedder, texts, signal),
+        embed: (datasetId, embedder, texts, signal) => this.embedChunks(datasetId, embedder, texts, signal),
         mayEmbed: () => !deps.holdsEmbedding(),
         ...(deps.onEmbedded ? { onEmbedded: deps.onEmbedded } : {}),
         progressOf: (datasetId) => this.progressOf.get(datasetId)?.(),
         window: EMBED_WINDOW,
         windowsInFlight: EMBED_WINDOWS_IN_FLIGHT,
       });
+  }
+
+  /** Each chunk's vectors, one per piece its embedder can read (embeddings/pieces.ts), through the scheduler. */
+  private embedChunks(datasetId: string, embedder: Embedder, texts: string[], signal: AbortSignal): Promise<ChunkVectors[]> {
+    return embedChunks(texts, embedder.window, (pieces) => this.scheduler.embed(datasetId, embedder, pieces, signal));
   }
 
   /** Starts cluster mode's shared embedding (once the engine that asks `holdsEmbedding` is whole). */
@@ -105,7 +111,7 @@ export class EmbeddingPhase {
           waiting.map(({ file, from }) => ({ fileKey: file.path, from })),
           limits,
         ),
-      embed: (texts, signal) => this.scheduler.embed(datasetId, embedder, texts, signal),
+      embed: (texts, signal) => this.embedChunks(datasetId, embedder, texts, signal),
       // One window: its files' vectors in short transactions (VECTOR_ROWS), their progress in one statement.
       write: (parts) =>
         serial.run(async () => {

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Db } from '../db/database.ts';
 import type { ClaimedWindow, WindowPart } from '../domain/embedding-windows.ts';
 import type { Embedder } from '../embeddings/embedder.ts';
+import type { ChunkVectors } from '../embeddings/pieces.ts';
 import type { VectorStore } from '../vectors/store.ts';
 import type { WindowLimits } from './embedding-lane.ts';
 import type { FileRepository } from './files-repository.ts';
@@ -74,8 +75,11 @@ export interface SharedEmbeddingDeps {
   embedderOf(datasetId: string): Promise<Embedder>;
   /** Whether this replica holds the dataset's lease (its probe is the one the others compare with). */
   holds(datasetId: string): boolean;
-  /** Embeds through this replica's scheduler (slices in turns across datasets, the keyword-first gate). */
-  embed(datasetId: string, embedder: Embedder, texts: string[], signal: AbortSignal): Promise<Float32Array[]>;
+  /**
+   * Embeds through this replica's scheduler (slices in turns across datasets, the keyword-first gate): each
+   * text's vectors, one per piece the embedder can read (embeddings/pieces.ts).
+   */
+  embed(datasetId: string, embedder: Embedder, texts: string[], signal: AbortSignal): Promise<ChunkVectors[]>;
   /** Whether this replica may start embedding now (keyword-first.ts). */
   mayEmbed(): boolean;
   readonly onEmbedded?: (chunks: number) => void;
@@ -322,13 +326,13 @@ export class SharedEmbedding {
   }
 
   /** Writes the window's vectors, in order, and marks the files that now have all of theirs `indexed`. */
-  private async write(datasetId: string, parts: readonly { fileKey: string; from: number; texts: string[] }[], vectors: Float32Array[]) {
+  private async write(datasetId: string, parts: readonly { fileKey: string; from: number; texts: string[] }[], vectors: ChunkVectors[]) {
     const generations = await this.searchableGenerations(
       datasetId,
       parts.map((part) => part.fileKey),
     );
     let offset = 0;
-    const live: { fileKey: string; from: number; vectors: Float32Array[]; generation: number }[] = [];
+    const live: { fileKey: string; from: number; vectors: ChunkVectors[]; generation: number }[] = [];
     for (const part of parts) {
       const generation = generations.get(part.fileKey);
       if (generation !== undefined)

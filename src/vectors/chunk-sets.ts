@@ -1,4 +1,6 @@
 import type { Database as SqliteDatabase } from 'bun:sqlite';
+import type { ChunkVectors } from '../embeddings/pieces.ts';
+import { packLaterPieces } from './piece-similarity.ts';
 import { type DatasetTables, datasetTables, hasBitColumn, type RowRange, sourceWords } from './tables.ts';
 
 /**
@@ -226,13 +228,21 @@ export function addVectors(
   dimension: number,
   fileKey: string,
   firstRow: number,
-  vectors: readonly Float32Array[],
+  vectors: readonly ChunkVectors[],
 ): ChunkSet | undefined {
   const set = visibleSet(sqlite, tables, fileKey);
   if (!set || firstRow < set.firstRow || firstRow > set.lastRow + 1) return undefined;
   if (firstRow !== set.firstRow + set.embedded) throw new Error(`vectors of ${fileKey} must be written in order`);
   if (firstRow + vectors.length - 1 > set.lastRow) throw new Error(`more vectors than ${fileKey} has chunks`);
-  for (const [offset, vector] of vectors.entries()) insertVector(sqlite, tables, dimension, firstRow + offset, vector);
+  const savePieces = sqlite.query('UPDATE vector_chunks SET later_pieces = ? WHERE row_id = ?');
+  for (const [offset, pieces] of vectors.entries()) {
+    const [opening] = pieces;
+    if (!opening) throw new Error(`a chunk of ${fileKey} has no vector`);
+    insertVector(sqlite, tables, dimension, firstRow + offset, opening);
+    for (const piece of pieces) checkVector(piece, dimension);
+    const later = packLaterPieces(pieces);
+    if (later) savePieces.run(later, firstRow + offset);
+  }
   sqlite.query('UPDATE vector_sets SET embedded = embedded + ? WHERE id = ?').run(vectors.length, set.id);
   return { ...set, embedded: set.embedded + vectors.length };
 }

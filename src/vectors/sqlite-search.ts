@@ -1,6 +1,7 @@
 import type { Database as SqliteDatabase } from 'bun:sqlite';
 import { blob, type HiddenRange, hiddenRanges } from './chunk-sets.ts';
 import { type KeywordQuery, keywordCandidates, keywordQuery, keywordScoresOf, matchedWeights } from './keyword-search.ts';
+import { raiseToBestPiece } from './piece-similarity.ts';
 import type { Ranked, SearchMode } from './ranking.ts';
 import {
   assembleCandidates,
@@ -22,7 +23,7 @@ import { distanceTo, MAX_KNN, type Neighbour, nearestChunks, type VectorScan } f
 /**
  * A query in the SQLite store: BM25's best (keyword-search.ts) and the vector index's nearest
  * (vector-search.ts), hidden sets left out (chunk-sets.ts), each completed with the other signal in hybrid
- * mode, then scored (ranking.ts) and loaded as hits; or, for the calibration's fit, the candidates unscored.
+ * mode, each cosine raised to the chunk's closest piece (piece-similarity.ts), then scored (ranking.ts) and loaded as hits; or, for the calibration's fit, the candidates unscored.
  * The assembly around the lists is shared with PostgreSQL's (search-assembly.ts).
  * Each runs in one read of the connection, so it sees one consistent state.
  */
@@ -95,7 +96,8 @@ function candidatesNow(
     }
   }
   if (mode === 'hybrid' && query) completeSignals(sqlite, tables, index, { query, keyword, bm25, cosines });
-  const files = fileKeysOf(sqlite, foundRows(bm25, cosines));
+  const { files, pieces } = chunkRowsOf(sqlite, foundRows(bm25, cosines));
+  if (queryEmbedding && vectorSide) raiseToBestPiece(cosines, pieces, queryEmbedding);
   const matched = keyword ? matchedWeights(sqlite, tables, keyword, [...bm25.keys()]) : new Map<number, number>();
   return assembleCandidates({ bm25, cosines, files, matched, words: keyword?.words, chunkCount: index.chunkCount });
 }
@@ -160,12 +162,19 @@ function visibleByExactScan(
     .all(query, ...outside.params, wanted) as Neighbour[];
 }
 
-function fileKeysOf(sqlite: SqliteDatabase, rowids: readonly number[]): Map<number, string> {
-  if (rowids.length === 0) return new Map();
+/** The file of each row, and the later pieces of those that have some (piece-similarity.ts). */
+function chunkRowsOf(sqlite: SqliteDatabase, rowids: readonly number[]): { files: Map<number, string>; pieces: Map<number, Uint8Array> } {
+  const files = new Map<number, string>();
+  const pieces = new Map<number, Uint8Array>();
+  if (rowids.length === 0) return { files, pieces };
   const rows = sqlite
-    .query(`SELECT row_id, file_key FROM vector_chunks WHERE row_id IN (${rowids.map(() => '?').join(', ')})`)
-    .all(...rowids) as { row_id: number; file_key: string }[];
-  return new Map(rows.map((row) => [row.row_id, row.file_key]));
+    .query(`SELECT row_id, file_key, later_pieces FROM vector_chunks WHERE row_id IN (${rowids.map(() => '?').join(', ')})`)
+    .all(...rowids) as { row_id: number; file_key: string; later_pieces: Uint8Array | null }[];
+  for (const row of rows) {
+    files.set(row.row_id, row.file_key);
+    if (row.later_pieces) pieces.set(row.row_id, row.later_pieces);
+  }
+  return { files, pieces };
 }
 
 function loadHits(sqlite: SqliteDatabase, ranking: readonly Ranked[], includeMetadata: boolean): SearchHit[] {

@@ -10,6 +10,7 @@
  */
 import type { Transaction } from 'kysely';
 import type { Database } from '../db/schema.ts';
+import type { ChunkVectors } from '../embeddings/pieces.ts';
 import type { Calibration } from './calibration.ts';
 import type { Candidate, QueryFacts, SearchMode } from './ranking.ts';
 import type { CalibrationSource, FittedCalibration, SampledFile } from './self-calibration.ts';
@@ -95,11 +96,15 @@ export interface UnembeddedChunks {
   readonly last: boolean;
 }
 
-/** A file's vectors for its chunks from row `from` on (the first of them without one). */
+/**
+ * A file's vectors for its chunks from row `from` on (the first of them without one): each chunk's, one per
+ * piece its embedder read (embeddings/pieces.ts). The first is the one the vector index searches; the
+ * others are kept with the chunk (`later_pieces`) and raise its similarity when closer (piece-similarity.ts).
+ */
 export interface VectorPart {
   readonly fileKey: string;
   readonly from: number;
-  readonly vectors: readonly Float32Array[];
+  readonly vectors: readonly ChunkVectors[];
 }
 
 /** How much text the embedding lane reads back at once. */

@@ -27,6 +27,12 @@ export interface FakeOpenAIOptions {
   models?: string[];
   /** Default dimension of /v1/embeddings vectors (a request's `dimensions` wins). */
   embeddingDimensions?: number;
+  /**
+   * The most tokens (the fake's: words) an embedding input may have: a longer one is refused with 413, as
+   * Hugging Face's TEI does unless started with --auto-truncate ("Input validation error: `inputs` must have
+   * less than 512 tokens. Given: 600", router's Validation error). Unset: any length.
+   */
+  maxInputTokens?: number;
 }
 
 export interface FakeBehaviour {
@@ -183,6 +189,11 @@ export function startFakeOpenAI(options: FakeOpenAIOptions = {}): FakeOpenAIServ
     const inputs = Array.isArray(body.input) ? body.input.map(String) : [String(body.input ?? '')];
     const dimensions = typeof body.dimensions === 'number' ? body.dimensions : (options.embeddingDimensions ?? 16);
     const base64 = body.encoding_format === 'base64';
+    const longest = Math.max(0, ...inputs.map((input) => fakeTokens(input).length));
+    if (options.maxInputTokens !== undefined && longest > options.maxInputTokens) {
+      const message = `Input validation error: \`inputs\` must have less than ${options.maxInputTokens} tokens. Given: ${longest}`;
+      return json(413, { message, code: 413, type: 'Validation' });
+    }
     const data = inputs.map((input, index) => {
       const vector = fakeEmbedding(input, dimensions);
       const embedding = base64 ? Buffer.from(new Float32Array(vector).buffer).toString('base64') : vector;

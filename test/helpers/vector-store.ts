@@ -75,7 +75,7 @@ export async function addVectors(
   firstRow: number,
   vectors: readonly Float32Array[],
 ): Promise<EmbeddingProgress | undefined> {
-  return (await store.addVectorsOf(datasetId, [{ fileKey, from: firstRow, vectors }]))[0];
+  return (await store.addVectorsOf(datasetId, [{ fileKey, from: firstRow, vectors: vectors.map((vector) => [vector]) }]))[0];
 }
 
 /** The dataset's index as the SQLite store records it: its dimension and its visible chunks. */

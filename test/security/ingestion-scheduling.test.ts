@@ -7,6 +7,7 @@ import type { Embedder } from '../../src/embeddings/embedder.ts';
 import { EmbeddingScheduler } from '../../src/ingestion/embedding-scheduler.ts';
 import { FairQueue } from '../../src/ingestion/fair-queue.ts';
 import { TurnGate } from '../../src/ingestion/turn-gate.ts';
+import { WHOLE_TEXT_WINDOW } from '../helpers/constants.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 /**
@@ -19,6 +20,7 @@ function slowEmbedder(ms: number) {
   const embedder: Embedder = {
     id: 'test',
     dimension: 2,
+    window: WHOLE_TEXT_WINDOW,
     embed: async (texts, signal) => {
       const call = { texts, aborted: false };
       calls.push(call);

@@ -21,6 +21,7 @@ import * as feeds from './0019-feeds.ts';
 import * as settlementReplica from './0020-settlement-replica.ts';
 import * as datasetSelections from './0021-dataset-selections.ts';
 import * as tunnelStates from './0022-tunnel-states.ts';
+import * as laterPieces from './0023-later-pieces.ts';
 
 /**
  * Every migration, in order. They are imported (not read from disk) so the compiled binary carries them.
@@ -49,4 +50,5 @@ export const migrations: Record<string, Migration> = {
   '0020-settlement-replica': settlementReplica,
   '0021-dataset-selections': datasetSelections,
   '0022-tunnel-states': tunnelStates,
+  '0023-later-pieces': laterPieces,
 };

@@ -1,4 +1,6 @@
+import type { ChunkVectors } from '../../embeddings/pieces.ts';
 import type { ChunkSet, HiddenRange } from '../chunk-sets.ts';
+import { packLaterPieces } from '../piece-similarity.ts';
 import { VectorIndexMissingError } from '../store.ts';
 import { jsonRows, type Query } from './connection.ts';
 import { POSTINGS_LAYOUT, type PostgresTables, PostingsLayoutError } from './dataset-tables.ts';
@@ -282,19 +284,21 @@ export async function addVectors(
   dimension: number,
   fileKey: string,
   firstRow: number,
-  vectors: readonly Float32Array[],
+  vectors: readonly ChunkVectors[],
 ): Promise<ChunkSet | undefined> {
   const set = await visibleSet(query, tables, fileKey, true);
   if (!set || firstRow < set.firstRow || firstRow > set.lastRow + 1) return undefined;
   if (firstRow !== set.firstRow + set.embedded) throw new Error(`vectors of ${fileKey} must be written in order`);
   if (firstRow + vectors.length - 1 > set.lastRow) throw new Error(`more vectors than ${fileKey} has chunks`);
   if (vectors.length === 0) return set;
-  await insertVectors(
-    query,
-    tables,
-    dimension,
-    vectors.map((vector, offset) => ({ rowid: firstRow + offset, vector })),
-  );
+  const rows = vectors.map((pieces, offset) => {
+    const [opening] = pieces;
+    if (!opening) throw new Error(`a chunk of ${fileKey} has no vector`);
+    for (const piece of pieces) checkVector(piece, dimension);
+    return { rowid: firstRow + offset, vector: opening, later: packLaterPieces(pieces) };
+  });
+  await insertVectors(query, tables, dimension, rows);
+  await saveLaterPieces(query, tables, rows);
   await query('UPDATE vector_sets SET embedded = embedded + $1 WHERE id = $2', [vectors.length, set.id]);
   return { ...set, embedded: set.embedded + vectors.length };
 }
@@ -310,6 +314,21 @@ async function insertVectors(
     `INSERT INTO ${tables.embeddings} (row_id, embedding) ` +
       `SELECT (e->>0)::bigint, (e->>1)::${vectorType(dimension)}(${dimension}) FROM json_array_elements($1::text::json) e`,
     [jsonRows(rows.map(({ rowid, vector }) => [rowid, vectorLiteral(vector)]))],
+  );
+}
+
+/** The chunks' later pieces (piece-similarity.ts), in one statement; nothing for chunks that fit in one piece. */
+async function saveLaterPieces(
+  query: Query,
+  tables: PostgresTables,
+  rows: readonly { rowid: number; later: Uint8Array | undefined }[],
+): Promise<void> {
+  const withPieces = rows.filter((row) => row.later !== undefined);
+  if (withPieces.length === 0) return;
+  await query(
+    `UPDATE ${tables.chunks} c SET later_pieces = decode(e->>1, 'base64') FROM json_array_elements($1::text::json) e ` +
+      'WHERE c.row_id = (e->>0)::bigint',
+    [jsonRows(withPieces.map(({ rowid, later }) => [rowid, Buffer.from(later as Uint8Array).toString('base64')]))],
   );
 }
 

@@ -8,7 +8,7 @@ import { hasHnswIndex, vectorType } from './pgvector.ts';
  * in SQL exactly as FTS5's bm25() computes it (keyword-search.ts):
  *
  * - chunks: the SQLite store's `vector_chunks` columns (row id, document id, file, text, metadata as JSON
- *   text), plus `tokens`, the chunk's length in tokens over its four keyword fields (text, title, file
+ *   text, the vectors of its later pieces), plus `tokens`, the chunk's length in tokens over its four keyword fields (text, title, file
  *   name, the document's lead), which FTS5 keeps as the row's size;
  * - postings: blocks, one row per term and write (the chunks a transaction of phase 1 wrote, at most 256 of
  *   one file): the rows of the write holding the term (as offsets from its first row), and in parallel
@@ -77,8 +77,11 @@ export function createKeywordTablesSql(tables: PostgresTables): string[] {
       file_key TEXT NOT NULL,
       content TEXT NOT NULL,
       metadata TEXT NOT NULL,
-      tokens INTEGER NOT NULL
+      tokens INTEGER NOT NULL,
+      later_pieces BYTEA
     )`,
+    // A table made before chunks had later pieces (piece-similarity.ts) gains the column, empty.
+    `ALTER TABLE ${tables.chunks} ADD COLUMN IF NOT EXISTS later_pieces BYTEA`,
     // Terms compare by their bytes, as FTS5's do. `first_row`..`last_row` are the write's rows (the
     // garbage collector deletes whole writes); `offsets` the rows holding the term, from `first_row`.
     `CREATE TABLE IF NOT EXISTS ${tables.postings} (

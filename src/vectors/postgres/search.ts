@@ -1,3 +1,4 @@
+import { raiseToBestPiece } from '../piece-similarity.ts';
 import type { Ranked, SearchMode } from '../ranking.ts';
 import {
   assembleCandidates,
@@ -30,7 +31,8 @@ import { distancesTo, nearestVisible } from './vector-search.ts';
 /**
  * A query in the PostgreSQL store, step for step the SQLite store's (../sqlite-search.ts): BM25's best
  * (keyword-search.ts) and the vector index's nearest (vector-search.ts), hidden sets left out, each
- * completed with the other signal in hybrid mode, then scored by the same ranking (../ranking.ts) and
+ * completed with the other signal in hybrid mode, each cosine raised to the chunk's closest piece
+ * (../piece-similarity.ts), then scored by the same ranking (../ranking.ts) and
  * loaded as hits (the assembly around the lists shared: ../search-assembly.ts). Each runs in one read-only
  * transaction, so it sees one snapshot.
  */
@@ -101,7 +103,8 @@ async function candidatesNow(
     }
   }
   if (mode === 'hybrid' && target) await completeSignals(query, tables, index.dimension, { target, keyword, held, bm25, cosines });
-  const files = await fileKeysOf(query, tables, foundRows(bm25, cosines));
+  const { files, pieces } = await chunkRowsOf(query, tables, foundRows(bm25, cosines));
+  if (target) raiseToBestPiece(cosines, pieces, target);
   const matched = keyword ? matchedWeights(keyword, held, [...bm25.keys()]) : new Map<number, number>();
   return assembleCandidates({ bm25, cosines, files, matched, words: keyword?.words, chunkCount: index.chunkCount });
 }
@@ -130,13 +133,24 @@ async function completeSignals(
   for (const [rowid, score] of await keywordScoresOf(query, tables, keyword, unscored, held)) bm25.set(rowid, score);
 }
 
-async function fileKeysOf(query: Query, tables: PostgresTables, rowids: readonly number[]): Promise<Map<number, string>> {
-  if (rowids.length === 0) return new Map();
-  const rows = await query<{ row_id: number; file_key: string }>(
-    `SELECT row_id, file_key FROM ${tables.chunks} WHERE row_id ${anyRow(1)}`,
+/** The file of each row, and the later pieces of those that have some (../piece-similarity.ts). */
+async function chunkRowsOf(
+  query: Query,
+  tables: PostgresTables,
+  rowids: readonly number[],
+): Promise<{ files: Map<number, string>; pieces: Map<number, Uint8Array> }> {
+  const files = new Map<number, string>();
+  const pieces = new Map<number, Uint8Array>();
+  if (rowids.length === 0) return { files, pieces };
+  const rows = await query<{ row_id: number; file_key: string; later_pieces: Uint8Array | null }>(
+    `SELECT row_id, file_key, later_pieces FROM ${tables.chunks} WHERE row_id ${anyRow(1)}`,
     [jsonRows(rowids)],
   );
-  return new Map(rows.map((row) => [Number(row.row_id), row.file_key]));
+  for (const row of rows) {
+    files.set(Number(row.row_id), row.file_key);
+    if (row.later_pieces) pieces.set(Number(row.row_id), row.later_pieces);
+  }
+  return { files, pieces };
 }
 
 async function loadHits(query: Query, tables: PostgresTables, ranking: readonly Ranked[], includeMetadata: boolean): Promise<SearchHit[]> {
