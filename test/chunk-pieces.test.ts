@@ -3,12 +3,15 @@
  * pieces that each fit (src/embeddings/pieces.ts), the first piece's vector in the index and the others
  * stored with the chunk, and a search raises each candidate's cosine to its closest piece's
  * (src/vectors/piece-similarity.ts). Each embedder's window: USE-lite's 128 tokens counted by its own
- * tokenizer, a `transformers:` model's from its tokenizer and configuration, an `openai:` server's model. The
- * PostgreSQL store's side: postgres-chunk-pieces.test.ts.
+ * tokenizer, a `transformers:` model's from its tokenizer and configuration, an `openai:` server's model. A
+ * dataset indexed before pieces gets them in the background after an upgrade (src/ingestion/piece-backfill.ts).
+ * The PostgreSQL store's side: postgres-chunk-pieces.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { sql } from 'kysely';
+import pino from 'pino';
 import { makeOnnxEmbedder } from '../scripts/fixtures/make-onnx-embedder.ts';
 import { type OpenedDatabase, openDatabase } from '../src/db/database.ts';
 import { closeEmbedders, createEmbedder } from '../src/embeddings/embedder.ts';
@@ -16,15 +19,19 @@ import { cutPieces, type EmbedderWindow, embedChunks, MAX_PIECES } from '../src/
 import { UseLiteEmbedder } from '../src/embeddings/use-lite.ts';
 import { useLiteModelFiles } from '../src/embeddings/use-lite-model.ts';
 import { USE_LITE_MAX_TOKENS, UseLiteTokenizer, type Vocabulary } from '../src/embeddings/use-lite-tokenizer.ts';
+import { PieceBackfill } from '../src/ingestion/piece-backfill.ts';
 import type { Calibration } from '../src/vectors/calibration.ts';
 import { vectorExtensionPath } from '../src/vectors/extension.ts';
-import { packLaterPieces, raiseToBestPiece, unpackLaterPieces } from '../src/vectors/piece-similarity.ts';
+import { packLaterPieces, packPieces, raiseToBestPiece, unpackLaterPieces } from '../src/vectors/piece-similarity.ts';
+import { postgresTables } from '../src/vectors/postgres/dataset-tables.ts';
 import { SqliteVectorStore } from '../src/vectors/sqlite-store.ts';
 import type { ChunkSource, SearchOptions } from '../src/vectors/store.ts';
 import { type FakeOpenAIServer, fakeEmbedding, fakeTokens, startFakeOpenAI } from './fakes/openai-server.ts';
 import { createTestApp, tempDir } from './helpers/app.ts';
 import { Dataset } from './helpers/datasets.ts';
+import { stoppedDatabase, testEngine } from './helpers/test-engine.ts';
 import { deleteFileChunks, unembedded } from './helpers/vector-store.ts';
+import { waitFor } from './helpers/wait.ts';
 
 /** A window counting one token a word: easy to reason about. */
 const WORDS: EmbedderWindow = { tokens: 5, tokensOf: () => 1 };
@@ -239,6 +246,65 @@ describe('the SQLite store', () => {
     expect(await laterPieces(id)).toEqual([]);
   });
 
+  test('an index made before pieces: its chunks without them are found, given them once, and the index moves on', async () => {
+    const id = await indexed(['one long chunk', 'a short one', 'another long one'], [[axis(0)], [axis(1)], [axis(2), axis(3)]]);
+    expect(await store.piecesComplete(id)).toBe(true);
+    // What an earlier knode left: the index in layout 1, and a file whose chunks have no vector yet.
+    await opened.exclusive((sqlite) => sqlite.query('UPDATE vector_indexes SET vector_layout = 1 WHERE dataset_id = ?').run(id));
+    expect(await store.publish(await store.stage(id, 'b.txt', texts('b.txt', ['not embedded yet'])))).toBe(true);
+    await store.saveCalibration(id, {
+      embedder: 'use-lite',
+      fittedAt: '2026-11-26T00:00:00.000Z',
+      questions: 10,
+      unanswerable: 2,
+      chunkCount: 3,
+      calibration: PLAIN,
+    });
+    expect(await store.piecesComplete(id)).toBe(false);
+    const limits = { texts: 100, characters: 1_000_000 };
+    const waiting = await store.chunksWithoutPieces(id, 0, limits);
+    expect(waiting.map((row) => row.content)).toEqual(['one long chunk', 'a short one']);
+    expect((await store.chunksWithoutPieces(id, waiting[0]?.rowid as number, limits)).map((row) => row.content)).toEqual(['a short one']);
+    expect(await store.chunksWithoutPieces(id, 0, { texts: 100, characters: 1 })).toHaveLength(1);
+    const first = waiting[0]?.rowid as number;
+    await store.addLaterPieces(id, [{ rowid: first, pieces: packPieces([axis(3)], 4) }]);
+    // A chunk's pieces are written once: a second write leaves them as they are.
+    await store.addLaterPieces(id, [{ rowid: first, pieces: packPieces([axis(1)], 4) }]);
+    const { candidates } = await store.candidates(id, axis(3), '', 'vector', 10);
+    expect(candidates.find((candidate) => candidate.rowid === first)?.cosine).toBeCloseTo(1, 5);
+    await store.finishPieces(id);
+    expect(await store.piecesComplete(id)).toBe(true);
+    expect((await store.fittedCalibrations([id])).size).toBe(0);
+  });
+
+  test('the backfill gives every long chunk its later pieces, embeds nothing else, and stops on a failing embedder', async () => {
+    const id = await indexed(['w1 w2 w3 w4 w5 w6 w7', 'w1 w2'], [[axis(0)], [axis(1)]]);
+    await opened.exclusive((sqlite) => sqlite.query('UPDATE vector_indexes SET vector_layout = 1 WHERE dataset_id = ?').run(id));
+    const embedded: string[] = [];
+    const backfill = (embed: (texts: string[]) => Promise<Float32Array[]>) =>
+      new PieceBackfill({
+        datasetId: id,
+        store,
+        embedder: { id: 'words', dimension: 4, window: { tokens: 3, tokensOf: () => 1 }, embed },
+        window: { texts: 1, characters: 1_000 },
+        embed,
+        log: pino({ level: 'silent' }),
+      });
+    await backfill(async () => {
+      throw new Error('the embedding server is down');
+    }).done;
+    expect(await store.piecesComplete(id)).toBe(false);
+    await backfill(async (texts) => {
+      embedded.push(...texts);
+      return texts.map(() => axis(2));
+    }).done;
+    expect(embedded).toEqual(['w4 w5 w6', 'w7']);
+    expect(await store.piecesComplete(id)).toBe(true);
+    const stored = await laterPieces(id);
+    expect(unpackLaterPieces(stored[0]?.later_pieces as Uint8Array, 4)).toHaveLength(2);
+    expect(stored[1]?.later_pieces).toBeNull();
+  });
+
   test('a piece of the wrong dimension writes nothing: no vector, no count, no pieces', async () => {
     const id = crypto.randomUUID();
     await store.createDatasetIndex(id, 4);
@@ -320,6 +386,52 @@ describe('ingestion, end to end', () => {
       expect(candidates[0]?.cosine).toBeCloseTo(1, 5);
     } finally {
       await t.close();
+    }
+  });
+
+  test('a dataset indexed before whole-chunk vectors gets its chunks’ later pieces after an upgrade, without a reindex', async () => {
+    const dataDir = tempDir();
+    const first = await createTestApp({}, dataDir);
+    const user = await first.user('pieces-upgrade');
+    const folder = join(dataDir, 'docs');
+    mkdirSync(folder, { recursive: true });
+    const long = Array.from({ length: 700 }, (_, index) => `term${index % 89}`).join(' ');
+    writeFileSync(join(folder, 'long.txt'), long);
+    writeFileSync(join(folder, 'short.txt'), 'term1 term2 term3');
+    const dataset = await Dataset.create(first, user, folder, {
+      embedder: 'openai:bge-small-en',
+      base_url: fake.url,
+      chunkSize: 6000,
+      chunkOverlap: 0,
+    });
+    await dataset.settled();
+    await first.close({ keepData: true });
+    // What an earlier knode left: one vector a chunk (its opening), the index in vector layout 1.
+    const stored = await stoppedDatabase(dataDir, { writable: true });
+    const chunks = testEngine === 'postgres' ? postgresTables(dataset.id).chunks : 'vector_chunks';
+    await sql`UPDATE ${sql.table(chunks)} SET later_pieces = NULL`.execute(stored.db);
+    await sql`UPDATE vector_indexes SET vector_layout = 1`.execute(stored.db);
+    await stored.close();
+    const requestsBefore = fake.requests.length;
+
+    const second = await createTestApp({}, dataDir);
+    try {
+      const store = second.services.vectorStore;
+      await waitFor('the later pieces', async () => ((await store.piecesComplete(dataset.id)) ? true : undefined));
+      const inputs = fake.requests
+        .slice(requestsBefore)
+        .filter((request) => request.path === '/v1/embeddings')
+        .flatMap((request) => (request.body?.input as string[]) ?? [])
+        .filter((input) => input.startsWith('term'));
+      // Only the long chunk's later pieces were embedded: not its opening, not the short file.
+      const pieces = cutPieces(long, { tokens: 512, tokensOf: (word) => Math.ceil(word.length / 3) });
+      expect(inputs).toEqual(pieces.slice(1));
+      const last = Float32Array.from(fakeEmbedding(pieces.at(-1) as string, 8));
+      const { candidates } = await store.candidates(dataset.id, last, '', 'vector', 10);
+      expect(Math.max(...candidates.map((candidate) => candidate.cosine ?? 0))).toBeCloseTo(1, 5);
+      expect((await new Dataset(second, user, dataset.id, folder).file('long.txt'))?.status).toBe('indexed');
+    } finally {
+      await second.close();
     }
   });
 });

@@ -1,12 +1,12 @@
 /**
  * Vectors over the whole chunk in the PostgreSQL store (issue 23, item 2), in-process on PGlite with
  * pgvector: a chunk's later pieces kept with it (`later_pieces`), each candidate's cosine raised to its
- * closest piece in every mode, the pieces gone with the chunk, and a dataset's chunk table made before
- * pieces gaining the column when the dataset starts. The SQLite store's side: chunk-pieces.test.ts.
+ * closest piece in every mode, the pieces gone with the chunk, a dataset's chunk table made before pieces
+ * gaining the column when the dataset starts, and an index made before pieces given them (its vector layout). The SQLite store's side: chunk-pieces.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Calibration } from '../src/vectors/calibration.ts';
-import { unpackLaterPieces } from '../src/vectors/piece-similarity.ts';
+import { packPieces, unpackLaterPieces } from '../src/vectors/piece-similarity.ts';
 import { postgresTables } from '../src/vectors/postgres/dataset-tables.ts';
 import { PostgresVectorStore } from '../src/vectors/postgres/store.ts';
 import type { ChunkSource, SearchOptions } from '../src/vectors/store.ts';
@@ -101,5 +101,33 @@ describe('later pieces in the PostgreSQL store', () => {
     await store.addVectorsOf(id, [{ fileKey: 'a.txt', from: waiting?.from as number, vectors: [[axis(0), axis(1)]] }]);
     expect((await storedPieces(id)).get('old chunk')).not.toBeNull();
     expect((await scores(id, axis(1), '', 'vector'))[0]?.[1]).toBeCloseTo(1 / (1 + Math.exp(-5)), 5);
+  });
+
+  test('an index made before pieces: its chunks without them are found, given them once, and the index moves on', async () => {
+    const id = await indexed(['one long chunk', 'a short one'], [[axis(0)], [axis(1)]]);
+    expect(await store.piecesComplete(id)).toBe(true);
+    await postgres.pglite.query('UPDATE vector_indexes SET vector_layout = 1 WHERE dataset_id = $1', [id]);
+    expect(await store.publish(await store.stage(id, 'b.txt', texts(['not embedded yet'])))).toBe(true);
+    await store.saveCalibration(id, {
+      embedder: 'use-lite',
+      fittedAt: '2026-11-26T00:00:00.000Z',
+      questions: 10,
+      unanswerable: 2,
+      chunkCount: 3,
+      calibration: PLAIN,
+    });
+    expect(await store.piecesComplete(id)).toBe(false);
+    const limits = { texts: 100, characters: 1_000_000 };
+    const waiting = await store.chunksWithoutPieces(id, 0, limits);
+    expect(waiting.map((row) => row.content)).toEqual(['one long chunk', 'a short one']);
+    const first = waiting[0]?.rowid as number;
+    expect((await store.chunksWithoutPieces(id, first, limits)).map((row) => row.content)).toEqual(['a short one']);
+    await store.addLaterPieces(id, [{ rowid: first, pieces: packPieces([axis(3)], 4) }]);
+    await store.addLaterPieces(id, [{ rowid: first, pieces: packPieces([axis(1)], 4) }]);
+    const { candidates } = await store.candidates(id, axis(3), '', 'vector', 10);
+    expect(candidates.find((candidate) => candidate.rowid === first)?.cosine).toBeCloseTo(1, 5);
+    await store.finishPieces(id);
+    expect(await store.piecesComplete(id)).toBe(true);
+    expect((await store.fittedCalibrations([id])).size).toBe(0);
   });
 });

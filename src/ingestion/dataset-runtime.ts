@@ -11,6 +11,7 @@ import type { ClaimedFile, FileRepository } from './files-repository.ts';
 import type { FolderSync } from './folder-sync.ts';
 import type { KeyedSourceHandle, KeyedSources } from './keyed-sources.ts';
 import { keyedQueue } from './keyed-sync.ts';
+import type { PieceBackfill } from './piece-backfill.ts';
 import type { IngestedDataset, IngestionDatasets } from './ports.ts';
 import { ProgressLog } from './progress-log.ts';
 import { type CheckedEntry, checkEntry, entryOf, type SelectedEntry } from './selection-entries.ts';
@@ -61,6 +62,8 @@ export interface DatasetRuntime {
   readonly jobs: Set<FileJob>;
   /** Searchable files waiting for their vectors (the embedding phase). */
   readonly lane: EmbeddingLane;
+  /** The later pieces of chunks indexed before whole-chunk vectors, made in the background once it runs. */
+  pieces?: PieceBackfill;
   readonly progress: ProgressLog;
   /** Set for a dataset whose documents are kept by key (a feed's items): they are read from it, not from `root`. */
   readonly keyed?: KeyedSources;
@@ -259,6 +262,7 @@ export class DatasetRuntimes {
     await this.openDocuments(runtime, row);
     if (runtime.stopped || closing.aborted) return; // stopped (or the engine closed) while the folder was scanned
     await embedding.resume(datasetId, runtime.lane);
+    if (!runtime.stopped) runtime.pieces = embedding.piecesFor(datasetId, embedder);
     await datasets.setStatus(datasetId, 'running', null, lease);
     const selection = runtime.entries.map((entry) => entry.path);
     log.info({ dataset: datasetId, selection, embedder: embedder.id }, 'dataset ingestion started');
@@ -430,7 +434,7 @@ export class DatasetRuntimes {
     for (const job of jobs) job.controller.abort(new Cancelled(cause));
     await Promise.all(runtime.entries.map((entry) => entry.watcher?.close()));
     await runtime.source?.close();
-    await Promise.allSettled([...jobs.map((job) => job.done), runtime.lane.stop()]);
+    await Promise.allSettled([...jobs.map((job) => job.done), runtime.lane.stop(), runtime.pieces?.stop()]);
     await runtime.serial.run(async () => undefined); // let a commit in progress finish
   }
 }

@@ -8,6 +8,7 @@ import { failFile } from './dataset-runtime.ts';
 import { EmbeddingLane, type EmbeddingLaneDeps, type LaneFile, type WindowLimits } from './embedding-lane.ts';
 import { EmbeddingScheduler, type SliceLimits } from './embedding-scheduler.ts';
 import type { FileRepository } from './files-repository.ts';
+import { PieceBackfill } from './piece-backfill.ts';
 import type { ProgressLog } from './progress-log.ts';
 import { SharedEmbedding, type SharedEmbeddingDeps } from './shared-embedding.ts';
 
@@ -72,6 +73,21 @@ export class EmbeddingPhase {
   /** Each chunk's vectors, one per piece its embedder can read (embeddings/pieces.ts), through the scheduler. */
   private embedChunks(datasetId: string, embedder: Embedder, texts: string[], signal: AbortSignal): Promise<ChunkVectors[]> {
     return embedChunks(texts, embedder.window, (pieces) => this.scheduler.embed(datasetId, embedder, pieces, signal));
+  }
+
+  /**
+   * Whole-chunk vectors for the dataset's chunks indexed before them, made in the background through the
+   * scheduler (piece-backfill.ts); nothing to do for an index in the current layout.
+   */
+  piecesFor(datasetId: string, embedder: Embedder): PieceBackfill {
+    return new PieceBackfill({
+      datasetId,
+      embedder,
+      store: this.deps.store,
+      log: this.deps.log,
+      window: EMBED_WINDOW,
+      embed: (texts, signal) => this.scheduler.embed(datasetId, embedder, texts, signal),
+    });
   }
 
   /** Starts cluster mode's shared embedding (once the engine that asks `holdsEmbedding` is whole). */

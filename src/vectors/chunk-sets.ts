@@ -210,6 +210,11 @@ export function readRows(
   const rows = sqlite
     .query('SELECT row_id AS rowid, content FROM vector_chunks WHERE row_id BETWEEN ? AND ? ORDER BY row_id LIMIT ?')
     .all(from, to, texts) as { rowid: number; content: string }[];
+  return readRowsWithin(rows, characters);
+}
+
+/** The first of `rows` whose texts add up to about `characters` (at least one row), as both engines read them back. */
+export function readRowsWithin<T extends { content: string }>(rows: T[], characters: number): T[] {
   let size = 0;
   for (const [index, row] of rows.entries()) {
     size += row.content.length;
@@ -234,14 +239,14 @@ export function addVectors(
   if (!set || firstRow < set.firstRow || firstRow > set.lastRow + 1) return undefined;
   if (firstRow !== set.firstRow + set.embedded) throw new Error(`vectors of ${fileKey} must be written in order`);
   if (firstRow + vectors.length - 1 > set.lastRow) throw new Error(`more vectors than ${fileKey} has chunks`);
-  const savePieces = sqlite.query('UPDATE vector_chunks SET later_pieces = ? WHERE row_id = ?');
+  const savePieces = laterPiecesWriter(sqlite);
   for (const [offset, pieces] of vectors.entries()) {
     const [opening] = pieces;
     if (!opening) throw new Error(`a chunk of ${fileKey} has no vector`);
     insertVector(sqlite, tables, dimension, firstRow + offset, opening);
     for (const piece of pieces) checkVector(piece, dimension);
     const later = packLaterPieces(pieces);
-    if (later) savePieces.run(later, firstRow + offset);
+    if (later) savePieces(firstRow + offset, later);
   }
   sqlite.query('UPDATE vector_sets SET embedded = embedded + ? WHERE id = ?').run(vectors.length, set.id);
   return { ...set, embedded: set.embedded + vectors.length };
@@ -257,6 +262,15 @@ function insertVector(sqlite: SqliteDatabase, tables: DatasetTables, dimension: 
   } else {
     sqlite.query(`INSERT INTO ${tables.vectors} (rowid, embedding) VALUES (?, ?)`).run(rowid, bytes);
   }
+}
+
+/**
+ * Writes a chunk's later pieces (piece-similarity.ts); a chunk gone, or with pieces already, is left as it is (a
+ * row's text never changes, nor do its pieces).
+ */
+export function laterPiecesWriter(sqlite: SqliteDatabase): (rowid: number, pieces: Uint8Array) => void {
+  const update = sqlite.query('UPDATE vector_chunks SET later_pieces = ? WHERE row_id = ? AND later_pieces IS NULL');
+  return (rowid, pieces) => void update.run(pieces, rowid);
 }
 
 export function checkVector(vector: Float32Array, dimension: number): void {

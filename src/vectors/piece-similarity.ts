@@ -15,12 +15,22 @@ import type { ChunkVectors } from '../embeddings/pieces.ts';
  * millisecond (scripts/bench/search.ts).
  */
 
+/**
+ * Which vectors an index's chunks have (`vector_indexes.vector_layout`): 1, each chunk's opening alone (every
+ * index made before whole-chunk vectors); 2, the later pieces too. A new index starts in 2; one in 1 gets its
+ * chunks' later pieces in the background (ingestion/piece-backfill.ts), then moves to 2.
+ */
+export const VECTOR_LAYOUT = 2;
+
 /** The later pieces of a chunk as stored; undefined when it has none (it fits in one piece). */
 export function packLaterPieces(vectors: ChunkVectors): Uint8Array | undefined {
-  if (vectors.length < 2) return undefined;
-  const dimension = (vectors[0] as Float32Array).length;
-  const packed = new Float32Array(dimension * (vectors.length - 1));
-  for (const [index, vector] of vectors.slice(1).entries()) {
+  return vectors.length < 2 ? undefined : packPieces(vectors.slice(1), (vectors[0] as Float32Array).length);
+}
+
+/** Vectors of `dimension` as stored: float32s, one vector after another. */
+export function packPieces(vectors: readonly Float32Array[], dimension: number): Uint8Array {
+  const packed = new Float32Array(dimension * vectors.length);
+  for (const [index, vector] of vectors.entries()) {
     if (vector.length !== dimension) throw new Error(`a piece's vector has ${vector.length} dimensions, the chunk's ${dimension}`);
     packed.set(vector, index * dimension);
   }

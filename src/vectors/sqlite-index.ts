@@ -3,6 +3,7 @@ import { type Clock, isoNow } from '../util/clock.ts';
 import { discardStaged, keywordInsert } from './chunk-sets.ts';
 import type { GarbageCollector } from './garbage-collector.ts';
 import { checkDimension, checkSameDimension } from './index-dimension.ts';
+import { VECTOR_LAYOUT } from './piece-similarity.ts';
 import type { StoreConnection } from './sqlite-connection.ts';
 import { type FencingLease, VectorIndexMissingError } from './store.ts';
 import {
@@ -69,8 +70,10 @@ export async function createIndex(
     for (const statement of createTablesSql(tables, dimension)) sqlite.run(statement);
     if (!existing) {
       sqlite
-        .query('INSERT INTO vector_indexes (dataset_id, dimension, chunk_count, keyword_layout, created_at) VALUES (?, ?, 0, ?, ?)')
-        .run(tables.datasetId, dimension, KEYWORD_LAYOUT, isoNow(clock));
+        .query(
+          'INSERT INTO vector_indexes (dataset_id, dimension, chunk_count, keyword_layout, vector_layout, created_at) VALUES (?, ?, 0, ?, ?, ?)',
+        )
+        .run(tables.datasetId, dimension, KEYWORD_LAYOUT, VECTOR_LAYOUT, isoNow(clock));
     }
     discardStaged(sqlite, tables);
   }, lease);

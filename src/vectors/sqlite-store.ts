@@ -8,6 +8,7 @@ import { StoreConnection } from './sqlite-connection.ts';
 import { sqliteGarbageCollector } from './sqlite-garbage.ts';
 import { createIndex, diskUse, dropIndex } from './sqlite-index.ts';
 import { neighbours } from './sqlite-neighbours.ts';
+import { addLaterPieces, chunksWithoutPieces, finishPieces, piecesComplete } from './sqlite-pieces.ts';
 import { candidates, search } from './sqlite-search.ts';
 import { sqliteStaging } from './sqlite-staging.ts';
 import { addVectorsOf, filesToEmbed, unembeddedOf } from './sqlite-vector-progress.ts';
@@ -17,6 +18,7 @@ import type {
   ChunkNeighbours,
   EmbeddingProgress,
   FencingLease,
+  LaterPieces,
   ReadLimits,
   SearchHit,
   SearchOptions,
@@ -81,6 +83,23 @@ export class SqliteVectorStore extends StagingVectorStore<ChunkSet> implements V
 
   async addVectorsOf(datasetId: string, parts: readonly VectorPart[]): Promise<(EmbeddingProgress | undefined)[]> {
     return addVectorsOf(this.connection, datasetId, parts);
+  }
+
+  async piecesComplete(datasetId: string): Promise<boolean> {
+    return piecesComplete(this.connection, datasetId);
+  }
+
+  async chunksWithoutPieces(datasetId: string, after: number, limits: ReadLimits): Promise<{ rowid: number; content: string }[]> {
+    return chunksWithoutPieces(this.connection, datasetId, after, limits);
+  }
+
+  async addLaterPieces(_datasetId: string, chunks: readonly LaterPieces[]): Promise<void> {
+    // Row ids are unique across the datasets of the one database.
+    await addLaterPieces(this.connection, chunks);
+  }
+
+  async finishPieces(datasetId: string): Promise<void> {
+    await finishPieces(this.connection, datasetId);
   }
 
   async search(

@@ -107,6 +107,12 @@ export interface VectorPart {
   readonly vectors: readonly ChunkVectors[];
 }
 
+/** A chunk's later pieces, as stored (piece-similarity.ts, packLaterPieces). */
+export interface LaterPieces {
+  readonly rowid: number;
+  readonly pieces: Uint8Array;
+}
+
 /** How much text the embedding lane reads back at once. */
 export interface ReadLimits {
   readonly texts: number;
@@ -217,6 +223,20 @@ export interface VectorStore extends CalibrationSource {
    * chunks are no longer the file's visible ones.
    */
   addVectorsOf(datasetId: string, parts: readonly VectorPart[]): Promise<(EmbeddingProgress | undefined)[]>;
+
+  // The later pieces of chunks embedded before whole-chunk vectors (ingestion/piece-backfill.ts).
+
+  /** Whether every chunk of the dataset was embedded with its pieces (piece-similarity.ts, VECTOR_LAYOUT). */
+  piecesComplete(datasetId: string): Promise<boolean>;
+  /**
+   * The visible chunks after row `after` that have their vector and no later pieces, in row order, within
+   * `limits` (chunks that fit in one piece among them: only their text says so).
+   */
+  chunksWithoutPieces(datasetId: string, after: number, limits: ReadLimits): Promise<{ rowid: number; content: string }[]>;
+  /** Stores chunks' later pieces; a chunk gone, or with pieces already, is left as it is. Never fenced: the same text gives the same pieces. */
+  addLaterPieces(datasetId: string, chunks: readonly LaterPieces[]): Promise<void>;
+  /** Moves the index to the current vector layout and drops the dataset's own calibration (fitted on openings), to be fitted again. */
+  finishPieces(datasetId: string): Promise<void>;
 
   // Search.
 

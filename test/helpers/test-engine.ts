@@ -109,15 +109,16 @@ export async function dropEngineData(dataDir: string): Promise<void> {
 
 /**
  * The database of `dataDir` while no app has it open (closed with `keepData`, not yet restarted), to read what
- * the stopped app left: the data folder's SQLite file read-only, or the folder's PostgreSQL database.
+ * the stopped app left (or, `writable`, to make it look like an older knode's): the data folder's SQLite file,
+ * read-only unless `writable`, or the folder's PostgreSQL database.
  */
-export async function stoppedDatabase(dataDir: string): Promise<{ db: Db; close(): Promise<void> }> {
+export async function stoppedDatabase(dataDir: string, { writable = false } = {}): Promise<{ db: Db; close(): Promise<void> }> {
   const database = databases.get(dataDir);
   if (database !== undefined && cluster !== undefined) {
     const { postgres } = await cluster;
     return openPostgresDatabase(databaseUrl(postgres, database));
   }
-  const sqlite = new SqliteDatabase(join(dataDir, 'knode.db'), { readonly: true });
+  const sqlite = new SqliteDatabase(join(dataDir, 'knode.db'), writable ? {} : { readonly: true });
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: kyselyAdapter(sqlite) }) });
   return { db, close: () => db.destroy() };
 }

@@ -22,6 +22,7 @@ import * as settlementReplica from './0020-settlement-replica.ts';
 import * as datasetSelections from './0021-dataset-selections.ts';
 import * as tunnelStates from './0022-tunnel-states.ts';
 import * as laterPieces from './0023-later-pieces.ts';
+import * as vectorLayout from './0024-vector-layout.ts';
 
 /**
  * Every migration, in order. They are imported (not read from disk) so the compiled binary carries them.
@@ -51,4 +52,5 @@ export const migrations: Record<string, Migration> = {
   '0021-dataset-selections': datasetSelections,
   '0022-tunnel-states': tunnelStates,
   '0023-later-pieces': laterPieces,
+  '0024-vector-layout': vectorLayout,
 };

@@ -1,5 +1,5 @@
 import type { ChunkVectors } from '../../embeddings/pieces.ts';
-import type { ChunkSet, HiddenRange } from '../chunk-sets.ts';
+import { type ChunkSet, type HiddenRange, readRowsWithin } from '../chunk-sets.ts';
 import { packLaterPieces } from '../piece-similarity.ts';
 import { VectorIndexMissingError } from '../store.ts';
 import { jsonRows, type Query } from './connection.ts';
@@ -266,12 +266,7 @@ export async function readRows(
       [from, to, texts],
     )
   ).map((row) => ({ rowid: Number(row.rowid), content: row.content }));
-  let size = 0;
-  for (const [index, row] of rows.entries()) {
-    size += row.content.length;
-    if (size > characters && index > 0) return rows.slice(0, index);
-  }
-  return rows;
+  return readRowsWithin(rows, characters);
 }
 
 /**
@@ -317,8 +312,11 @@ async function insertVectors(
   );
 }
 
-/** The chunks' later pieces (piece-similarity.ts), in one statement; nothing for chunks that fit in one piece. */
-async function saveLaterPieces(
+/**
+ * The chunks' later pieces (../piece-similarity.ts), in one statement; nothing for chunks that fit in one piece.
+ * A chunk gone, or with pieces already, is left as it is (a row's text never changes).
+ */
+export async function saveLaterPieces(
   query: Query,
   tables: PostgresTables,
   rows: readonly { rowid: number; later: Uint8Array | undefined }[],
@@ -327,7 +325,7 @@ async function saveLaterPieces(
   if (withPieces.length === 0) return;
   await query(
     `UPDATE ${tables.chunks} c SET later_pieces = decode(e->>1, 'base64') FROM json_array_elements($1::text::json) e ` +
-      'WHERE c.row_id = (e->>0)::bigint',
+      'WHERE c.row_id = (e->>0)::bigint AND c.later_pieces IS NULL',
     [jsonRows(withPieces.map(({ rowid, later }) => [rowid, Buffer.from(later as Uint8Array).toString('base64')]))],
   );
 }

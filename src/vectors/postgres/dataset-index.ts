@@ -1,6 +1,7 @@
 import { type Clock, isoNow } from '../../util/clock.ts';
 import type { GarbageCollector } from '../garbage-collector.ts';
 import { checkDimension, checkSameDimension } from '../index-dimension.ts';
+import { VECTOR_LAYOUT } from '../piece-similarity.ts';
 import type { FencingLease } from '../store.ts';
 import { discardStaged, inKnownLayout, readIndex } from './chunk-sets.ts';
 import { jsonRows, type PostgresConnection, type Query } from './connection.ts';
@@ -43,17 +44,18 @@ export async function createIndex(
     checkSameDimension(datasetId, existing, dimension);
     if (existing) inKnownLayout(tables, existing);
     for (const statement of createKeywordTablesSql(tables)) await query(statement);
+    // A chunk table made before chunks had later pieces (../piece-similarity.ts) gains the column, empty. Only when
+    // missing, as below.
+    if (!(await hasColumn(query, tables.chunks, 'later_pieces'))) await query(`ALTER TABLE ${tables.chunks} ADD COLUMN later_pieces BYTEA`);
     // Only when missing: its ALTER TABLE would lock the vectors out of every search at each start.
     if (withVectors && !(await hasVectorTable(query, tables))) {
       for (const statement of createVectorTableSql(tables, dimension)) await query(statement);
     }
     if (!existing) {
-      await query('INSERT INTO vector_indexes (dataset_id, dimension, postings_layout, created_at) VALUES ($1, $2, $3, $4)', [
-        tables.datasetId,
-        dimension,
-        POSTINGS_LAYOUT,
-        isoNow(clock),
-      ]);
+      await query(
+        'INSERT INTO vector_indexes (dataset_id, dimension, postings_layout, vector_layout, created_at) VALUES ($1, $2, $3, $4, $5)',
+        [tables.datasetId, dimension, POSTINGS_LAYOUT, VECTOR_LAYOUT, isoNow(clock)],
+      );
     }
     await discardStaged(query, tables);
   }, lease);
@@ -90,6 +92,14 @@ export async function diskUse(connection: PostgresConnection, datasetId: string)
 /** Whether the dataset's vectors have a table (pgvector was there when the dataset last started). */
 async function hasVectorTable(query: Query, tables: PostgresTables): Promise<boolean> {
   const [row] = await query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [tables.embeddings]);
+  return row?.present === true;
+}
+
+async function hasColumn(query: Query, table: string, column: string): Promise<boolean> {
+  const [row] = await query<{ present: boolean }>(
+    'SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = $2 AND NOT attisdropped) AS present',
+    [table, column],
+  );
   return row?.present === true;
 }
 

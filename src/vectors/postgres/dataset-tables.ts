@@ -80,8 +80,6 @@ export function createKeywordTablesSql(tables: PostgresTables): string[] {
       tokens INTEGER NOT NULL,
       later_pieces BYTEA
     )`,
-    // A table made before chunks had later pieces (piece-similarity.ts) gains the column, empty.
-    `ALTER TABLE ${tables.chunks} ADD COLUMN IF NOT EXISTS later_pieces BYTEA`,
     // Terms compare by their bytes, as FTS5's do. `first_row`..`last_row` are the write's rows (the
     // garbage collector deletes whole writes); `offsets` the rows holding the term, from `first_row`.
     `CREATE TABLE IF NOT EXISTS ${tables.postings} (

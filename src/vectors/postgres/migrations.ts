@@ -50,9 +50,20 @@ const postingsLayout: Migration = {
   },
 };
 
+/**
+ * Which vectors a dataset's chunks have (../piece-similarity.ts, VECTOR_LAYOUT), as in the SQLite store (its
+ * migration 0024): indexes made before whole-chunk vectors are in layout 1 until their later pieces are made.
+ */
+const vectorLayout: Migration = {
+  async up(db: Kysely<unknown>): Promise<void> {
+    await sql`ALTER TABLE vector_indexes ADD COLUMN vector_layout INTEGER NOT NULL DEFAULT 1`.execute(db);
+  },
+};
+
 const vectorStoreMigrations: Record<string, Migration> = {
   '0001-store-tables': storeTables,
   '0002-postings-layout': postingsLayout,
+  '0003-vector-layout': vectorLayout,
 };
 
 /** Brings the store's tables to the newest migration (replicas starting together: the migrator's lock). */

@@ -8,6 +8,7 @@ import type {
   ChunkNeighbours,
   EmbeddingProgress,
   FencingLease,
+  LaterPieces,
   ReadLimits,
   SearchHit,
   SearchOptions,
@@ -24,6 +25,7 @@ import { postgresGarbageCollector } from './garbage.ts';
 import { migrateVectorStore } from './migrations.ts';
 import { neighbours } from './neighbours.ts';
 import { ensurePgvector, type PgvectorSupport } from './pgvector.ts';
+import { addLaterPieces, chunksWithoutPieces, finishPieces, piecesComplete } from './pieces.ts';
 import { candidates, search } from './search.ts';
 import { postgresStaging } from './staging.ts';
 import { addVectorsOf, filesToEmbed, unembeddedOf } from './vector-progress.ts';
@@ -111,6 +113,22 @@ export class PostgresVectorStore extends StagingVectorStore<ChunkSet> implements
 
   async addVectorsOf(datasetId: string, parts: readonly VectorPart[]): Promise<(EmbeddingProgress | undefined)[]> {
     return addVectorsOf(this.connection, datasetId, parts, this.vectorsMissing);
+  }
+
+  async piecesComplete(datasetId: string): Promise<boolean> {
+    return piecesComplete(this.connection, datasetId);
+  }
+
+  async chunksWithoutPieces(datasetId: string, after: number, limits: ReadLimits): Promise<{ rowid: number; content: string }[]> {
+    return chunksWithoutPieces(this.connection, datasetId, after, limits);
+  }
+
+  async addLaterPieces(datasetId: string, chunks: readonly LaterPieces[]): Promise<void> {
+    await addLaterPieces(this.connection, datasetId, chunks);
+  }
+
+  async finishPieces(datasetId: string): Promise<void> {
+    await finishPieces(this.connection, datasetId);
   }
 
   async search(
