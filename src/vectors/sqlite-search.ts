@@ -96,8 +96,9 @@ function candidatesNow(
     }
   }
   if (mode === 'hybrid' && query) completeSignals(sqlite, tables, index, { query, keyword, bm25, cosines });
-  const { files, pieces } = chunkRowsOf(sqlite, foundRows(bm25, cosines));
-  if (queryEmbedding && vectorSide) raiseToBestPiece(cosines, pieces, queryEmbedding);
+  const withPieces = queryEmbedding !== undefined && vectorSide;
+  const { files, pieces } = chunkRowsOf(sqlite, foundRows(bm25, cosines), withPieces);
+  if (withPieces) raiseToBestPiece(cosines, pieces, queryEmbedding);
   const matched = keyword ? matchedWeights(sqlite, tables, keyword, [...bm25.keys()]) : new Map<number, number>();
   return assembleCandidates({ bm25, cosines, files, matched, words: keyword?.words, chunkCount: index.chunkCount });
 }
@@ -162,13 +163,19 @@ function visibleByExactScan(
     .all(query, ...outside.params, wanted) as Neighbour[];
 }
 
-/** The file of each row, and the later pieces of those that have some (piece-similarity.ts). */
-function chunkRowsOf(sqlite: SqliteDatabase, rowids: readonly number[]): { files: Map<number, string>; pieces: Map<number, Uint8Array> } {
+/** The file of each row, and (`withPieces`) the later pieces of those that have some (piece-similarity.ts). */
+function chunkRowsOf(
+  sqlite: SqliteDatabase,
+  rowids: readonly number[],
+  withPieces: boolean,
+): { files: Map<number, string>; pieces: Map<number, Uint8Array> } {
   const files = new Map<number, string>();
   const pieces = new Map<number, Uint8Array>();
   if (rowids.length === 0) return { files, pieces };
   const rows = sqlite
-    .query(`SELECT row_id, file_key, later_pieces FROM vector_chunks WHERE row_id IN (${rowids.map(() => '?').join(', ')})`)
+    .query(
+      `SELECT row_id, file_key, ${withPieces ? 'later_pieces' : 'NULL AS later_pieces'} FROM vector_chunks WHERE row_id IN (${rowids.map(() => '?').join(', ')})`,
+    )
     .all(...rowids) as { row_id: number; file_key: string; later_pieces: Uint8Array | null }[];
   for (const row of rows) {
     files.set(row.row_id, row.file_key);

@@ -103,7 +103,7 @@ async function candidatesNow(
     }
   }
   if (mode === 'hybrid' && target) await completeSignals(query, tables, index.dimension, { target, keyword, held, bm25, cosines });
-  const { files, pieces } = await chunkRowsOf(query, tables, foundRows(bm25, cosines));
+  const { files, pieces } = await chunkRowsOf(query, tables, foundRows(bm25, cosines), target !== undefined);
   if (target) raiseToBestPiece(cosines, pieces, target);
   const matched = keyword ? matchedWeights(keyword, held, [...bm25.keys()]) : new Map<number, number>();
   return assembleCandidates({ bm25, cosines, files, matched, words: keyword?.words, chunkCount: index.chunkCount });
@@ -133,17 +133,18 @@ async function completeSignals(
   for (const [rowid, score] of await keywordScoresOf(query, tables, keyword, unscored, held)) bm25.set(rowid, score);
 }
 
-/** The file of each row, and the later pieces of those that have some (../piece-similarity.ts). */
+/** The file of each row, and (`withPieces`) the later pieces of those that have some (../piece-similarity.ts). */
 async function chunkRowsOf(
   query: Query,
   tables: PostgresTables,
   rowids: readonly number[],
+  withPieces: boolean,
 ): Promise<{ files: Map<number, string>; pieces: Map<number, Uint8Array> }> {
   const files = new Map<number, string>();
   const pieces = new Map<number, Uint8Array>();
   if (rowids.length === 0) return { files, pieces };
   const rows = await query<{ row_id: number; file_key: string; later_pieces: Uint8Array | null }>(
-    `SELECT row_id, file_key, later_pieces FROM ${tables.chunks} WHERE row_id ${anyRow(1)}`,
+    `SELECT row_id, file_key, ${withPieces ? 'later_pieces' : 'NULL AS later_pieces'} FROM ${tables.chunks} WHERE row_id ${anyRow(1)}`,
     [jsonRows(rowids)],
   );
   for (const row of rows) {
