@@ -42,6 +42,12 @@ const DOCUMENTS = {
   'birds.json': 'Puffins nest in burrows on the northern cliffs.',
 } as const;
 
+/** About 700 characters before the recipe's sentence, so that its chunk needs several USE-lite windows. */
+const RECIPE_PREAMBLE = Array.from(
+  { length: 12 },
+  (_, index) => `Step ${index + 1}: weigh the flour, water and salt, mix them by hand and let the bowl rest.`,
+).join(' ');
+
 let current = 'setting up';
 const done: string[] = [];
 
@@ -89,7 +95,8 @@ async function writeDocuments(folder: string): Promise<void> {
     `<html><head><title>Garden</title></head><body><p>${DOCUMENTS['garden.html']}</p></body></html>`,
   );
   writeFileSync(join(folder, 'notes.md'), `# Notes\n\n${DOCUMENTS['notes.md']}\n`);
-  writeFileSync(join(folder, 'recipe.txt'), `${DOCUMENTS['recipe.txt']}\n`);
+  // Longer than USE-lite's 128 tokens: embedded as pieces, its window counted by the tokenizer the binary embeds.
+  writeFileSync(join(folder, 'recipe.txt'), `${RECIPE_PREAMBLE}\n${DOCUMENTS['recipe.txt']}\n`);
   writeFileSync(join(folder, 'ledger.xlsx'), await buildXlsx([{ name: 'Ledger', rows: [['Note'], [DOCUMENTS['ledger.xlsx']]] }]));
   writeFileSync(join(folder, 'tides.csv'), `Note\n"${DOCUMENTS['tides.csv']}"\n`);
   writeFileSync(join(folder, 'birds.json'), JSON.stringify([{ note: DOCUMENTS['birds.json'] }]));
@@ -179,7 +186,8 @@ async function exercise(knode: RunningKnode, scratch: string): Promise<void> {
   await step('ingest and search with an ONNX embedder (transformers.js, ONNX Runtime)', async () => {
     const folder = join(scratch, 'onnx-documents');
     mkdirSync(folder, { recursive: true });
-    writeFileSync(join(folder, 'recipe.txt'), `${DOCUMENTS['recipe.txt']}\n`);
+    // Longer than USE-lite's 128 tokens: embedded as pieces, its window counted by the tokenizer the binary embeds.
+    writeFileSync(join(folder, 'recipe.txt'), `${RECIPE_PREAMBLE}\n${DOCUMENTS['recipe.txt']}\n`);
     const onnx = await makeOnnxEmbedder(join(scratch, 'models', 'onnx-embedder'));
     const created = await api.call<Dataset>(
       'POST',
