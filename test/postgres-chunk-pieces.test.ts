@@ -126,8 +126,11 @@ describe('later pieces in the PostgreSQL store', () => {
     await store.addLaterPieces(id, [{ rowid: first, pieces: packPieces([axis(1)], 4) }]);
     const { candidates } = await store.candidates(id, axis(3), '', 'vector', 10);
     expect(candidates.find((candidate) => candidate.rowid === first)?.cosine).toBeCloseTo(1, 5);
-    await store.finishPieces(id);
+    // No chunk got pieces: the calibration stands. Some did: it is dropped, to be fitted again.
+    await store.finishPieces(id, false);
     expect(await store.piecesComplete(id)).toBe(true);
+    expect((await store.fittedCalibrations([id])).size).toBe(1);
+    await store.finishPieces(id, true);
     expect((await store.fittedCalibrations([id])).size).toBe(0);
   });
 });

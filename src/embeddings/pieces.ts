@@ -33,8 +33,9 @@ export const MAX_PIECES = 16;
  * A text that fits is returned whole, as it is.
  */
 export function cutPieces(text: string, window: EmbedderWindow): string[] {
-  // A token covers at least one character, so a text no longer than the window fits without counting.
-  if (text.length <= window.tokens) return [text];
+  // A token covers at least a byte of UTF-8 (byte-level BPE), and a UTF-16 unit is at most three: a text this
+  // short fits without counting.
+  if (text.length * 3 <= window.tokens) return [text];
   const pieces: string[] = [];
   let piece = '';
   let used = 0;

@@ -11,7 +11,7 @@ import type { WindowLimits } from './embedding-lane.ts';
  * its chunks with a vector and no later pieces are read back a window at a time, in row order; those longer than
  * the embedder's window get the vectors of their later pieces (their opening's vector stays as it is), which are
  * stored; once none is left the index moves to the current layout, and the dataset's own calibration, fitted on
- * the openings' cosines, is dropped to be fitted again (datasets/calibrator.ts). Chunks embedded meanwhile by the
+ * the openings' cosines, is dropped to be fitted again (datasets/calibrator.ts) if some chunk got pieces. Chunks embedded meanwhile by the
  * lane come with their pieces already.
  *
  * It embeds through the lanes' scheduler (slices in turns across datasets, held back by keyword first). A stop
@@ -87,7 +87,7 @@ export class PieceBackfill {
       }
       after = last.rowid;
     }
-    await store.finishPieces(datasetId);
+    await store.finishPieces(datasetId, pieced > 0);
     log.info({ dataset: datasetId, chunks: pieced }, 'every chunk indexed before whole-chunk vectors has its later pieces');
   }
 }

@@ -54,13 +54,13 @@ export async function addLaterPieces(connection: StoreConnection, chunks: readon
 }
 
 /**
- * Moves the index to the current vector layout, and drops the dataset's own calibration, fitted on its openings'
- * cosines, so that it is fitted again (datasets/calibrator.ts).
+ * Moves the index to the current vector layout; when some chunk got pieces (`changed`), drops the dataset's own
+ * calibration, fitted on its openings' cosines, so that it is fitted again (datasets/calibrator.ts).
  */
-export async function finishPieces(connection: StoreConnection, datasetId: string): Promise<void> {
+export async function finishPieces(connection: StoreConnection, datasetId: string, changed: boolean): Promise<void> {
   const tables = datasetTables(datasetId);
   await connection.write((sqlite) => {
     sqlite.query('UPDATE vector_indexes SET vector_layout = ? WHERE dataset_id = ?').run(VECTOR_LAYOUT, tables.datasetId);
-    sqlite.query('DELETE FROM vector_calibrations WHERE dataset_id = ?').run(tables.datasetId);
+    if (changed) sqlite.query('DELETE FROM vector_calibrations WHERE dataset_id = ?').run(tables.datasetId);
   });
 }

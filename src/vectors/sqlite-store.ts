@@ -98,8 +98,8 @@ export class SqliteVectorStore extends StagingVectorStore<ChunkSet> implements V
     await addLaterPieces(this.connection, chunks);
   }
 
-  async finishPieces(datasetId: string): Promise<void> {
-    await finishPieces(this.connection, datasetId);
+  async finishPieces(datasetId: string, changed: boolean): Promise<void> {
+    await finishPieces(this.connection, datasetId, changed);
   }
 
   async search(

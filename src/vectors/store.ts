@@ -235,8 +235,11 @@ export interface VectorStore extends CalibrationSource {
   chunksWithoutPieces(datasetId: string, after: number, limits: ReadLimits): Promise<{ rowid: number; content: string }[]>;
   /** Stores chunks' later pieces; a chunk gone, or with pieces already, is left as it is. Never fenced: the same text gives the same pieces. */
   addLaterPieces(datasetId: string, chunks: readonly LaterPieces[]): Promise<void>;
-  /** Moves the index to the current vector layout and drops the dataset's own calibration (fitted on openings), to be fitted again. */
-  finishPieces(datasetId: string): Promise<void>;
+  /**
+   * Moves the index to the current vector layout; `changed` (some chunk got pieces): also drops the dataset's own
+   * calibration, fitted on the openings' cosines, to be fitted again.
+   */
+  finishPieces(datasetId: string, changed: boolean): Promise<void>;
 
   // Search.
 

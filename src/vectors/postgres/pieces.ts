@@ -55,10 +55,10 @@ export async function addLaterPieces(connection: PostgresConnection, datasetId: 
   );
 }
 
-export async function finishPieces(connection: PostgresConnection, datasetId: string): Promise<void> {
+export async function finishPieces(connection: PostgresConnection, datasetId: string, changed: boolean): Promise<void> {
   const tables = postgresTables(datasetId);
   await connection.write(async (query) => {
     await query('UPDATE vector_indexes SET vector_layout = $1 WHERE dataset_id = $2', [VECTOR_LAYOUT, tables.datasetId]);
-    await query('DELETE FROM vector_calibrations WHERE dataset_id = $1', [tables.datasetId]);
+    if (changed) await query('DELETE FROM vector_calibrations WHERE dataset_id = $1', [tables.datasetId]);
   });
 }

@@ -127,8 +127,8 @@ export class PostgresVectorStore extends StagingVectorStore<ChunkSet> implements
     await addLaterPieces(this.connection, datasetId, chunks);
   }
 
-  async finishPieces(datasetId: string): Promise<void> {
-    await finishPieces(this.connection, datasetId);
+  async finishPieces(datasetId: string, changed: boolean): Promise<void> {
+    await finishPieces(this.connection, datasetId, changed);
   }
 
   async search(
