@@ -15,11 +15,11 @@ import { datasetTables } from './tables.ts';
 export async function piecesComplete(connection: StoreConnection, datasetId: string): Promise<boolean> {
   const tables = datasetTables(datasetId);
   return connection.read((sqlite) => {
+    requireIndex(sqlite, tables);
     const row = sqlite.query('SELECT vector_layout AS layout FROM vector_indexes WHERE dataset_id = ?').get(tables.datasetId) as {
       layout: number;
-    } | null;
-    requireIndex(sqlite, tables);
-    return (row?.layout ?? 0) >= VECTOR_LAYOUT;
+    };
+    return row.layout >= VECTOR_LAYOUT;
   });
 }
 
