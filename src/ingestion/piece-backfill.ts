@@ -10,9 +10,9 @@ import type { WindowLimits } from './embedding-lane.ts';
  * ../vectors/piece-similarity.ts), made in the background while it runs, so that an upgrade needs no reindex:
  * its chunks with a vector and no later pieces are read back a window at a time, in row order; those longer than
  * the embedder's window get the vectors of their later pieces (their opening's vector stays as it is), which are
- * stored; once none is left the index moves to the current layout, and the dataset's own calibration, fitted on
- * the openings' cosines, is dropped to be fitted again (datasets/calibrator.ts) if some chunk got pieces. Chunks embedded meanwhile by the
- * lane come with their pieces already.
+ * stored; once none is left the index moves to the current layout, and (if some chunk got pieces) the dataset's
+ * own calibration, fitted on the openings' cosines, is dropped to be fitted again (datasets/calibrator.ts). Chunks
+ * embedded meanwhile by the lane come with their pieces already.
  *
  * It embeds through the lanes' scheduler (slices in turns across datasets, held back by keyword first). A stop
  * abandons the window in flight; the next start begins again from the first chunk still without pieces (those
