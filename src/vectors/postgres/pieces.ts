@@ -29,18 +29,25 @@ export async function chunksWithoutPieces(
   limits: ReadLimits,
 ): Promise<{ rowid: number; content: string }[]> {
   const tables = postgresTables(datasetId);
-  const rows = await connection.read((query) =>
-    query<{ rowid: number; content: string }>(
-      `SELECT c.row_id AS rowid, c.content FROM vector_sets s JOIN ${tables.chunks} c ` +
-        'ON c.row_id BETWEEN s.first_row AND s.first_row + s.embedded - 1 ' +
-        "WHERE s.dataset_id = $1 AND s.state = 'visible' AND c.row_id > $2 AND c.later_pieces IS NULL ORDER BY c.row_id LIMIT $3",
-      [tables.datasetId, after, limits.texts],
-    ),
-  );
-  return readRowsWithin(
-    rows.map((row) => ({ rowid: Number(row.rowid), content: row.content })),
-    limits.characters,
-  );
+  // Set by set, each a range of row ids, as in the SQLite store: each call reads what it returns.
+  const rows = await connection.read(async (query) => {
+    const sets = await query<{ first: number; last: number }>(
+      'SELECT first_row AS first, first_row + embedded - 1 AS last FROM vector_sets ' +
+        "WHERE dataset_id = $1 AND state = 'visible' AND embedded > 0 AND first_row + embedded - 1 > $2 ORDER BY first_row",
+      [tables.datasetId, after],
+    );
+    const found: { rowid: number; content: string }[] = [];
+    for (const set of sets) {
+      if (found.length >= limits.texts) break;
+      const read = await query<{ rowid: number; content: string }>(
+        `SELECT row_id AS rowid, content FROM ${tables.chunks} WHERE row_id BETWEEN $1 AND $2 AND later_pieces IS NULL ORDER BY row_id LIMIT $3`,
+        [Math.max(Number(set.first), after + 1), Number(set.last), limits.texts - found.length],
+      );
+      for (const row of read) found.push({ rowid: Number(row.rowid), content: row.content });
+    }
+    return found;
+  });
+  return readRowsWithin(rows, limits.characters);
 }
 
 export async function addLaterPieces(connection: PostgresConnection, datasetId: string, chunks: readonly LaterPieces[]): Promise<void> {
