@@ -33,11 +33,15 @@ export interface IndexRow {
   readonly chunkCount: number;
   /** The columns of the keyword table (tables.ts, KEYWORD_LAYOUT). */
   readonly keywordLayout: number;
+  /** Which vectors its chunks have (piece-similarity.ts, VECTOR_LAYOUT). */
+  readonly vectorLayout: number;
 }
 
 export function readIndex(sqlite: SqliteDatabase, tables: DatasetTables): IndexRow | undefined {
   const row = sqlite
-    .query('SELECT dimension, chunk_count AS chunkCount, keyword_layout AS keywordLayout FROM vector_indexes WHERE dataset_id = ?')
+    .query(
+      'SELECT dimension, chunk_count AS chunkCount, keyword_layout AS keywordLayout, vector_layout AS vectorLayout FROM vector_indexes WHERE dataset_id = ?',
+    )
     .get(tables.datasetId) as IndexRow | null;
   return row ?? undefined;
 }

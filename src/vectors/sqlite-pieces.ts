@@ -14,13 +14,7 @@ import { datasetTables } from './tables.ts';
 /** Whether the dataset's index is in the current vector layout (every chunk embedded with its pieces). */
 export async function piecesComplete(connection: StoreConnection, datasetId: string): Promise<boolean> {
   const tables = datasetTables(datasetId);
-  return connection.read((sqlite) => {
-    requireIndex(sqlite, tables);
-    const row = sqlite.query('SELECT vector_layout AS layout FROM vector_indexes WHERE dataset_id = ?').get(tables.datasetId) as {
-      layout: number;
-    };
-    return row.layout >= VECTOR_LAYOUT;
-  });
+  return connection.read((sqlite) => requireIndex(sqlite, tables).vectorLayout >= VECTOR_LAYOUT);
 }
 
 /**

@@ -28,6 +28,8 @@ export interface IndexRow {
   readonly keywordTokens: number;
   /** dataset-tables.ts, POSTINGS_LAYOUT. */
   readonly postingsLayout: number;
+  /** Which vectors its chunks have (../piece-similarity.ts, VECTOR_LAYOUT). */
+  readonly vectorLayout: number;
 }
 
 /** A chunk ready to be written: checked, its metadata serialised, its keyword fields tokenized. */
@@ -42,7 +44,7 @@ export interface PreparedChunk {
 const SET_COLUMNS = 'id, file_key AS "fileKey", first_row AS "firstRow", last_row AS "lastRow", count, embedded, state FROM vector_sets';
 const INDEX_COLUMNS =
   'dimension, chunk_count AS "chunkCount", keyword_rows AS "keywordRows", keyword_tokens AS "keywordTokens", ' +
-  'postings_layout AS "postingsLayout" FROM vector_indexes';
+  'postings_layout AS "postingsLayout", vector_layout AS "vectorLayout" FROM vector_indexes';
 
 export async function readIndex(query: Query, tables: PostgresTables): Promise<IndexRow | undefined> {
   const [row] = await query<IndexRow>(`SELECT ${INDEX_COLUMNS} WHERE dataset_id = $1`, [tables.datasetId]);
@@ -365,6 +367,7 @@ const NUMERIC_FIELDS = [
   'keywordRows',
   'keywordTokens',
   'postingsLayout',
+  'vectorLayout',
   'first',
   'last',
   'vectors',

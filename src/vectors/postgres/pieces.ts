@@ -13,13 +13,7 @@ import { postgresTables } from './dataset-tables.ts';
 
 export async function piecesComplete(connection: PostgresConnection, datasetId: string): Promise<boolean> {
   const tables = postgresTables(datasetId);
-  return connection.read(async (query) => {
-    await requireIndex(query, tables);
-    const [row] = await query<{ layout: number }>('SELECT vector_layout AS layout FROM vector_indexes WHERE dataset_id = $1', [
-      tables.datasetId,
-    ]);
-    return Number(row?.layout ?? 0) >= VECTOR_LAYOUT;
-  });
+  return connection.read(async (query) => (await requireIndex(query, tables)).vectorLayout >= VECTOR_LAYOUT);
 }
 
 export async function chunksWithoutPieces(
