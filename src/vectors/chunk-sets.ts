@@ -244,7 +244,7 @@ export function addVectors(
     const [opening] = pieces;
     if (!opening) throw new Error(`a chunk of ${fileKey} has no vector`);
     insertVector(sqlite, tables, dimension, firstRow + offset, opening);
-    for (const piece of pieces) checkVector(piece, dimension);
+    for (const piece of pieces.slice(1)) checkVector(piece, dimension);
     const later = packLaterPieces(pieces);
     if (later) savePieces(firstRow + offset, later);
   }

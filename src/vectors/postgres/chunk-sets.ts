@@ -1,5 +1,5 @@
 import type { ChunkVectors } from '../../embeddings/pieces.ts';
-import { type ChunkSet, type HiddenRange, readRowsWithin } from '../chunk-sets.ts';
+import { type ChunkSet, checkVector, type HiddenRange, readRowsWithin } from '../chunk-sets.ts';
 import { packLaterPieces } from '../piece-similarity.ts';
 import { VectorIndexMissingError } from '../store.ts';
 import { jsonRows, type Query } from './connection.ts';
@@ -291,7 +291,8 @@ export async function addVectors(
   const rows = vectors.map((pieces, offset) => {
     const [opening] = pieces;
     if (!opening) throw new Error(`a chunk of ${fileKey} has no vector`);
-    for (const piece of pieces) checkVector(piece, dimension);
+    // The opening is checked where it is inserted.
+    for (const piece of pieces.slice(1)) checkVector(piece, dimension);
     return { rowid: firstRow + offset, vector: opening, later: packLaterPieces(pieces) };
   });
   await insertVectors(query, tables, dimension, rows);
@@ -330,14 +331,6 @@ export async function saveLaterPieces(
       'WHERE c.row_id = (e->>0)::bigint AND c.later_pieces IS NULL',
     [jsonRows(withPieces.map(({ rowid, later }) => [rowid, Buffer.from(later as Uint8Array).toString('base64')]))],
   );
-}
-
-function checkVector(vector: Float32Array, dimension: number): void {
-  if (!(vector instanceof Float32Array) || vector.length !== dimension) {
-    const got = vector instanceof Float32Array ? `${vector.length} dimensions` : 'no Float32Array';
-    throw new Error(`chunk embedding must have ${dimension} dimensions, got ${got}`);
-  }
-  if (!vector.every(Number.isFinite)) throw new Error('chunk embedding holds a value that is not a finite number');
 }
 
 /** `chunk_count` counts the visible chunks: what searches see. */
