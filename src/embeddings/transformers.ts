@@ -49,7 +49,7 @@ export async function createTransformersEmbedder(model: string, options: Embedde
     return new TransformersEmbedder(
       `transformers:${model}`,
       probe.length,
-      windowOf(extractor, modelFolder(model, options)),
+      windowOf(extractor, modelLocation(model, options).folder),
       extractor,
       load,
     );
@@ -134,16 +134,15 @@ function sentenceBertLength(folder: string): number | undefined {
   }
 }
 
-/** The model's folder: a path as given, or a hub id under `<dataDir>/models/`. */
-function modelFolder(model: string, options: EmbedderOptions): string {
+/** The model's folder: a path as given (`isFolder`), or a hub id under `<dataDir>/models/`. */
+function modelLocation(model: string, options: EmbedderOptions): { folder: string; isFolder: boolean } {
   const isFolder = isAbsolute(model) || model.startsWith('.');
-  return isFolder ? resolve(model) : join(resolve(options.dataDir), 'models', model);
+  return { folder: isFolder ? resolve(model) : join(resolve(options.dataDir), 'models', model), isFolder };
 }
 
 async function loadExtractor(model: string, options: EmbedderOptions): Promise<FeatureExtractor> {
   const modelsDir = join(resolve(options.dataDir), 'models') + sep;
-  const isFolder = isAbsolute(model) || model.startsWith('.');
-  const folder = modelFolder(model, options);
+  const { folder, isFolder } = modelLocation(model, options);
   if (!existsSync(folder) && (isFolder || !options.allowDownload)) {
     const hint = isFolder ? '' : '; put the model folder there or set SVC_ALLOW_MODEL_DOWNLOAD=true';
     throw new Error(`transformers model "${model}" not found at ${folder}${hint}`);
