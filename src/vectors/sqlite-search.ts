@@ -23,7 +23,8 @@ import { distanceTo, MAX_KNN, type Neighbour, nearestChunks, type VectorScan } f
 /**
  * A query in the SQLite store: BM25's best (keyword-search.ts) and the vector index's nearest
  * (vector-search.ts), hidden sets left out (chunk-sets.ts), each completed with the other signal in hybrid
- * mode, each cosine raised to the chunk's closest piece (piece-similarity.ts), then scored (ranking.ts) and loaded as hits; or, for the calibration's fit, the candidates unscored.
+ * mode, each cosine raised to the chunk's closest piece (piece-similarity.ts), then scored (ranking.ts) and
+ * loaded as hits; or, for the calibration's fit, the candidates unscored.
  * The assembly around the lists is shared with PostgreSQL's (search-assembly.ts).
  * Each runs in one read of the connection, so it sees one consistent state.
  */

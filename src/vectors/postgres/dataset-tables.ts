@@ -8,8 +8,8 @@ import { hasHnswIndex, vectorType } from './pgvector.ts';
  * in SQL exactly as FTS5's bm25() computes it (keyword-search.ts):
  *
  * - chunks: the SQLite store's `vector_chunks` columns (row id, document id, file, text, metadata as JSON
- *   text, the vectors of its later pieces), plus `tokens`, the chunk's length in tokens over its four keyword fields (text, title, file
- *   name, the document's lead), which FTS5 keeps as the row's size;
+ *   text, the vectors of its later pieces), plus `tokens`, the chunk's length in tokens over its four keyword
+ *   fields (text, title, file name, the document's lead), which FTS5 keeps as the row's size;
  * - postings: blocks, one row per term and write (the chunks a transaction of phase 1 wrote, at most 256 of
  *   one file): the rows of the write holding the term (as offsets from its first row), and in parallel
  *   arrays each one's length and the term's count in each field (an array of zeros is NULL);
