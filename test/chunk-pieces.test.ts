@@ -22,12 +22,13 @@ import { USE_LITE_MAX_TOKENS, UseLiteTokenizer, type Vocabulary } from '../src/e
 import { PieceBackfill } from '../src/ingestion/piece-backfill.ts';
 import type { Calibration } from '../src/vectors/calibration.ts';
 import { vectorExtensionPath } from '../src/vectors/extension.ts';
-import { packLaterPieces, packPieces, raiseToBestPiece, unpackLaterPieces } from '../src/vectors/piece-similarity.ts';
+import { packLaterPieces, raiseToBestPiece, unpackLaterPieces } from '../src/vectors/piece-similarity.ts';
 import { postgresTables } from '../src/vectors/postgres/dataset-tables.ts';
 import { SqliteVectorStore } from '../src/vectors/sqlite-store.ts';
-import type { ChunkSource, SearchOptions } from '../src/vectors/store.ts';
+import type { SearchOptions } from '../src/vectors/store.ts';
 import { type FakeOpenAIServer, fakeEmbedding, fakeTokens, startFakeOpenAI } from './fakes/openai-server.ts';
 import { createTestApp, tempDir } from './helpers/app.ts';
+import { axis, checkIndexMadeBeforePieces, indexedWithPieces, texts } from './helpers/chunk-pieces.ts';
 import { Dataset } from './helpers/datasets.ts';
 import { stoppedDatabase, testEngine } from './helpers/test-engine.ts';
 import { deleteFileChunks, unembedded } from './helpers/vector-store.ts';
@@ -194,25 +195,7 @@ describe('the SQLite store', () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  const axis = (index: number) => {
-    const vector = new Float32Array(4);
-    vector[index] = 1;
-    return vector;
-  };
-
-  function texts(fileKey: string, contents: string[]): ChunkSource {
-    return { count: contents.length, chunk: (index) => ({ content: contents[index] as string, metadata: { source: fileKey } }) };
-  }
-
-  /** A dataset with one file of `contents`, its chunks' vectors written as `vectors` (one list per chunk). */
-  async function indexed(contents: string[], vectors: Float32Array[][]): Promise<string> {
-    const id = crypto.randomUUID();
-    await store.createDatasetIndex(id, vectors[0]?.[0]?.length ?? 4);
-    expect(await store.publish(await store.stage(id, 'a.txt', texts('a.txt', contents)))).toBe(true);
-    const waiting = await unembedded(store, id, 'a.txt', undefined, { texts: 100, characters: 1_000_000 });
-    await store.addVectorsOf(id, [{ fileKey: 'a.txt', from: waiting?.from as number, vectors }]);
-    return id;
-  }
+  const indexed = (contents: string[], vectors: Float32Array[][]) => indexedWithPieces(store, contents, vectors);
 
   const laterPieces = (id: string) =>
     opened.exclusive(
@@ -247,37 +230,9 @@ describe('the SQLite store', () => {
   });
 
   test('an index made before pieces: its chunks without them are found, given them once, and the index moves on', async () => {
-    const id = await indexed(['one long chunk', 'a short one', 'another long one'], [[axis(0)], [axis(1)], [axis(2), axis(3)]]);
-    expect(await store.piecesComplete(id)).toBe(true);
-    // What an earlier knode left: the index in layout 1, and a file whose chunks have no vector yet.
-    await opened.exclusive((sqlite) => sqlite.query('UPDATE vector_indexes SET vector_layout = 1 WHERE dataset_id = ?').run(id));
-    expect(await store.publish(await store.stage(id, 'b.txt', texts('b.txt', ['not embedded yet'])))).toBe(true);
-    await store.saveCalibration(id, {
-      embedder: 'use-lite',
-      fittedAt: '2026-11-26T00:00:00.000Z',
-      questions: 10,
-      unanswerable: 2,
-      chunkCount: 3,
-      calibration: PLAIN,
-    });
-    expect(await store.piecesComplete(id)).toBe(false);
-    const limits = { texts: 100, characters: 1_000_000 };
-    const waiting = await store.chunksWithoutPieces(id, 0, limits);
-    expect(waiting.map((row) => row.content)).toEqual(['one long chunk', 'a short one']);
-    expect((await store.chunksWithoutPieces(id, waiting[0]?.rowid as number, limits)).map((row) => row.content)).toEqual(['a short one']);
-    expect(await store.chunksWithoutPieces(id, 0, { texts: 100, characters: 1 })).toHaveLength(1);
-    const first = waiting[0]?.rowid as number;
-    await store.addLaterPieces(id, [{ rowid: first, pieces: packPieces([axis(3)], 4) }]);
-    // A chunk's pieces are written once: a second write leaves them as they are.
-    await store.addLaterPieces(id, [{ rowid: first, pieces: packPieces([axis(1)], 4) }]);
-    const { candidates } = await store.candidates(id, axis(3), '', 'vector', 10);
-    expect(candidates.find((candidate) => candidate.rowid === first)?.cosine).toBeCloseTo(1, 5);
-    // No chunk got pieces: the calibration stands. Some did: it is dropped, to be fitted again.
-    await store.finishPieces(id, false);
-    expect(await store.piecesComplete(id)).toBe(true);
-    expect((await store.fittedCalibrations([id])).size).toBe(1);
-    await store.finishPieces(id, true);
-    expect((await store.fittedCalibrations([id])).size).toBe(0);
+    const setVectorLayout = (id: string, layout: number) =>
+      opened.exclusive((sqlite) => void sqlite.query('UPDATE vector_indexes SET vector_layout = ? WHERE dataset_id = ?').run(layout, id));
+    await checkIndexMadeBeforePieces(store, setVectorLayout, PLAIN);
   });
 
   test('the backfill gives every long chunk its later pieces, embeds nothing else, and stops on a failing embedder', async () => {

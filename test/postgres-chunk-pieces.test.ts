@@ -6,10 +6,11 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import type { Calibration } from '../src/vectors/calibration.ts';
-import { packPieces, unpackLaterPieces } from '../src/vectors/piece-similarity.ts';
+import { unpackLaterPieces } from '../src/vectors/piece-similarity.ts';
 import { postgresTables } from '../src/vectors/postgres/dataset-tables.ts';
 import { PostgresVectorStore } from '../src/vectors/postgres/store.ts';
-import type { ChunkSource, SearchOptions } from '../src/vectors/store.ts';
+import type { SearchOptions } from '../src/vectors/store.ts';
+import { axis, checkIndexMadeBeforePieces, indexedWithPieces, texts } from './helpers/chunk-pieces.ts';
 import { type InProcessPostgres, startPglite } from './helpers/pglite.ts';
 import { deleteFileChunks, unembedded } from './helpers/vector-store.ts';
 
@@ -34,25 +35,7 @@ const PLAIN: Calibration = {
   hybrid: { weights: { bm25: 1, cosine: 10 }, intercept: -5 },
 };
 
-const axis = (index: number) => {
-  const vector = new Float32Array(4);
-  vector[index] = 1;
-  return vector;
-};
-
-function texts(contents: string[]): ChunkSource {
-  return { count: contents.length, chunk: (index) => ({ content: contents[index] as string, metadata: { source: 'a.txt' } }) };
-}
-
-/** A dataset with one file of `contents`, its chunks' vectors written as `vectors` (one list per chunk). */
-async function indexed(contents: string[], vectors: Float32Array[][]): Promise<string> {
-  const id = crypto.randomUUID();
-  await store.createDatasetIndex(id, 4);
-  expect(await store.publish(await store.stage(id, 'a.txt', texts(contents)))).toBe(true);
-  const waiting = await unembedded(store, id, 'a.txt', undefined, { texts: 100, characters: 1_000_000 });
-  await store.addVectorsOf(id, [{ fileKey: 'a.txt', from: waiting?.from as number, vectors }]);
-  return id;
-}
+const indexed = (contents: string[], vectors: Float32Array[][]) => indexedWithPieces(store, contents, vectors);
 
 async function storedPieces(id: string): Promise<Map<string, Uint8Array | null>> {
   const { rows } = await postgres.pglite.query<{ content: string; later_pieces: Uint8Array | null }>(
@@ -96,7 +79,7 @@ describe('later pieces in the PostgreSQL store', () => {
     const { chunks } = postgresTables(id);
     await postgres.pglite.query(`ALTER TABLE ${chunks} DROP COLUMN later_pieces`);
     await store.createDatasetIndex(id, 4);
-    expect(await store.publish(await store.stage(id, 'a.txt', texts(['old chunk'])))).toBe(true);
+    expect(await store.publish(await store.stage(id, 'a.txt', texts('a.txt', ['old chunk'])))).toBe(true);
     const waiting = await unembedded(store, id, 'a.txt', undefined, { texts: 100, characters: 1_000_000 });
     await store.addVectorsOf(id, [{ fileKey: 'a.txt', from: waiting?.from as number, vectors: [[axis(0), axis(1)]] }]);
     expect((await storedPieces(id)).get('old chunk')).not.toBeNull();
@@ -104,33 +87,9 @@ describe('later pieces in the PostgreSQL store', () => {
   });
 
   test('an index made before pieces: its chunks without them are found, given them once, and the index moves on', async () => {
-    const id = await indexed(['one long chunk', 'a short one'], [[axis(0)], [axis(1)]]);
-    expect(await store.piecesComplete(id)).toBe(true);
-    await postgres.pglite.query('UPDATE vector_indexes SET vector_layout = 1 WHERE dataset_id = $1', [id]);
-    expect(await store.publish(await store.stage(id, 'b.txt', texts(['not embedded yet'])))).toBe(true);
-    await store.saveCalibration(id, {
-      embedder: 'use-lite',
-      fittedAt: '2026-11-26T00:00:00.000Z',
-      questions: 10,
-      unanswerable: 2,
-      chunkCount: 3,
-      calibration: PLAIN,
-    });
-    expect(await store.piecesComplete(id)).toBe(false);
-    const limits = { texts: 100, characters: 1_000_000 };
-    const waiting = await store.chunksWithoutPieces(id, 0, limits);
-    expect(waiting.map((row) => row.content)).toEqual(['one long chunk', 'a short one']);
-    const first = waiting[0]?.rowid as number;
-    expect((await store.chunksWithoutPieces(id, first, limits)).map((row) => row.content)).toEqual(['a short one']);
-    await store.addLaterPieces(id, [{ rowid: first, pieces: packPieces([axis(3)], 4) }]);
-    await store.addLaterPieces(id, [{ rowid: first, pieces: packPieces([axis(1)], 4) }]);
-    const { candidates } = await store.candidates(id, axis(3), '', 'vector', 10);
-    expect(candidates.find((candidate) => candidate.rowid === first)?.cosine).toBeCloseTo(1, 5);
-    // No chunk got pieces: the calibration stands. Some did: it is dropped, to be fitted again.
-    await store.finishPieces(id, false);
-    expect(await store.piecesComplete(id)).toBe(true);
-    expect((await store.fittedCalibrations([id])).size).toBe(1);
-    await store.finishPieces(id, true);
-    expect((await store.fittedCalibrations([id])).size).toBe(0);
+    const setVectorLayout = async (id: string, layout: number) => {
+      await postgres.pglite.query('UPDATE vector_indexes SET vector_layout = $1 WHERE dataset_id = $2', [layout, id]);
+    };
+    await checkIndexMadeBeforePieces(store, setVectorLayout, PLAIN);
   });
 });
